@@ -1,0 +1,13 @@
+import { checkHealth } from "../server/platform/health.server.ts";
+import { apiRoute, endpoint, json } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "Health of the web tier, its database and its job queue",
+    auth: "none",
+    handler: async () => {
+      const health = await checkHealth();
+      return json(health, { status: health.status === "ok" ? 200 : 503 });
+    },
+  }),
+});

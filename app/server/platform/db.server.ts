@@ -1,0 +1,70 @@
+import path from "node:path";
+import postgres from "postgres";
+import { startCluster, withDatabase } from "./embedded-postgres.server.ts";
+import { env, resetEnvCache } from "./env.server.ts";
+import { logger } from "./logger.server.ts";
+
+export type Sql = postgres.Sql;
+
+let client: Sql | undefined;
+
+/** The process-wide connection pool. Call `resolveDatabaseUrl()` once at boot before this. */
+export function db(): Sql {
+  if (!client) {
+    const { DATABASE_URL, DATABASE_POOL_MAX } = env();
+    if (!DATABASE_URL) throw new Error("DATABASE_URL is not set (call resolveDatabaseUrl first)");
+    client = postgres(DATABASE_URL, {
+      max: DATABASE_POOL_MAX,
+      onnotice: () => {},
+      connect_timeout: 5,
+      connection: { application_name: `agent-platform:${process.pid}` },
+      // int8 columns (counters, epoch ms) as numbers: they stay far below 2^53.
+      types: {
+        int8: {
+          to: 20,
+          from: [20],
+          serialize: (x: number) => String(x),
+          parse: (x: string) => Number(x),
+        },
+      },
+    });
+  }
+  return client;
+}
+
+export async function closeDb(): Promise<void> {
+  const c = client;
+  client = undefined;
+  await c?.end({ timeout: 5 });
+}
+
+/**
+ * With DATABASE_URL set, uses it. Without it, starts (or reuses) the embedded PostgreSQL under
+ * DATA_DIR/postgres, makes sure the `app` database exists, and exports its URL to this process
+ * and its children.
+ */
+export async function resolveDatabaseUrl(): Promise<{
+  url: string;
+  /** Present when the embedded server is in use; `started` tells whether this call started it. */
+  embedded?: { started: boolean; stop: () => Promise<void> };
+}> {
+  const configured = env().DATABASE_URL;
+  if (configured) return { url: configured };
+  const cluster = await startCluster({ dir: path.join(env().DATA_DIR, "postgres") });
+  logger().info(
+    { port: cluster.port, reused: !cluster.started },
+    "embedded PostgreSQL %s",
+    cluster.started ? "started" : "already running",
+  );
+  const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await admin`select 1 as ok from pg_database where datname = 'app'`;
+    if (!row) await admin.unsafe("create database app");
+  } finally {
+    await admin.end();
+  }
+  const url = withDatabase(cluster.url, "app");
+  process.env.DATABASE_URL = url;
+  resetEnvCache();
+  return { url, embedded: { started: cluster.started, stop: cluster.stop } };
+}

@@ -1,0 +1,233 @@
+import { randomUUID } from "node:crypto";
+import type { ActionFunctionArgs, LoaderFunctionArgs } from "@remix-run/node";
+import type { z } from "zod";
+import { clientIp } from "./client-ip.server.ts";
+import { DomainError } from "./errors.server.ts";
+import { logger } from "./logger.server.ts";
+import { consume, type RateLimitScope, rateLimitScopes } from "./rate-limit.server.ts";
+
+// The one way to write an /api route: declare each method's auth, rate-limit scope and zod
+// schemas; the builder parses, answers bad input with 400 {error}, maps DomainErrors to their
+// status and hides everything unexpected behind 500 {error: "Internal server error"}.
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+export type AuthMode = "none";
+
+declare module "@remix-run/server-runtime" {
+  interface AppLoadContext {
+    /** The TCP peer of the request (set by the server entry). */
+    remoteAddress?: string;
+    /** The server build, for routes that describe the app (OpenAPI). */
+    build?: unknown;
+  }
+}
+
+type Schema = z.ZodType;
+type Infer<S> = S extends z.ZodType ? z.infer<S> : undefined;
+
+export interface HandlerContext<P, Q, B> {
+  request: Request;
+  params: P;
+  query: Q;
+  body: B;
+  requestId: string;
+  ip: string;
+  context: LoaderFunctionArgs["context"];
+}
+
+export interface EndpointSpec<
+  PS extends Schema | undefined = undefined,
+  QS extends Schema | undefined = undefined,
+  BS extends Schema | undefined = undefined,
+> {
+  summary: string;
+  description?: string;
+  auth: AuthMode;
+  rateLimit?: RateLimitScope;
+  params?: PS;
+  query?: QS;
+  body?: BS;
+  /** Status of a plain-object result (default 200). */
+  status?: number;
+  handler: (ctx: HandlerContext<Infer<PS>, Infer<QS>, Infer<BS>>) => Promise<unknown> | unknown;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the schemas of each endpoint are checked where it is declared
+export type AnyEndpoint = EndpointSpec<any, any, any>;
+
+export function endpoint<
+  PS extends Schema | undefined = undefined,
+  QS extends Schema | undefined = undefined,
+  BS extends Schema | undefined = undefined,
+>(spec: EndpointSpec<PS, QS, BS>): EndpointSpec<PS, QS, BS> {
+  return spec;
+}
+
+export type ApiRoute = Partial<Record<Method, AnyEndpoint>>;
+
+/** Marker the OpenAPI generator and the server's fast path look for. */
+export const API_ROUTE = Symbol.for("agent-platform.api-route");
+
+export interface ApiHandler {
+  (args: LoaderFunctionArgs | ActionFunctionArgs): Promise<Response>;
+  [API_ROUTE]: ApiRoute;
+}
+
+export function json(body: unknown, init: ResponseInit = {}): Response {
+  const headers = new Headers(init.headers);
+  headers.set("Content-Type", "application/json; charset=utf-8");
+  if (!headers.has("Cache-Control")) headers.set("Cache-Control", "no-store");
+  return new Response(JSON.stringify(body), { ...init, headers });
+}
+
+export const errorResponse = (status: number, error: string, extra?: Record<string, unknown>) =>
+  json({ error, ...extra }, { status });
+
+function describeZodError(error: z.ZodError, where: string): string {
+  return error.issues
+    .map((i) => {
+      const field = i.path.length ? i.path.join(".") : where;
+      return `${field}: ${i.message}`;
+    })
+    .join("; ");
+}
+
+class BadRequest extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function readBody(request: Request): Promise<unknown> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) throw new BadRequest(413, "Request body exceeds 1 MiB");
+  if (!request.body) return undefined;
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      await reader.cancel();
+      throw new BadRequest(413, "Request body exceeds 1 MiB");
+    }
+    chunks.push(value);
+  }
+  if (size === 0) return undefined;
+  const text = Buffer.concat(chunks).toString("utf8");
+  const type = request.headers.get("content-type") ?? "";
+  if (type.includes("application/x-www-form-urlencoded")) {
+    return Object.fromEntries(new URLSearchParams(text));
+  }
+  if (type && !type.includes("json")) {
+    throw new BadRequest(415, "Content-Type must be application/json");
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new BadRequest(400, "Malformed JSON body");
+  }
+}
+
+function parse<S extends Schema | undefined>(schema: S, value: unknown, where: string): Infer<S> {
+  if (!schema) return undefined as Infer<S>;
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    if (value === undefined && where === "body")
+      throw new BadRequest(400, "Request body is required");
+    throw new BadRequest(400, describeZodError(result.error, where));
+  }
+  return result.data as Infer<S>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+function requestIdOf(request: Request): string {
+  const incoming = request.headers.get("x-request-id");
+  return incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
+
+function withHeaders(response: Response, headers: Record<string, string>): Response {
+  for (const [k, v] of Object.entries(headers)) {
+    if (!response.headers.has(k)) response.headers.set(k, v);
+  }
+  return response;
+}
+
+async function run(
+  route: ApiRoute,
+  { request, params, context }: LoaderFunctionArgs,
+): Promise<Response> {
+  const requestId = requestIdOf(request);
+  const method = (request.method === "HEAD" ? "GET" : request.method) as Method;
+  const spec = route[method];
+  let extraHeaders: Record<string, string> = { "X-Request-Id": requestId };
+  if (!spec) {
+    const allow = Object.keys(route).join(", ");
+    return withHeaders(errorResponse(405, `Method ${request.method} not allowed`), {
+      ...extraHeaders,
+      Allow: allow,
+    });
+  }
+  const ip = clientIp(request, context?.remoteAddress);
+  try {
+    if (spec.rateLimit) {
+      // Authenticated calls are keyed by user once accounts land; until then by client IP.
+      const decision = await consume(spec.rateLimit, `ip:${ip}`);
+      extraHeaders = { ...extraHeaders, ...decision.headers };
+      if (!decision.allowed) {
+        const { points, duration } = rateLimitScopes[spec.rateLimit];
+        return withHeaders(
+          errorResponse(429, `Too many requests: limit is ${points} per ${duration} seconds`),
+          extraHeaders,
+        );
+      }
+    }
+    const url = new URL(request.url);
+    const parsedParams = parse(spec.params, params, "params");
+    const query = parse(spec.query, Object.fromEntries(url.searchParams), "query");
+    const body = spec.body ? parse(spec.body, await readBody(request), "body") : undefined;
+    const result = await spec.handler({
+      request,
+      params: parsedParams,
+      query,
+      body,
+      requestId,
+      ip,
+      context,
+    });
+    const response =
+      result instanceof Response ? result : json(result, { status: spec.status ?? 200 });
+    return withHeaders(response, extraHeaders);
+  } catch (error) {
+    if (error instanceof Response) return withHeaders(error, extraHeaders);
+    if (error instanceof BadRequest) {
+      return withHeaders(errorResponse(error.status, error.message), extraHeaders);
+    }
+    if (error instanceof DomainError) {
+      return withHeaders(errorResponse(error.status, error.message, error.extra), extraHeaders);
+    }
+    logger().error(
+      { err: error, requestId, method: request.method, path: new URL(request.url).pathname },
+      "unhandled error in API route",
+    );
+    return withHeaders(errorResponse(500, "Internal server error"), extraHeaders);
+  }
+}
+
+/**
+ * Builds a resource route's `loader` (GET, HEAD) and `action` (every other method) from its
+ * endpoints. Usage: `export const { loader, action } = apiRoute({ GET: endpoint({...}) });`
+ */
+export function apiRoute(route: ApiRoute): { loader: ApiHandler; action: ApiHandler } {
+  const handler = Object.assign((args: LoaderFunctionArgs) => run(route, args), {
+    [API_ROUTE]: route,
+  }) as ApiHandler;
+  return { loader: handler, action: handler };
+}

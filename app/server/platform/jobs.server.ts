@@ -1,0 +1,103 @@
+import { PgBoss, type Queue, type SendOptions } from "pg-boss";
+import { z } from "zod";
+import { env } from "./env.server.ts";
+import { logger } from "./logger.server.ts";
+
+// The job catalog: every background job's name, payload schema and queue policy (retries,
+// expiry). `sendJob` (web and worker) and the worker's `work` registration both read it, so a
+// payload is validated on the way in and on the way out.
+
+type QueuePolicy = Omit<Queue, "name">;
+
+interface JobDefinition<S extends z.ZodType> {
+  schema: S;
+  queue: QueuePolicy;
+}
+
+const define = <S extends z.ZodType>(schema: S, policy: QueuePolicy): JobDefinition<S> => ({
+  schema,
+  queue: { notify: true, ...policy },
+});
+
+export const jobCatalog = {
+  "send-email": define(
+    z.object({
+      to: z.email(),
+      subject: z.string().min(1).max(200),
+      text: z.string().min(1),
+      html: z.string().optional(),
+    }),
+    { retryLimit: 5, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 60 },
+  ),
+} as const;
+
+export type JobName = keyof typeof jobCatalog;
+export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]["schema"]>;
+export const jobNames = Object.keys(jobCatalog) as JobName[];
+
+let boss: Promise<PgBoss> | undefined;
+
+export interface BossOptions {
+  /** Workers run pg-boss maintenance and schedules; the web only sends. */
+  role: "web" | "worker";
+}
+
+function create({ role }: BossOptions): Promise<PgBoss> {
+  const { DATABASE_URL } = env();
+  if (!DATABASE_URL) throw new Error("DATABASE_URL is not set");
+  const instance = new PgBoss({
+    connectionString: DATABASE_URL,
+    max: role === "worker" ? 5 : 3,
+    supervise: role === "worker",
+    schedule: role === "worker",
+    useListenNotify: role === "worker",
+    application_name: `agent-platform-boss:${role}`,
+  });
+  instance.on("error", (error) => logger().error({ err: error }, "pg-boss error"));
+  return instance.start().then(async (started) => {
+    await createQueues(started);
+    return started;
+  });
+}
+
+async function createQueues(instance: PgBoss): Promise<void> {
+  const existing = new Set((await instance.getQueues()).map((q) => q.name));
+  for (const name of jobNames) {
+    const queue = jobCatalog[name].queue;
+    if (existing.has(name)) await instance.updateQueue(name, queue);
+    else await instance.createQueue(name, queue);
+  }
+}
+
+/** The process's started pg-boss (created on first use). */
+export function getBoss(options: BossOptions = { role: "web" }): Promise<PgBoss> {
+  boss ??= create(options).catch((error) => {
+    boss = undefined;
+    throw error;
+  });
+  return boss;
+}
+
+export async function stopBoss(options: { graceful: boolean; timeout?: number }): Promise<void> {
+  const current = boss;
+  boss = undefined;
+  if (current) await (await current).stop({ ...options, close: true });
+}
+
+/** Creates pg-boss's schema and the catalog's queues (migrations and test templates). */
+export async function ensureQueueSchema(): Promise<void> {
+  await getBoss({ role: "web" });
+  await stopBoss({ graceful: false });
+}
+
+/** Validates the payload against the catalog and enqueues it. Returns the job id. */
+export async function sendJob<N extends JobName>(
+  name: N,
+  payload: JobPayload<N>,
+  options: SendOptions = {},
+): Promise<string> {
+  const data = jobCatalog[name].schema.parse(payload) as object;
+  const id = await (await getBoss()).send(name, data, options);
+  if (!id) throw new Error(`Job ${name} was not enqueued (deduplicated by singleton options)`);
+  return id;
+}

@@ -1,0 +1,87 @@
+import { RateLimiterPostgres, RateLimiterRes } from "rate-limiter-flexible";
+import { db } from "./db.server.ts";
+import { logger } from "./logger.server.ts";
+
+// Counters live in PostgreSQL (table rate_limits, created by migration 0001), so every web
+// replica shares them. Numbers for the per-IP scopes are ours: docs/decisions/0003-rate-limits.md.
+export const rateLimitScopes = {
+  gateway: { points: 100, duration: 60, key: "user-or-ip" },
+  agents: { points: 100, duration: 60, key: "user-or-ip" },
+  chat: { points: 60, duration: 60, key: "user-or-ip" },
+  instance: { points: 30, duration: 60, key: "user-or-ip" },
+  provision: { points: 10, duration: 60 * 60, key: "ip" },
+  register: { points: 10, duration: 60 * 60, key: "ip" },
+  "forgot-password": { points: 5, duration: 15 * 60, key: "ip" },
+  "reset-password": { points: 10, duration: 15 * 60, key: "ip" },
+} as const satisfies Record<string, { points: number; duration: number; key: "ip" | "user-or-ip" }>;
+
+export type RateLimitScope = keyof typeof rateLimitScopes;
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  headers: Record<string, string>;
+}
+
+const limiters = new Map<RateLimitScope, RateLimiterPostgres>();
+
+/** rate-limiter-flexible speaks node-postgres; this adapts postgres.js to its `query` call. */
+function storeClient() {
+  const sql = db();
+  return {
+    query: async ({ text, values }: { text: string; values?: unknown[] }) => ({
+      rows: await sql.unsafe(text, (values ?? []) as never[], { prepare: true }),
+    }),
+  };
+}
+
+function limiter(scope: RateLimitScope): RateLimiterPostgres {
+  let l = limiters.get(scope);
+  if (!l) {
+    const { points, duration } = rateLimitScopes[scope];
+    l = new RateLimiterPostgres({
+      storeClient: storeClient(),
+      storeType: "pool",
+      tableName: "rate_limits",
+      tableCreated: true,
+      clearExpiredByTimeout: false,
+      keyPrefix: scope,
+      points,
+      duration,
+    });
+    limiters.set(scope, l);
+  }
+  return l;
+}
+
+/** Drops cached limiters (their store client is bound to one pool). */
+export function resetRateLimiters(): void {
+  limiters.clear();
+}
+
+function headersFor(scope: RateLimitScope, res: RateLimiterRes, limited: boolean) {
+  const { points, duration } = rateLimitScopes[scope];
+  const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+  const headers: Record<string, string> = {
+    "RateLimit-Limit": String(points),
+    "RateLimit-Remaining": String(Math.max(0, res.remainingPoints)),
+    "RateLimit-Reset": String(reset),
+    "RateLimit-Policy": `${points};w=${duration}`,
+  };
+  if (limited) headers["Retry-After"] = String(reset);
+  return headers;
+}
+
+/** Takes one point from `key`'s bucket in `scope`. */
+export async function consume(scope: RateLimitScope, key: string): Promise<RateLimitDecision> {
+  try {
+    const res = await limiter(scope).consume(`${key}`);
+    return { allowed: true, headers: headersFor(scope, res, false) };
+  } catch (rejection) {
+    if (rejection instanceof RateLimiterRes) {
+      return { allowed: false, headers: headersFor(scope, rejection, true) };
+    }
+    // The store failed: serve the request rather than take the API down with the limiter.
+    logger().error({ err: rejection, scope }, "rate limiter unavailable; request allowed");
+    return { allowed: true, headers: {} };
+  }
+}

@@ -1,0 +1,53 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import path from "node:path";
+import { type AppLoadContext, createRequestHandler, type ServerBuild } from "@remix-run/node";
+import { compileApiRoutes } from "./api-dispatch.server.ts";
+import { logger } from "./logger.server.ts";
+import { sendResponse, toRequest } from "./node-http.server.ts";
+import { serveStatic } from "./static-files.server.ts";
+
+export interface WebServerOptions {
+  build: ServerBuild;
+  publicDir: string;
+  mode?: string;
+}
+
+/** The web tier: static files, the /api fast path, and Remix for everything else. */
+export function createWebServer({
+  build,
+  publicDir,
+  mode = "production",
+}: WebServerOptions): Server {
+  const remix = createRequestHandler(build, mode);
+  const matchApi = compileApiRoutes(build);
+  const root = path.resolve(publicDir);
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const pathname = q === -1 ? url : url.slice(0, q);
+    const isApi = pathname === "/api" || pathname.startsWith("/api/");
+    if (!isApi && (await serveStatic(root, req, res, pathname))) return;
+
+    const origin = `http://${req.headers.host ?? "localhost"}`;
+    const request = toRequest(req, res, origin);
+    const context: AppLoadContext = { remoteAddress: req.socket.remoteAddress, build };
+    const match = isApi ? matchApi(pathname) : undefined;
+    const response = match
+      ? await match.handler({ request, params: match.params, context })
+      : await remix(request, context);
+    await sendResponse(res, response, req.method === "HEAD");
+  }
+
+  return createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      logger().error({ err: error, url: req.url }, "request failed outside a route");
+      if (!res.headersSent) {
+        res.writeHead(500, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ error: "Internal server error" }));
+      } else {
+        res.destroy();
+      }
+    });
+  });
+}

@@ -1,0 +1,38 @@
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type { ServerBuild } from "@remix-run/node";
+import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server.ts";
+import { env } from "./app/server/platform/env.server.ts";
+import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
+import { logger } from "./app/server/platform/logger.server.ts";
+import { createWebServer } from "./app/server/platform/web-server.server.ts";
+import { migrate } from "./db/migrate.ts";
+
+// The web process: `npm run start:web` (production) or started by `npm start`.
+const root = path.dirname(fileURLToPath(import.meta.url));
+const config = env();
+await resolveDatabaseUrl();
+await migrate(db());
+await ensureQueueSchema();
+await closeDb();
+
+const build = (await import(pathToFileURL(path.join(root, "build/index.js")).href)) as ServerBuild;
+const server = createWebServer({ build, publicDir: path.join(root, "public") });
+server.keepAliveTimeout = 65_000;
+server.listen(config.PORT, config.HOST, () => {
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : config.PORT;
+  logger().info({ url: `http://${config.HOST}:${port}` }, "web listening");
+});
+
+let stopping = false;
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    logger().info({ signal }, "web stopping");
+    server.close(() => process.exit(0));
+    server.closeIdleConnections();
+    setTimeout(() => process.exit(0), 10_000).unref();
+  });
+}

@@ -1,0 +1,5 @@
+import type { RequestHandler } from "msw";
+
+// One file per third-party service (payment processor, AI providers, chat apps, …) is added
+// here as the areas that call them land.
+export const handlers: RequestHandler[] = [];

@@ -1,0 +1,78 @@
+import { describe, expect, it } from "vitest";
+import { apiRoute, endpoint } from "../../app/server/platform/http.server.ts";
+import { consume, rateLimitScopes } from "../../app/server/platform/rate-limit.server.ts";
+import { call } from "../helpers/api.ts";
+
+describe("the PostgreSQL rate limiter", () => {
+  it("allows exactly the scope's points, then refuses with Retry-After", async () => {
+    const { points } = rateLimitScopes.instance;
+    for (let i = 1; i <= points; i++) {
+      const d = await consume("instance", "user:exact");
+      expect(d.allowed).toBe(true);
+      expect(d.headers["RateLimit-Remaining"]).toBe(String(points - i));
+      expect(d.headers["RateLimit-Limit"]).toBe(String(points));
+    }
+    const refused = await consume("instance", "user:exact");
+    expect(refused.allowed).toBe(false);
+    expect(Number(refused.headers["Retry-After"])).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.headers["Retry-After"])).toBeLessThanOrEqual(60);
+  });
+
+  it("keeps keys and scopes apart", async () => {
+    for (let i = 0; i < rateLimitScopes.instance.points; i++) await consume("instance", "user:a");
+    expect((await consume("instance", "user:a")).allowed).toBe(false);
+    expect((await consume("instance", "user:b")).allowed).toBe(true);
+    expect((await consume("chat", "user:a")).allowed).toBe(true);
+  });
+
+  it("counts concurrent requests exactly (shared store, atomic upsert)", async () => {
+    const results = await Promise.all(
+      Array.from({ length: 40 }, () => consume("instance", "user:concurrent")),
+    );
+    expect(results.filter((r) => r.allowed)).toHaveLength(rateLimitScopes.instance.points);
+  });
+});
+
+describe("rate-limited routes", () => {
+  const limited = apiRoute({
+    POST: endpoint({
+      summary: "x",
+      auth: "none",
+      rateLimit: "forgot-password",
+      handler: () => ({ ok: true }),
+    }),
+  });
+
+  it("answer 429 {error} with Retry-After and RateLimit headers once the per-IP budget is spent", async () => {
+    const { points } = rateLimitScopes["forgot-password"];
+    for (let i = 0; i < points; i++) {
+      const ok = await call(limited, "/x", { method: "POST", remoteAddress: "203.0.113.9" });
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get("ratelimit-remaining")).toBe(String(points - i - 1));
+    }
+    const res = await call(limited, "/x", { method: "POST", remoteAddress: "203.0.113.9" });
+    expect(res.status).toBe(429);
+    expect(res.json.error).toMatch(/Too many requests/);
+    expect(res.headers.get("retry-after")).toBeTruthy();
+    expect(res.headers.get("ratelimit-limit")).toBe(String(points));
+    const other = await call(limited, "/x", { method: "POST", remoteAddress: "203.0.113.10" });
+    expect(other.status).toBe(200);
+  });
+
+  it("ignores X-Forwarded-For from an untrusted peer", async () => {
+    const { points } = rateLimitScopes["forgot-password"];
+    for (let i = 0; i < points; i++) {
+      await call(limited, "/x", {
+        method: "POST",
+        remoteAddress: "198.51.100.7",
+        headers: { "x-forwarded-for": `10.0.0.${i}` },
+      });
+    }
+    const res = await call(limited, "/x", {
+      method: "POST",
+      remoteAddress: "198.51.100.7",
+      headers: { "x-forwarded-for": "10.0.0.250" },
+    });
+    expect(res.status).toBe(429);
+  });
+});

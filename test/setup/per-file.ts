@@ -1,0 +1,32 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, inject } from "vitest";
+import { closeDb } from "../../app/server/platform/db.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { stopBoss } from "../../app/server/platform/jobs.server.ts";
+import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
+import { mswServer } from "../msw/server.ts";
+import { cloneDatabase } from "./cluster.ts";
+
+// Every test file gets its own database (a clone of the migrated template), its own data
+// folder, and strict msw interception.
+const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-platform-data-"));
+process.env.NODE_ENV = "test";
+process.env.LOG_LEVEL ??= "silent";
+process.env.DATA_DIR = dataDir;
+delete process.env.SMTP_URL;
+process.env.DATABASE_URL = await cloneDatabase(inject("adminDatabaseUrl"));
+resetEnvCache();
+
+beforeAll(() => {
+  mswServer.listen({ onUnhandledFrame: "error" });
+});
+
+afterAll(async () => {
+  mswServer.close();
+  await stopBoss({ graceful: false });
+  await closeDb();
+  resetRateLimiters();
+  await rm(dataDir, { recursive: true, force: true });
+});

@@ -1,0 +1,27 @@
+import { closeDb, db, resolveDatabaseUrl } from "../app/server/platform/db.server.ts";
+import { env } from "../app/server/platform/env.server.ts";
+import { logger } from "../app/server/platform/logger.server.ts";
+import { migrate } from "../db/migrate.ts";
+import { startWorker, stopWorker } from "./worker.ts";
+
+// The worker process: `npm run start:worker`. Any number may run against one database.
+env();
+await resolveDatabaseUrl();
+await migrate(db());
+await startWorker();
+
+let stopping = false;
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    logger().info({ signal }, "worker stopping: finishing in-flight jobs");
+    stopWorker()
+      .then(closeDb)
+      .then(() => process.exit(0))
+      .catch((error) => {
+        logger().error({ err: error }, "worker stop failed");
+        process.exit(1);
+      });
+  });
+}

@@ -1,0 +1,15 @@
+import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { sendEmail } from "./send-email.ts";
+
+export interface JobContext {
+  jobId: string;
+  retryCount: number;
+  signal: AbortSignal;
+}
+
+type Handlers = { [N in JobName]: (payload: JobPayload<N>, ctx: JobContext) => Promise<unknown> };
+
+/** Every job of the catalog has exactly one handler here (the type makes a missing one an error). */
+export const handlers: Handlers = {
+  "send-email": sendEmail,
+};
