@@ -17,7 +17,11 @@ await ensureQueueSchema();
 await closeDb();
 
 const build = (await import(pathToFileURL(path.join(root, "build/index.js")).href)) as ServerBuild;
-const server = createWebServer({ build, publicDir: path.join(root, "public") });
+const server = createWebServer({
+  build,
+  publicDir: path.join(root, "public"),
+  apiFastPath: process.env.API_FAST_PATH !== "0",
+});
 server.keepAliveTimeout = 65_000;
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();

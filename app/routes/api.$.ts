@@ -1,13 +1,11 @@
-import { DomainError } from "../server/platform/errors.server.ts";
-import { apiRoute, endpoint, type Method } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint, errorResponse, type Method } from "../server/platform/http.server.ts";
 
 // Every /api path no other route claims: a JSON 404 for any method.
 const notFound = endpoint({
   summary: "Unknown API path",
   auth: "none",
-  handler: ({ request }) => {
-    throw new DomainError(404, `No API endpoint at ${new URL(request.url).pathname}`);
-  },
+  handler: ({ request }) =>
+    errorResponse(404, `No API endpoint at ${new URL(request.url).pathname}`),
 });
 
 const methods: Method[] = ["GET", "POST", "PUT", "PATCH", "DELETE"];

@@ -25,7 +25,7 @@ export type Env = z.infer<typeof schema> & { APP_URL: string };
 
 const requiredInProduction = ["DATABASE_URL", "SESSION_SECRET", "SEALING_KEY", "APP_URL"] as const;
 
-export function parseEnv(source: NodeJS.ProcessEnv): Env {
+export function parseEnv(source: Record<string, string | undefined>): Env {
   const result = schema.safeParse(source);
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);

@@ -6,7 +6,10 @@ import { Readable } from "node:stream";
 
 export function toRequest(req: IncomingMessage, res: ServerResponse, origin: string): Request {
   const controller = new AbortController();
-  res.on("close", () => controller.abort());
+  // Abort only when the client went away mid-response (a DOMException per request is costly).
+  res.on("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
   const headers = new Headers();
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
@@ -26,13 +29,25 @@ export async function sendResponse(res: ServerResponse, response: Response, head
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length) headers["set-cookie"] = cookies;
-  res.writeHead(response.status, response.statusText || undefined, headers);
   if (head || !response.body) {
+    res.writeHead(response.status, response.statusText || undefined, headers);
     res.end();
     return;
   }
   const reader = response.body.getReader();
   try {
+    // Most API bodies arrive in one chunk: send those with a Content-Length in a single write.
+    const first = await reader.read();
+    const second = first.done ? first : await reader.read();
+    if (second.done) {
+      if (first.value) headers["content-length"] = String(first.value.byteLength);
+      res.writeHead(response.status, response.statusText || undefined, headers);
+      res.end(first.value);
+      return;
+    }
+    res.writeHead(response.status, response.statusText || undefined, headers);
+    res.write(first.value);
+    res.write(second.value);
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;

@@ -10,6 +10,8 @@ export interface WebServerOptions {
   build: ServerBuild;
   publicDir: string;
   mode?: string;
+  /** Call /api builder routes directly instead of through Remix (default on; off for benchmarks). */
+  apiFastPath?: boolean;
 }
 
 /** The web tier: static files, the /api fast path, and Remix for everything else. */

@@ -1,0 +1,15 @@
+import { defineConfig } from "vitest/config";
+
+// Browser and whole-server tests: the built app (`npm run build`) served by the real server
+// entry, driven over HTTP and with Debian's Chromium.
+export default defineConfig({
+  test: {
+    include: ["test/e2e/**/*.e2e.ts"],
+    globalSetup: ["test/setup/global-db.ts"],
+    setupFiles: ["test/setup/per-file.ts"],
+    pool: "forks",
+    fileParallelism: false,
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
