@@ -32,7 +32,7 @@ async function measure(name: string, url: string, expectStatus = 200): Promise<R
   const unexpected =
     expectStatus === 200
       ? r.non2xx
-      : r.requests.sent - (r.statusCodeStats[String(expectStatus) as "404"]?.count ?? 0);
+      : r.requests.sent - (r.statusCodeStats?.[String(expectStatus) as "404"]?.count ?? 0);
   const errors = r.errors + r.timeouts + Math.max(0, unexpected);
   return { name, rps: r.requests.average, p99: r.latency.p99, errors };
 }
