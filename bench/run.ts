@@ -79,7 +79,7 @@ try {
 } finally {
   await Promise.all(children.map((c) => c.stop()));
   await cluster.stop();
-  await rm(dir, { recursive: true, force: true });
+  await rm(cluster.dir, { recursive: true, force: true });
 }
 
 const base = rows[0]!;

@@ -32,7 +32,7 @@ export async function startTestCluster(): Promise<TestCluster> {
     dir,
     settings: { fsync: "off", synchronous_commit: "off", full_page_writes: "off" },
   });
-  return { cluster, dir, adminUrl: cluster.url };
+  return { cluster, dir: cluster.dir, adminUrl: cluster.url };
 }
 
 export async function stopTestCluster(tc: TestCluster): Promise<void> {

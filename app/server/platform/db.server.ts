@@ -52,7 +52,7 @@ export async function resolveDatabaseUrl(): Promise<{
   if (configured) return { url: configured };
   const cluster = await startCluster({ dir: path.join(env().DATA_DIR, "postgres") });
   logger().info(
-    { port: cluster.port, reused: !cluster.started },
+    { port: cluster.port, dir: cluster.dir, reused: !cluster.started },
     "embedded PostgreSQL %s",
     cluster.started ? "started" : "already running",
   );

