@@ -1,6 +1,7 @@
 import { resetCatalogCache } from "../../app/server/ai/catalog.server.ts";
 import { resetCooldowns } from "../../app/server/ai/cooldown.server.ts";
 import { resetAiHealthCache } from "../../app/server/ai/health.server.ts";
+import { resetInstanceTokenCache } from "../../app/server/ai/instance-tokens.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 
@@ -30,6 +31,7 @@ export async function configureAi(vars: Record<string, string>, { clearDb = true
   resetCatalogCache();
   resetCooldowns();
   resetAiHealthCache();
+  resetInstanceTokenCache();
   if (clearDb) {
     await db()`delete from ai_models`;
     await db()`delete from ai_catalog_refreshes`;

@@ -1,5 +1,6 @@
 import { DomainError } from "../platform/errors.server.ts";
 import { json } from "../platform/http.server.ts";
+import { unsealKeys } from "./byok.server.ts";
 import { loadCatalog } from "./catalog.server.ts";
 import { complete } from "./completions.server.ts";
 import {
@@ -29,6 +30,7 @@ export async function agentCompletion(request: Request, body: ChatBody, startedA
     endpoint: "agents",
     userId: identity.userId,
     instanceId: identity.instanceId,
+    userKeys: unsealKeys(identity.sealedKeys),
     body,
     stream,
     signal: request.signal,

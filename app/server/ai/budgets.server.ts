@@ -1,16 +1,16 @@
 import { randomUUID } from "node:crypto";
-import type postgres from "postgres";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { usdToMicro } from "./money.server.ts";
 
-// Credits and budgets. Before a call, the most it can cost is reserved (ai_reservations) under a
-// per-user advisory lock, checked against the credit balance (credits mode) and the daily spend
-// limit (both modes); after it, the reservation is replaced by the real debit. Concurrent calls
-// therefore can never spend more than the balance (docs/decisions/0024).
+// Credits and budgets. Before a call, the most it can cost is held on the user's ai_accounts row
+// in ONE conditional statement — checked against the credit balance (credits mode) and the daily
+// spend limit (both modes) — and recorded in ai_reservations; metering releases it and debits
+// the real cost. The row lock of that statement is what serialises a user's concurrent calls, so
+// they can never hold more than the balance (docs/decisions/0024).
 
-/** Reservations older than this are from a crashed process: not counted, swept by the job. */
+/** Reservations older than this are from a crashed process: swept by the catalog job. */
 export const RESERVATION_TTL_MINUTES = 10;
 
 export type BillingMode = "credits" | "byok";
@@ -22,11 +22,6 @@ export interface Reservation {
   mode: BillingMode;
 }
 
-type Tx = postgres.TransactionSql;
-
-export const lockUser = (tx: Tx, userId: string) =>
-  tx`select pg_advisory_xact_lock(hashtextextended(${`ai-credit:${userId}`}, 0))`;
-
 export interface Standing {
   balance: number;
   held: number;
@@ -34,65 +29,95 @@ export interface Standing {
   dailyLimit: number;
 }
 
-async function standing(sql: postgres.Sql | Tx, userId: string): Promise<Standing> {
-  const [row] = await sql<
-    { balance: number; held: number; spent_today: number; daily_limit: number | null }[]
-  >`select
-      coalesce((select sum(amount_micro_usd) from credit_ledger where user_id = ${userId}), 0)::bigint
-        as balance,
-      coalesce((select sum(amount_micro_usd) from ai_reservations where user_id = ${userId}
-        and created_at > now() - make_interval(mins => ${RESERVATION_TTL_MINUTES})), 0)::bigint
-        as held,
-      coalesce((select sum(cost_micro_usd) from ai_usage where user_id = ${userId}
-        and created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'), 0)::bigint
-        as spent_today,
-      (select daily_limit_micro_usd from ai_budgets where user_id = ${userId}) as daily_limit`;
+const defaultLimit = () => usdToMicro(env().AI_DAILY_LIMIT_USD);
+
+/** The user's credit balance, money held for calls in flight, today's spend and limit. */
+export async function userStanding(userId: string): Promise<Standing> {
+  const [row] = await db()<
+    { balance: number; held: number; spent: number; daily_limit: number | null }[]
+  >`select balance_micro_usd as balance, held_micro_usd as held,
+      case when spend_day = (now() at time zone 'utc')::date then spent_today_micro_usd else 0 end
+        as spent,
+      daily_limit_micro_usd as daily_limit
+    from ai_accounts where user_id = ${userId}`;
   return {
     balance: row?.balance ?? 0,
     held: row?.held ?? 0,
-    spentToday: row?.spent_today ?? 0,
-    dailyLimit: row?.daily_limit ?? usdToMicro(env().AI_DAILY_LIMIT_USD),
+    spentToday: row?.spent ?? 0,
+    dailyLimit: row?.daily_limit ?? defaultLimit(),
   };
 }
 
-/** The user's credit balance, money held for calls in flight, today's spend and limit. */
-export const userStanding = (userId: string) => standing(db(), userId);
+async function tryReserve(id: string, userId: string, amount: number, mode: BillingMode) {
+  const rows = await db()`
+    with acct as (
+      update ai_accounts set
+        held_micro_usd = held_micro_usd + ${amount},
+        spent_today_micro_usd = case when spend_day = (now() at time zone 'utc')::date
+          then spent_today_micro_usd else 0 end,
+        spend_day = (now() at time zone 'utc')::date
+      where user_id = ${userId}
+        and case when spend_day = (now() at time zone 'utc')::date
+              then spent_today_micro_usd else 0 end
+            + held_micro_usd + ${amount} <= coalesce(daily_limit_micro_usd, ${defaultLimit()})
+        and (${mode} = 'byok'
+          or (balance_micro_usd > 0 and balance_micro_usd - held_micro_usd >= ${amount}))
+      returning user_id
+    )
+    insert into ai_reservations (id, user_id, amount_micro_usd)
+    select ${id}, user_id, ${amount} from acct returning id`;
+  return rows.length > 0;
+}
 
-/** Reserves `amount` micro-USD for a call, or answers 402 {error}. */
+/** Holds `amount` micro-USD for a call, or answers 402 {error}. */
 export async function reserve(
   userId: string,
   amountMicroUsd: number,
   mode: BillingMode,
 ): Promise<Reservation> {
   const id = `res_${randomUUID()}`;
-  await db().begin(async (tx) => {
-    await lockUser(tx, userId);
-    const s = await standing(tx, userId);
+  let ok = await tryReserve(id, userId, amountMicroUsd, mode);
+  if (!ok) {
+    // The slow path only: say why, or create the account of a user who never had credits.
+    const [exists] = await db()`select 1 from ai_accounts where user_id = ${userId}`;
+    if (!exists && mode === "byok") {
+      await db()`insert into ai_accounts (user_id) values (${userId}) on conflict do nothing`;
+      ok = await tryReserve(id, userId, amountMicroUsd, mode);
+    }
+  }
+  if (!ok) {
+    const s = await userStanding(userId);
     if (s.spentToday + s.held + amountMicroUsd > s.dailyLimit) {
       throw new DomainError(402, "Daily AI spend limit reached", {
         dailyLimitUsd: s.dailyLimit / 1e6,
       });
     }
-    if (mode === "credits" && (s.balance - s.held < amountMicroUsd || s.balance <= 0)) {
-      throw new DomainError(402, "Insufficient credits for this request");
-    }
-    await tx`insert into ai_reservations (id, user_id, amount_micro_usd)
-      values (${id}, ${userId}, ${amountMicroUsd})`;
-  });
+    throw new DomainError(402, "Insufficient credits for this request");
+  }
   return { id, userId, amountMicroUsd, mode };
 }
 
-/** Sets a user's daily spend limit (USD), overriding AI_DAILY_LIMIT_USD. */
+/** Sets a user's daily AI spend limit (USD), overriding AI_DAILY_LIMIT_USD. */
 export async function setDailyLimit(userId: string, usd: number): Promise<void> {
-  await db()`insert into ai_budgets (user_id, daily_limit_micro_usd)
+  await db()`insert into ai_accounts (user_id, daily_limit_micro_usd)
     values (${userId}, ${usdToMicro(usd)})
     on conflict (user_id) do update set daily_limit_micro_usd = excluded.daily_limit_micro_usd,
       updated_at = now()`;
 }
 
-/** Deletes reservations left behind by crashed processes. */
+/** Releases reservations left behind by crashed processes. */
 export async function sweepStaleReservations(): Promise<number> {
-  const rows = await db()`delete from ai_reservations
-    where created_at < now() - make_interval(mins => ${RESERVATION_TTL_MINUTES}) returning 1`;
-  return rows.length;
+  const rows = await db()<{ n: number }[]>`
+    with gone as (
+      delete from ai_reservations
+      where created_at < now() - make_interval(mins => ${RESERVATION_TTL_MINUTES})
+      returning user_id, amount_micro_usd
+    ), per_user as (
+      select user_id, sum(amount_micro_usd) as amount, count(*) as n from gone group by user_id
+    ), released as (
+      update ai_accounts a set held_micro_usd = greatest(0, a.held_micro_usd - p.amount)
+      from per_user p where a.user_id = p.user_id returning p.n
+    )
+    select coalesce(sum(n), 0)::int as n from released`;
+  return rows[0]?.n ?? 0;
 }

@@ -1,5 +1,6 @@
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
+import { resetInstanceTokenCache } from "./instance-tokens.server.ts";
 import type { ProviderName } from "./providers/shared.server.ts";
 
 // Bring your own key: a user's own provider keys, sealed at rest (AES-256-GCM). When a user has
@@ -16,6 +17,7 @@ export async function setUserKey(userId: string, provider: ProviderName, apiKey:
     values (${userId}, ${provider}, ${seal(apiKey)}, ${keyPreview(apiKey)})
     on conflict (user_id, provider) do update set sealed_key = excluded.sealed_key,
       key_preview = excluded.key_preview, updated_at = now()`;
+  resetInstanceTokenCache();
 }
 
 /** Removes one provider's key, or all of the user's keys (back to platform credits). */
@@ -24,14 +26,19 @@ export async function removeUserKeys(userId: string, provider?: ProviderName): P
     ? await db()`delete from ai_user_keys where user_id = ${userId} and provider = ${provider}
         returning 1`
     : await db()`delete from ai_user_keys where user_id = ${userId} returning 1`;
+  resetInstanceTokenCache();
   return rows.length;
 }
 
 /** The user's keys, unsealed, by provider. */
 export async function userKeys(userId: string): Promise<Map<ProviderName, string>> {
-  const rows = await db()<{ provider: ProviderName; sealed_key: string }[]>`
-    select provider, sealed_key from ai_user_keys where user_id = ${userId}`;
-  return new Map(rows.map((r) => [r.provider, unseal(r.sealed_key)]));
+  const rows = await db()<{ provider: string; sealed: string }[]>`
+    select provider, sealed_key as sealed from ai_user_keys where user_id = ${userId}`;
+  return unsealKeys(rows);
+}
+
+export function unsealKeys(rows: Array<{ provider: string; sealed: string }>) {
+  return new Map(rows.map((r) => [r.provider as ProviderName, unseal(r.sealed)]));
 }
 
 /** Which providers the user has keys for (no secrets). */

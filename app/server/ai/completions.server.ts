@@ -14,6 +14,7 @@ import {
   contentText,
   type ProviderConfig,
   ProviderError,
+  type ProviderName,
   type Usage,
 } from "./providers/shared.server.ts";
 import { clients, providerSettings } from "./providers.server.ts";
@@ -31,6 +32,8 @@ export interface CompleteOptions {
   /** OpenAI-shaped body; `model` may be empty when `taskType` picks it. */
   body: ChatBody;
   taskType?: TaskType;
+  /** The user's BYOK keys when the caller already has them (else they are read). */
+  userKeys?: Map<ProviderName, string>;
   stream: boolean;
   signal?: AbortSignal;
   /** performance.now() when the request arrived, for the overhead figure. */
@@ -107,7 +110,7 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
   const configs = new Map<string, ProviderConfig>();
   for (const c of candidates) configs.set(c.provider, providerSettings(c.provider));
   if (userId) {
-    const keys = await userKeys(userId);
+    const keys = options.userKeys ?? (await userKeys(userId));
     const own = candidates.filter((c) => keys.has(c.provider));
     if (own.length > 0) {
       mode = "byok";

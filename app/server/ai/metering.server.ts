@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { db } from "../platform/db.server.ts";
 import { logger } from "../platform/logger.server.ts";
-import { lockUser, type Reservation } from "./budgets.server.ts";
+import type { Reservation } from "./budgets.server.ts";
 import type { ProviderName } from "./providers/shared.server.ts";
 
 // Every call through the layer leaves one ai_usage row. For a user in credits mode the same
@@ -40,45 +40,47 @@ export const countTokens = (text: string): number => (text ? Math.ceil(text.leng
 
 async function write(record: UsageRecord, reservation: Reservation | undefined): Promise<string> {
   const id = `aiu_${randomUUID()}`;
-  const row = {
-    id,
-    user_id: record.userId,
-    instance_id: record.instanceId,
-    endpoint: record.endpoint,
-    provider: record.provider,
-    model: record.model,
-    prompt_tokens: record.promptTokens,
-    completion_tokens: record.completionTokens,
-    tokens_estimated: record.tokensEstimated,
-    cost_micro_usd: record.costMicroUsd,
-    uncollected_micro_usd: 0,
-    billing_mode: record.billingMode,
-    stream: record.stream,
-    latency_ms: Math.round(record.latencyMs),
-    status: record.status,
-    http_status: record.httpStatus,
-    error: record.error?.slice(0, 500) ?? null,
-  };
+  const error = record.error?.slice(0, 500) ?? null;
+  const latency = Math.round(record.latencyMs);
   if (!reservation || !record.userId) {
-    await db()`insert into ai_usage ${db()(row)}`;
+    await db()`insert into ai_usage (id, user_id, instance_id, endpoint, provider, model,
+        prompt_tokens, completion_tokens, tokens_estimated, cost_micro_usd, billing_mode, stream,
+        latency_ms, status, http_status, error)
+      values (${id}, ${record.userId}, ${record.instanceId}, ${record.endpoint},
+        ${record.provider}, ${record.model}, ${record.promptTokens}, ${record.completionTokens},
+        ${record.tokensEstimated}, ${record.costMicroUsd}, ${record.billingMode}, ${record.stream},
+        ${latency}, ${record.status}, ${record.httpStatus}, ${error})`;
     return id;
   }
-  const userId = record.userId;
-  await db().begin(async (tx) => {
-    await lockUser(tx, userId);
-    await tx`delete from ai_reservations where id = ${reservation.id}`;
-    if (record.billingMode === "credits" && record.costMicroUsd > 0) {
-      const [b] = await tx<{ balance: number }[]>`select coalesce(sum(amount_micro_usd), 0)::bigint
-        as balance from credit_ledger where user_id = ${userId}`;
-      const debit = Math.min(record.costMicroUsd, Math.max(0, b?.balance ?? 0));
-      row.uncollected_micro_usd = record.costMicroUsd - debit;
-      if (debit > 0) {
-        await tx`insert into credit_ledger (id, user_id, amount_micro_usd, reason)
-          values (${`led_${id}`}, ${userId}, ${-debit}, ${`ai-usage:${record.model}`})`;
-      }
-    }
-    await tx`insert into ai_usage ${tx(row)}`;
-  });
+  // One statement: release the reservation, add to today's spend, debit the cost (credits mode;
+  // capped at the balance so it never goes below zero) and record the call.
+  const charge = record.billingMode === "credits" ? record.costMicroUsd : 0;
+  await db()`
+    with released as (
+      delete from ai_reservations where id = ${reservation.id} returning amount_micro_usd
+    ), acct as (
+      update ai_accounts set
+        held_micro_usd = greatest(0, held_micro_usd
+          - coalesce((select amount_micro_usd from released), 0)),
+        spent_today_micro_usd = case when spend_day = (now() at time zone 'utc')::date
+          then spent_today_micro_usd else 0 end + ${record.costMicroUsd},
+        spend_day = (now() at time zone 'utc')::date,
+        updated_at = now()
+      where user_id = ${record.userId}
+      returning least(${charge}::bigint, greatest(balance_micro_usd, 0)) as debit
+    ), ledger as (
+      insert into credit_ledger (id, user_id, amount_micro_usd, reason)
+      select ${`led_${id}`}, ${record.userId}, -debit, ${`ai-usage:${record.model}`}
+      from acct where debit > 0
+    )
+    insert into ai_usage (id, user_id, instance_id, endpoint, provider, model, prompt_tokens,
+      completion_tokens, tokens_estimated, cost_micro_usd, uncollected_micro_usd, billing_mode,
+      stream, latency_ms, status, http_status, error)
+    values (${id}, ${record.userId}, ${record.instanceId}, ${record.endpoint}, ${record.provider},
+      ${record.model}, ${record.promptTokens}, ${record.completionTokens},
+      ${record.tokensEstimated}, ${record.costMicroUsd},
+      ${charge} - coalesce((select debit from acct), 0), ${record.billingMode}, ${record.stream},
+      ${latency}, ${record.status}, ${record.httpStatus}, ${error})`;
   return id;
 }
 
