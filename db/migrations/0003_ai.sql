@@ -66,23 +66,53 @@ create table if not exists credit_ledger (
 );
 create index if not exists credit_ledger_user_idx on credit_ledger (user_id);
 
--- Money held for calls in flight: reserved before the provider is called, replaced by the real
--- debit when it answers. Rows older than the reservation TTL are stale (a crashed process) and
--- are neither counted nor kept (the catalog job sweeps them).
+-- The AI layer's running view of each user's money, so that a call checks and holds credit in
+-- one single-row statement instead of summing the ledger: the balance mirrors
+-- sum(credit_ledger.amount_micro_usd) through the trigger below (whoever writes the ledger),
+-- `held` is what calls in flight have reserved, `spent_today` what the user spent on AI on
+-- `spend_day` (UTC) — platform credits and BYOK alike — against the daily limit.
+create table ai_accounts (
+  user_id text primary key,
+  balance_micro_usd bigint not null default 0,
+  held_micro_usd bigint not null default 0 check (held_micro_usd >= 0),
+  spend_day date not null default (now() at time zone 'utc')::date,
+  spent_today_micro_usd bigint not null default 0,
+  daily_limit_micro_usd bigint check (daily_limit_micro_usd >= 0),  -- null: AI_DAILY_LIMIT_USD
+  updated_at timestamptz not null default now()
+);
+
+create function ai_accounts_follow_ledger() returns trigger language plpgsql as $$
+begin
+  if tg_op in ('UPDATE', 'DELETE') then
+    update ai_accounts set balance_micro_usd = balance_micro_usd - old.amount_micro_usd,
+      updated_at = now() where user_id = old.user_id;
+  end if;
+  if tg_op in ('INSERT', 'UPDATE') then
+    insert into ai_accounts (user_id, balance_micro_usd) values (new.user_id, new.amount_micro_usd)
+    on conflict (user_id) do update
+      set balance_micro_usd = ai_accounts.balance_micro_usd + excluded.balance_micro_usd,
+        updated_at = now();
+  end if;
+  return null;
+end
+$$;
+
+create trigger credit_ledger_ai_accounts after insert or update or delete on credit_ledger
+  for each row execute function ai_accounts_follow_ledger();
+
+insert into ai_accounts (user_id, balance_micro_usd)
+  select user_id, sum(amount_micro_usd) from credit_ledger group by user_id;
+
+-- Money held for one call in flight: reserved before the provider is called, released when the
+-- call is metered. Rows older than the reservation TTL are from a crashed process: the catalog
+-- job sweeps them and releases what they held.
 create table ai_reservations (
   id text primary key,
   user_id text not null,
   amount_micro_usd bigint not null check (amount_micro_usd >= 0),
   created_at timestamptz not null default now()
 );
-create index ai_reservations_user_idx on ai_reservations (user_id, created_at);
-
--- Per-user daily spend limit overriding AI_DAILY_LIMIT_USD.
-create table ai_budgets (
-  user_id text primary key,
-  daily_limit_micro_usd bigint not null check (daily_limit_micro_usd >= 0),
-  updated_at timestamptz not null default now()
-);
+create index ai_reservations_created_idx on ai_reservations (created_at);
 
 -- Every call through the layer, successful or not.
 create table ai_usage (
