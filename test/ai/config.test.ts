@@ -53,3 +53,39 @@ describe("credit accounts", () => {
     expect(left.map((r) => r.id)).toEqual(["res_new"]);
   });
 });
+
+describe("daily usage", () => {
+  it("sums tokens and cost per UTC day and model", async () => {
+    const { dailyUsage } = await import("../../app/server/ai/usage.server.ts");
+    const row = (id: string, model: string, cost: number, at: string) =>
+      db()`insert into ai_usage (id, user_id, endpoint, provider, model, prompt_tokens,
+          completion_tokens, cost_micro_usd, billing_mode, latency_ms, status, http_status,
+          created_at)
+        values (${id}, 'usr_daily', 'agents', 'openai', ${model}, 10, 5, ${cost}, 'credits', 3,
+          'ok', 200, ${at})`;
+    await row("u1", "openai/gpt-4o", 100, new Date().toISOString());
+    await row("u2", "openai/gpt-4o", 50, new Date().toISOString());
+    await row("u3", "openai/gpt-4o-mini", 6, new Date().toISOString());
+    await row("u4", "openai/gpt-4o", 999, "2000-01-01T00:00:00Z");
+    const usage = await dailyUsage("usr_daily", 7);
+    const today = new Date().toISOString().slice(0, 10);
+    expect(usage).toEqual([
+      {
+        day: today,
+        model: "openai/gpt-4o",
+        calls: 2,
+        promptTokens: 20,
+        completionTokens: 10,
+        costMicroUsd: 150,
+      },
+      {
+        day: today,
+        model: "openai/gpt-4o-mini",
+        calls: 1,
+        promptTokens: 10,
+        completionTokens: 5,
+        costMicroUsd: 6,
+      },
+    ]);
+  });
+});
