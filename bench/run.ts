@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import os from "node:os";
@@ -25,16 +26,66 @@ interface Row {
   errors: number;
 }
 
-async function measure(name: string, url: string, expectStatus = 200): Promise<Row> {
+interface Target {
+  method?: "GET" | "POST";
+  body?: string;
+  headers?: Record<string, string>;
+  setupClient?: (client: autocannon.Client) => void;
+}
+
+async function measure(name: string, url: string, expectStatus = 200, target: Target = {}) {
   // A short warm-up lets the JIT and the connection pools settle before the measured run.
-  await autocannon({ url, connections: CONNECTIONS, duration: 1 });
-  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION });
+  await autocannon({ url, connections: CONNECTIONS, duration: 1, ...target });
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...target });
   const unexpected =
     expectStatus === 200
       ? r.non2xx
       : r.requests.sent - (r.statusCodeStats?.[String(expectStatus) as "404"]?.count ?? 0);
   const errors = r.errors + r.timeouts + Math.max(0, unexpected);
-  return { name, rps: r.requests.average, p99: r.latency.p99, errors };
+  return { name, rps: r.requests.average, p99: r.latency.p99, errors } satisfies Row;
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+};
+
+/**
+ * One request at a time, alternating direct and through the platform: end-to-end latency (or
+ * time to the first streamed bytes) of each, and the platform's own x-overhead-ms.
+ */
+async function latencyPairs(
+  direct: string,
+  directTarget: Target,
+  via: string,
+  viaTarget: Target,
+  stream: boolean,
+) {
+  const rounds = Number(process.env.BENCH_LATENCY_ROUNDS ?? 400);
+  const d: number[] = [];
+  const v: number[] = [];
+  const overhead: number[] = [];
+  const once = async (url: string, target: Target, into: number[]) => {
+    const t0 = performance.now();
+    const res = await fetch(url, { method: "POST", body: target.body, headers: target.headers });
+    if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${await res.text()}`);
+    const reader = res.body!.getReader();
+    await reader.read(); // first bytes
+    const first = performance.now() - t0;
+    while (!(await reader.read()).done);
+    into.push(stream ? first : performance.now() - t0);
+    const o = res.headers.get("x-overhead-ms");
+    if (o !== null) overhead.push(Number(o));
+  };
+  for (let i = 0; i < rounds; i++) {
+    await once(direct, directTarget, d);
+    await once(via, viaTarget, v);
+  }
+  return {
+    direct: { p50: percentile(d, 50), p99: percentile(d, 99) },
+    via: { p50: percentile(v, 50), p99: percentile(v, 99) },
+    overhead: { p50: percentile(overhead, 50), p99: percentile(overhead, 99) },
+  };
 }
 
 if (!existsSync(path.join(root, "build/index.js"))) {
@@ -54,44 +105,148 @@ const databaseUrl = withDatabase(cluster.url, "bench");
 
 const children: Child[] = [];
 const rows: Row[] = [];
+const aiRows: Row[] = [];
+const latency: Array<{ name: string } & Awaited<ReturnType<typeof latencyPairs>>> = [];
+const only = process.env.BENCH_ONLY; // "ai" runs only the AI-layer figures
 try {
   const bare = await startNode("bench/bare-health.ts", await freePort(), "/");
   children.push(bare);
+  // The local fake provider the AI layer calls (and the baseline calls directly).
+  const provider = await startNode("bench/fake-openai.ts", await freePort(), "/v1/models");
+  children.push(provider);
+  const aiEnv = {
+    OPENAI_BASE_URL: `${provider.url}/v1`,
+    OPENAI_API_KEY: "bench",
+    AI_DAILY_LIMIT_USD: "1000000",
+  };
   const web = await startNode("server.ts", await freePort(), "/api/health", {
     DATABASE_URL: databaseUrl,
+    ...aiEnv,
+    // e.g. BENCH_WEB_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the web process
+    ...(process.env.BENCH_WEB_NODE_OPTIONS
+      ? { NODE_OPTIONS: process.env.BENCH_WEB_NODE_OPTIONS }
+      : {}),
   });
   children.push(web);
-  const viaRemix = await startNode("server.ts", await freePort(), "/api/health", {
-    DATABASE_URL: databaseUrl,
-    API_FAST_PATH: "0",
-  });
-  children.push(viaRemix);
 
-  rows.push(await measure("bare node:http, same JSON (baseline)", `${bare.url}/`));
-  rows.push(await measure("GET /api/health through Remix's handler", `${viaRemix.url}/api/health`));
-  rows.push(await measure("GET /api/health (fast path)", `${web.url}/api/health`));
-  rows.push(
-    await measure("GET /api/nope (fast path, 404, no database)", `${web.url}/api/nope`, 404),
+  if (only !== "ai") {
+    const viaRemix = await startNode("server.ts", await freePort(), "/api/health", {
+      DATABASE_URL: databaseUrl,
+      API_FAST_PATH: "0",
+    });
+    children.push(viaRemix);
+    rows.push(await measure("bare node:http, same JSON (baseline)", `${bare.url}/`));
+    rows.push(
+      await measure("GET /api/health through Remix's handler", `${viaRemix.url}/api/health`),
+    );
+    rows.push(await measure("GET /api/health (fast path)", `${web.url}/api/health`));
+    rows.push(
+      await measure("GET /api/nope (fast path, 404, no database)", `${web.url}/api/nope`, 404),
+    );
+    rows.push(
+      await measure("GET /api/nope through Remix's handler", `${viaRemix.url}/api/nope`, 404),
+    );
+  }
+
+  // The agents' endpoint against calling the same fake provider directly: an instance token
+  // and plenty of credits for a bench user, metering and billing on.
+  // One instance token per simulated agent (a user each), so that the figures show the layer
+  // serving many agents — the per-user credit row serialises one user's concurrent calls.
+  const agents = Number(process.env.BENCH_AGENTS ?? CONNECTIONS);
+  const tokens = Array.from(
+    { length: agents },
+    () => `ait_${randomBytes(24).toString("base64url")}`,
   );
-  rows.push(
-    await measure("GET /api/nope through Remix's handler", `${viaRemix.url}/api/nope`, 404),
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  for (const [i, t] of tokens.entries()) {
+    await sql`insert into ai_instance_tokens (token_hash, user_id, instance_id)
+      values (${createHash("sha256").update(t).digest("hex")}, ${`usr_bench_${i}`}, ${`ins_${i}`})`;
+    await sql`insert into credit_ledger (id, user_id, amount_micro_usd, reason)
+      values (${`led_bench_${i}`}, ${`usr_bench_${i}`}, ${1_000_000_000_000}, 'bench')`;
+  }
+  const token = tokens[0]!;
+  let next = 0;
+  const messages = [{ role: "user", content: "Say hello" }];
+  const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
+  const json = (stream: boolean) => ({
+    method: "POST" as const,
+    headers,
+    body: JSON.stringify({ model: "openai/gpt-4o-mini", messages, stream }),
+  });
+  const directJson = (stream: boolean) => ({
+    method: "POST" as const,
+    headers: { "content-type": "application/json", authorization: "Bearer bench" },
+    body: JSON.stringify({ model: "gpt-4o-mini", messages, stream }),
+  });
+  const modelsRow = await measure(
+    "GET /api/ai/v1/models (token + catalog)",
+    `${web.url}/api/ai/v1/models`,
+    200,
+    { headers },
   );
+  console.warn(
+    `\n${modelsRow.name}: ${modelsRow.rps.toFixed(0)} req/s, p99 ${modelsRow.p99} ms, ${modelsRow.errors} errors`,
+  );
+  const directUrl = `${provider.url}/v1/chat/completions`;
+  const viaUrl = `${web.url}/api/ai/v1/chat/completions`;
+  for (const stream of [false, true]) {
+    const kind = stream ? "stream" : "JSON";
+    latency.push({
+      name: kind,
+      ...(await latencyPairs(directUrl, directJson(stream), viaUrl, json(stream), stream)),
+    });
+    aiRows.push(
+      await measure(`fake provider directly (${kind})`, directUrl, 200, directJson(stream)),
+    );
+    aiRows.push(
+      await measure(`/api/ai/v1/chat/completions (${kind})`, viaUrl, 200, {
+        ...json(stream),
+        // Each connection is one agent with its own token.
+        setupClient: (client) => {
+          next += 1;
+          client.setHeaders({ ...headers, authorization: `Bearer ${tokens[next % agents]}` });
+        },
+      }),
+    );
+  }
+  const [metered] = await sql<{ n: number }[]>`select count(*)::int as n from ai_usage`;
+  console.warn(`\nmetered calls recorded in ai_usage: ${metered?.n}`);
+  await sql.end();
 } finally {
   await Promise.all(children.map((c) => c.stop()));
   await cluster.stop();
   await rm(cluster.dir, { recursive: true, force: true });
 }
 
-const base = rows[0]!;
 const pad = (s: string, n: number) => s.padEnd(n);
-console.warn(
-  `\n${CONNECTIONS} connections, ${DURATION} s each, ${os.cpus().length} cores, Node ${process.version}\n`,
-);
-console.warn(
-  `${pad("target", 44)} ${pad("req/s", 9)} ${pad("ratio", 7)} ${pad("p99 ms", 8)} errors`,
-);
-for (const r of rows) {
+function table(title: string, list: Row[], baseline: (r: Row) => Row) {
+  console.warn(`\n${title}\n`);
   console.warn(
-    `${pad(r.name, 44)} ${pad(r.rps.toFixed(0), 9)} ${pad(`${(r.rps / base.rps).toFixed(2)}×`, 7)} ${pad(String(r.p99), 8)} ${r.errors}`,
+    `${pad("target", 44)} ${pad("req/s", 9)} ${pad("ratio", 7)} ${pad("p99 ms", 8)} errors`,
+  );
+  for (const r of list) {
+    console.warn(
+      `${pad(r.name, 44)} ${pad(r.rps.toFixed(0), 9)} ${pad(`${(r.rps / baseline(r).rps).toFixed(2)}×`, 7)} ${pad(String(r.p99), 8)} ${r.errors}`,
+    );
+  }
+}
+console.warn(
+  `\n${CONNECTIONS} connections, ${DURATION} s each, ${os.cpus().length} cores, Node ${process.version}`,
+);
+if (rows.length) table("platform against bare node:http", rows, () => rows[0]!);
+// Each AI row is compared with the direct call of its kind just before it.
+table(
+  "AI layer: agents' endpoint against the fake provider called directly",
+  aiRows,
+  (r) => aiRows[Math.floor(aiRows.indexOf(r) / 2) * 2]!,
+);
+console.warn("\nAI layer, one request at a time (ms; stream: time to first bytes)\n");
+console.warn(
+  `${pad("kind", 8)} ${pad("direct p50/p99", 16)} ${pad("via p50/p99", 16)} ${pad("added p50/p99", 16)} x-overhead-ms p50/p99`,
+);
+for (const l of latency) {
+  const f = (a: number, b: number) => `${a.toFixed(2)}/${b.toFixed(2)}`;
+  console.warn(
+    `${pad(l.name, 8)} ${pad(f(l.direct.p50, l.direct.p99), 16)} ${pad(f(l.via.p50, l.via.p99), 16)} ${pad(f(l.via.p50 - l.direct.p50, l.via.p99 - l.direct.p99), 16)} ${f(l.overhead.p50, l.overhead.p99)}`,
   );
 }

@@ -1,5 +1,11 @@
 import type { PgBoss } from "pg-boss";
-import { getBoss, jobCatalog, jobNames, stopBoss } from "../app/server/platform/jobs.server.ts";
+import {
+  getBoss,
+  jobCatalog,
+  jobNames,
+  jobSchedules,
+  stopBoss,
+} from "../app/server/platform/jobs.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
 import { handlers, type JobContext } from "./jobs/index.ts";
 
@@ -36,6 +42,9 @@ export async function startWorker(options: WorkerOptions = {}): Promise<PgBoss> 
         }
       },
     );
+  }
+  for (const [name, cron] of Object.entries(jobSchedules)) {
+    await boss.schedule(name, cron(), {});
   }
   logger().info({ queues: jobNames }, "worker ready");
   return boss;

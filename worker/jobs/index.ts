@@ -1,4 +1,5 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { sendEmail } from "./send-email.ts";
 
 export interface JobContext {
@@ -12,4 +13,5 @@ type Handlers = { [N in JobName]: (payload: JobPayload<N>, ctx: JobContext) => P
 /** Every job of the catalog has exactly one handler here (the type makes a missing one an error). */
 export const handlers: Handlers = {
   "send-email": sendEmail,
+  "refresh-model-catalog": refreshModelCatalog,
 };

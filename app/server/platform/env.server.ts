@@ -1,5 +1,10 @@
 import { z } from "zod";
 
+// Empty values (`OPENAI_API_KEY=` copied from .env.example) mean "unset".
+const blank = (v: unknown) => (v === "" ? undefined : v);
+const optionalString = z.preprocess(blank, z.string().optional());
+const optionalUrl = z.preprocess(blank, z.url().optional());
+
 // One schema for the whole environment, read once. Local runs get safe defaults; production
 // refuses to start without real secrets and names every missing one.
 const schema = z.object({
@@ -19,6 +24,32 @@ const schema = z.object({
   MAIL_FROM: z.string().default("Agent Platform <no-reply@localhost>"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   TRUSTED_PROXIES: z.string().default(""),
+  // AI providers (issue 6). A provider is configured when its key is set, or when its base URL
+  // points somewhere else than the vendor (a local OpenAI-compatible server needs no key).
+  OPENAI_API_KEY: optionalString,
+  OPENAI_BASE_URL: optionalUrl,
+  ANTHROPIC_API_KEY: optionalString,
+  ANTHROPIC_BASE_URL: optionalUrl,
+  GOOGLE_API_KEY: optionalString,
+  GOOGLE_BASE_URL: optionalUrl,
+  OPENROUTER_API_KEY: optionalString,
+  OPENROUTER_BASE_URL: optionalUrl,
+  /** Per attempt: until the response headers (non-streaming: until the whole body). */
+  AI_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  /** Extra attempts on the same provider after a transient error. */
+  AI_RETRIES: z.coerce.number().int().min(0).max(5).default(1),
+  AI_RETRY_DELAY_MS: z.coerce.number().int().min(0).default(250),
+  /** Consecutive failures after which a provider is cooled down, and for how long. */
+  AI_COOLDOWN_FAILURES: z.coerce.number().int().min(1).default(3),
+  AI_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(60),
+  /** pg-boss cron for the refresh-model-catalog job. */
+  AI_CATALOG_REFRESH_CRON: z.string().default("17 * * * *"),
+  /** How long a process keeps the catalog in memory before reading the database again. */
+  AI_CATALOG_CACHE_SECONDS: z.coerce.number().int().min(0).default(30),
+  /** Default per-user daily spend limit in USD (table ai_budgets overrides per user). */
+  AI_DAILY_LIMIT_USD: z.coerce.number().min(0).default(20),
+  /** Completion tokens reserved for a call that does not set max_tokens. */
+  AI_RESERVE_OUTPUT_TOKENS: z.coerce.number().int().min(1).default(4096),
 });
 
 export type Env = z.infer<typeof schema> & { APP_URL: string };

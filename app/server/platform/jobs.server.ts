@@ -29,9 +29,20 @@ export const jobCatalog = {
     }),
     { retryLimit: 5, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 60 },
   ),
+  // Lists every configured AI provider's models and prices into ai_models (periodic).
+  "refresh-model-catalog": define(z.object({}).default({}), {
+    retryLimit: 2,
+    retryDelay: 30,
+    expireInSeconds: 120,
+  }),
 } as const;
 
 export type JobName = keyof typeof jobCatalog;
+
+/** Periodic jobs: the worker registers these cron schedules (pg-boss `schedule`, UTC). */
+export const jobSchedules: Partial<Record<JobName, () => string>> = {
+  "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
+};
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]["schema"]>;
 export const jobNames = Object.keys(jobCatalog) as JobName[];
 

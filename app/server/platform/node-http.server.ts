@@ -35,6 +35,35 @@ export async function sendResponse(res: ServerResponse, response: Response, head
     return;
   }
   const reader = response.body.getReader();
+  // Server-sent events: headers at once and every event as it comes (no waiting for a second
+  // chunk), and a client that goes away cancels the stream (and so the upstream call).
+  if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
+    res.writeHead(response.status, response.statusText || undefined, headers);
+    res.flushHeaders();
+    const onClose = () => {
+      if (!res.writableFinished) reader.cancel().catch(() => {});
+    };
+    res.once("close", onClose);
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done || res.destroyed) break;
+        if (!res.write(value)) {
+          await new Promise<void>((resolve) => {
+            res.once("drain", resolve);
+            res.once("close", resolve);
+          });
+        }
+      }
+    } catch {
+      // The stream failed mid-way: end the response; the producer has logged why.
+    } finally {
+      res.off("close", onClose);
+      reader.releaseLock();
+      res.end();
+    }
+    return;
+  }
   try {
     // Most API bodies arrive in one chunk: send those with a Content-Length in a single write.
     const first = await reader.read();

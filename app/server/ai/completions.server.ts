@@ -1,0 +1,286 @@
+import { setTimeout as delay } from "node:timers/promises";
+import { env } from "../platform/env.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import { logger } from "../platform/logger.server.ts";
+import { type BillingMode, type Reservation, reserve } from "./budgets.server.ts";
+import { userKeys } from "./byok.server.ts";
+import { type CatalogModel, loadCatalog, resolveModel } from "./catalog.server.ts";
+import { isCoolingDown, recordFailure, recordSuccess } from "./cooldown.server.ts";
+import { countTokens, meter } from "./metering.server.ts";
+import { costMicroUsd, type Prices } from "./money.server.ts";
+import {
+  type ChatBody,
+  type Completion,
+  contentText,
+  type ProviderConfig,
+  ProviderError,
+  type ProviderName,
+  type Usage,
+} from "./providers/shared.server.ts";
+import { clients, providerSettings } from "./providers.server.ts";
+import { selectModel, type TaskType } from "./selection.server.ts";
+
+// One completion through the layer: resolve the model (or pick one for the task), choose the
+// billing mode (the user's own key, platform credits, or anonymous), reserve the most the call
+// can cost, call the providers that serve the model — retrying transient errors on the same
+// provider, falling back to the next, skipping cooled-down ones — and meter the outcome.
+
+export interface CompleteOptions {
+  endpoint: "chat" | "agents";
+  userId: string | null;
+  instanceId: string | null;
+  /** OpenAI-shaped body; `model` may be empty when `taskType` picks it. */
+  body: ChatBody;
+  taskType?: TaskType;
+  /** The user's BYOK keys when the caller already has them (else they are read). */
+  userKeys?: Map<ProviderName, string>;
+  stream: boolean;
+  signal?: AbortSignal;
+  /** performance.now() when the request arrived, for the overhead figure. */
+  startedAt: number;
+}
+
+interface Served {
+  model: CatalogModel;
+  mode: BillingMode | "none";
+  /** Platform time: everything but waiting for providers, in ms. */
+  overheadMs: number;
+}
+
+export type CompleteResult =
+  | (Served & { kind: "json"; completion: Completion })
+  | (Served & { kind: "stream"; stream: ReadableStream<Uint8Array> });
+
+/** Prompt tokens a request can at most be (≈3 characters per token over the whole body). */
+const promptUpperBound = (body: ChatBody) => Math.ceil(JSON.stringify(body.messages).length / 3);
+
+/** The most a request can cost, in micro-USD, at the priciest candidate. */
+export function reservationFor(prices: Prices[], body: ChatBody): number {
+  const maxTokens =
+    typeof body.max_tokens === "number"
+      ? body.max_tokens
+      : typeof body.max_completion_tokens === "number"
+        ? body.max_completion_tokens
+        : env().AI_RESERVE_OUTPUT_TOKENS;
+  const prompt = promptUpperBound(body);
+  return Math.max(...prices.map((p) => costMicroUsd(p, prompt, maxTokens)), 0);
+}
+
+function usageOrCount(body: ChatBody, usage: Usage | null, text: string) {
+  if (usage) return { ...usage, estimated: false };
+  const prompt = body.messages.map((m) => contentText(m.content)).join("\n");
+  return {
+    promptTokens: countTokens(prompt),
+    completionTokens: countTokens(text),
+    estimated: true,
+  };
+}
+
+async function candidatesFor(options: CompleteOptions): Promise<CatalogModel[]> {
+  const catalog = await loadCatalog();
+  if (catalog.models.length === 0) throw new DomainError(404, "No models available");
+  const requested = options.body.model?.trim();
+  if (requested) {
+    const found = resolveModel(catalog, requested);
+    if (found.length === 0) throw new DomainError(404, `Model ${requested} not found`);
+    return found;
+  }
+  const picked = selectModel(catalog.models, options.taskType ?? "general");
+  if (!picked) throw new DomainError(404, `No model available for taskType ${options.taskType}`);
+  const same = resolveModel(catalog, picked.id).filter((m) => m.provider !== picked.provider);
+  return [picked, ...same];
+}
+
+function withTimeout(signal: AbortSignal | undefined) {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new DOMException("The provider timed out", "TimeoutError")),
+    env().AI_TIMEOUT_MS,
+  );
+  const combined = signal ? AbortSignal.any([controller.signal, signal]) : controller.signal;
+  return { signal: combined, clear: () => clearTimeout(timer) };
+}
+
+export async function complete(options: CompleteOptions): Promise<CompleteResult> {
+  const { userId, body } = options;
+  let candidates = await candidatesFor(options);
+
+  // Billing mode: the user's own keys for the providers that serve the model, else credits.
+  let mode: BillingMode | "none" = "none";
+  const configs = new Map<string, ProviderConfig>();
+  for (const c of candidates) configs.set(c.provider, providerSettings(c.provider));
+  if (userId) {
+    const keys = options.userKeys ?? (await userKeys(userId));
+    const own = candidates.filter((c) => keys.has(c.provider));
+    if (own.length > 0) {
+      mode = "byok";
+      candidates = own;
+      for (const c of own) {
+        configs.set(c.provider, { ...providerSettings(c.provider), apiKey: keys.get(c.provider) });
+      }
+    } else {
+      mode = "credits";
+    }
+  }
+
+  const available = candidates.filter((c) => !isCoolingDown(c.provider));
+  if (available.length === 0) {
+    throw new DomainError(
+      502,
+      `Every provider serving ${candidates[0]?.id} is cooling down after repeated failures`,
+    );
+  }
+
+  let reservation: Reservation | undefined;
+  if (userId && mode !== "none") {
+    reservation = await reserve(
+      userId,
+      reservationFor(
+        available.map((c) => c.prices),
+        body,
+      ),
+      mode,
+    );
+  }
+
+  const { AI_RETRIES, AI_RETRY_DELAY_MS } = env();
+  let upstreamMs = 0;
+  let lastError: ProviderError | Error | undefined;
+  const base = {
+    userId,
+    instanceId: options.instanceId,
+    endpoint: options.endpoint,
+    billingMode: mode,
+    stream: options.stream,
+  } as const;
+
+  for (const model of available) {
+    const config = configs.get(model.provider)!;
+    const request: ChatBody = { ...body, model: model.modelId };
+    for (let attempt = 0; attempt <= AI_RETRIES; attempt++) {
+      const timeout = withTimeout(options.signal);
+      const t0 = performance.now();
+      try {
+        const client = clients[model.provider];
+        if (options.stream) {
+          const result = await client.chatStream(config, request, timeout.signal);
+          timeout.clear();
+          upstreamMs += performance.now() - t0;
+          recordSuccess(model.provider);
+          const overheadMs = performance.now() - options.startedAt - upstreamMs;
+          void result.done.then(({ usage, text, error }) => {
+            const counted = usageOrCount(request, usage, text);
+            meter(
+              {
+                ...base,
+                provider: model.provider,
+                model: model.id,
+                promptTokens: counted.promptTokens,
+                completionTokens: counted.completionTokens,
+                tokensEstimated: counted.estimated,
+                costMicroUsd: costMicroUsd(
+                  model.prices,
+                  counted.promptTokens,
+                  counted.completionTokens,
+                ),
+                latencyMs: performance.now() - options.startedAt,
+                status: error && error !== "client disconnected" ? "error" : "ok",
+                httpStatus: 200,
+                error: error ?? null,
+              },
+              reservation,
+            );
+          });
+          return { kind: "stream", stream: result.stream, model, mode, overheadMs };
+        }
+        const completion = await client.chat(config, request, timeout.signal);
+        timeout.clear();
+        upstreamMs += performance.now() - t0;
+        recordSuccess(model.provider);
+        const counted = usageOrCount(request, completion.usage, completion.text);
+        meter(
+          {
+            ...base,
+            provider: model.provider,
+            model: model.id,
+            promptTokens: counted.promptTokens,
+            completionTokens: counted.completionTokens,
+            tokensEstimated: counted.estimated,
+            costMicroUsd: costMicroUsd(
+              model.prices,
+              counted.promptTokens,
+              counted.completionTokens,
+            ),
+            latencyMs: performance.now() - options.startedAt,
+            status: "ok",
+            httpStatus: 200,
+            error: null,
+          },
+          reservation,
+        );
+        const overheadMs = performance.now() - options.startedAt - upstreamMs;
+        return { kind: "json", completion, model, mode, overheadMs };
+      } catch (error) {
+        timeout.clear();
+        upstreamMs += performance.now() - t0;
+        if (options.signal?.aborted) {
+          lastError = new Error("client disconnected");
+          break;
+        }
+        const providerError =
+          error instanceof ProviderError
+            ? error
+            : new ProviderError(model.provider, 502, (error as Error).message);
+        lastError = providerError;
+        if (providerError.clientError) {
+          meter(
+            {
+              ...base,
+              provider: model.provider,
+              model: model.id,
+              promptTokens: 0,
+              completionTokens: 0,
+              tokensEstimated: false,
+              costMicroUsd: 0,
+              latencyMs: performance.now() - options.startedAt,
+              status: "client_error",
+              httpStatus: 400,
+              error: providerError.message,
+            },
+            reservation,
+          );
+          throw new DomainError(400, providerError.message);
+        }
+        logger().warn(
+          { provider: model.provider, model: model.id, attempt, err: providerError.message },
+          "AI provider call failed",
+        );
+        if (!providerError.transient || attempt === AI_RETRIES) {
+          recordFailure(model.provider);
+          break;
+        }
+        if (AI_RETRY_DELAY_MS > 0) await delay(AI_RETRY_DELAY_MS * 2 ** attempt);
+      }
+    }
+    if (options.signal?.aborted) break;
+  }
+
+  const message = lastError?.message ?? "No provider answered";
+  meter(
+    {
+      ...base,
+      provider: available.at(-1)?.provider ?? null,
+      model: available[0]?.id ?? body.model,
+      promptTokens: 0,
+      completionTokens: 0,
+      tokensEstimated: false,
+      costMicroUsd: 0,
+      latencyMs: performance.now() - options.startedAt,
+      status: "error",
+      httpStatus: 502,
+      error: message,
+    },
+    reservation,
+  );
+  throw new DomainError(502, `AI provider error: ${message}`);
+}

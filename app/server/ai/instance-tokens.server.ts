@@ -1,0 +1,75 @@
+import { randomBytes } from "node:crypto";
+import { sha256Hex } from "../platform/crypto.server.ts";
+import { db } from "../platform/db.server.ts";
+
+// Per-instance tokens: what a hosted gateway presents to the agents' model endpoint instead of
+// any platform secret. The runtime issues one when it provisions an instance and writes it into
+// the gateway's provider config; only its SHA-256 hash is stored (table ai_instance_tokens).
+
+export const INSTANCE_TOKEN_PREFIX = "ait_";
+
+export interface InstanceIdentity {
+  userId: string;
+  instanceId: string;
+  /** The owner's BYOK keys, sealed (read in the same query to save a round trip). */
+  sealedKeys: Array<{ provider: string; sealed: string }>;
+}
+
+/** Creates a token for an instance; the only time the plain token exists. */
+export async function issueInstanceToken(userId: string, instanceId: string): Promise<string> {
+  const token = `${INSTANCE_TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
+  await db()`insert into ai_instance_tokens (token_hash, user_id, instance_id)
+    values (${sha256Hex(token)}, ${userId}, ${instanceId})`;
+  return token;
+}
+
+/** Revokes every token of an instance (deprovisioning, token rotation). */
+export async function revokeInstanceTokens(instanceId: string): Promise<number> {
+  const rows = await db()`update ai_instance_tokens set revoked_at = now()
+    where instance_id = ${instanceId} and revoked_at is null returning 1`;
+  cache.clear(); // this process at once; others within CACHE_MS
+  return rows.length;
+}
+
+// Gateways call many times a second: a token's identity is remembered for a few seconds, so a
+// revocation (or a BYOK key change) takes effect within CACHE_MS on every web process.
+const CACHE_MS = 5_000;
+const CACHE_MAX = 10_000;
+const cache = new Map<string, { at: number; identity: InstanceIdentity | undefined }>();
+
+export function resetInstanceTokenCache(): void {
+  cache.clear();
+}
+
+/** The instance a bearer token belongs to, or undefined when unknown or revoked. */
+export async function authenticateInstanceToken(
+  token: string,
+): Promise<InstanceIdentity | undefined> {
+  if (!token.startsWith(INSTANCE_TOKEN_PREFIX) || token.length > 200) return undefined;
+  const hash = sha256Hex(token);
+  const hit = cache.get(hash);
+  if (hit && Date.now() - hit.at < CACHE_MS) return hit.identity;
+  const identity = await lookup(hash);
+  if (cache.size >= CACHE_MAX) cache.clear();
+  cache.set(hash, { at: Date.now(), identity });
+  return identity;
+}
+
+async function lookup(hash: string): Promise<InstanceIdentity | undefined> {
+  const [row] = await db()<
+    { user_id: string; instance_id: string; keys: Array<{ provider: string; sealed: string }> }[]
+  >`select t.user_id, t.instance_id,
+      coalesce((select json_agg(json_build_object('provider', k.provider, 'sealed', k.sealed_key))
+        from ai_user_keys k where k.user_id = t.user_id), '[]'::json) as keys
+    from ai_instance_tokens t
+    where t.token_hash = ${hash} and t.revoked_at is null`;
+  return row
+    ? { userId: row.user_id, instanceId: row.instance_id, sealedKeys: row.keys }
+    : undefined;
+}
+
+export function bearerToken(request: Request): string | undefined {
+  const header = request.headers.get("authorization") ?? "";
+  const match = /^Bearer\s+(\S+)$/i.exec(header);
+  return match?.[1];
+}

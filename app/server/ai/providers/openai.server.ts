@@ -1,0 +1,178 @@
+import {
+  type ChatBody,
+  type Completion,
+  contentText,
+  joinUrl,
+  type ListedModel,
+  type ProviderClient,
+  type ProviderConfig,
+  type ProviderName,
+  providerFetch,
+  readJson,
+  type StreamCompletion,
+  sseParser,
+  type Usage,
+} from "./shared.server.ts";
+
+// OpenAI's chat-completions wire format, also spoken by OpenRouter and by local servers
+// (Ollama, llama.cpp, vLLM) behind OPENAI_BASE_URL. Requests and responses pass through
+// untouched apart from the model id; streams are forwarded byte for byte while a tap reads the
+// usage chunk (`stream_options.include_usage`) on the side.
+
+export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+function headers(config: ProviderConfig, extra: Record<string, string> = {}): HeadersInit {
+  return {
+    "content-type": "application/json",
+    ...(config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {}),
+    ...extra,
+  };
+}
+
+export function usageOf(body: unknown): Usage | null {
+  const usage = (body as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } })
+    ?.usage;
+  if (
+    !usage ||
+    typeof usage.prompt_tokens !== "number" ||
+    typeof usage.completion_tokens !== "number"
+  ) {
+    return null;
+  }
+  return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
+}
+
+function textOf(body: unknown): string {
+  const choices = (body as { choices?: Array<{ message?: { content?: unknown } }> })?.choices;
+  return Array.isArray(choices)
+    ? choices.map((c) => contentText(c?.message?.content)).join("")
+    : "";
+}
+
+/** Reads usage and text from an OpenAI SSE stream while passing its bytes through unchanged. */
+export function tapOpenAiStream(body: ReadableStream<Uint8Array>): StreamCompletion {
+  let usage: Usage | null = null;
+  let text = "";
+  let settle!: (value: { usage: Usage | null; text: string; error?: string }) => void;
+  const done = new Promise<{ usage: Usage | null; text: string; error?: string }>((r) => {
+    settle = r;
+  });
+  const decoder = new TextDecoder();
+  const parser = sseParser(({ data }) => {
+    if (data === "[DONE]") return;
+    try {
+      const chunk = JSON.parse(data) as {
+        usage?: unknown;
+        choices?: Array<{ delta?: { content?: unknown } }>;
+      };
+      usage = usageOf(chunk) ?? usage;
+      for (const choice of chunk.choices ?? []) text += contentText(choice?.delta?.content);
+    } catch {
+      // A malformed event is the client's to see; metering falls back to counting.
+    }
+  });
+  const reader = body.getReader();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done: ended, value } = await reader.read();
+        if (ended) {
+          parser.end();
+          controller.close();
+          settle({ usage, text });
+          return;
+        }
+        controller.enqueue(value);
+        parser.push(decoder.decode(value, { stream: true }));
+      } catch (error) {
+        controller.error(error);
+        settle({ usage, text, error: (error as Error).message });
+      }
+    },
+    async cancel(reason) {
+      settle({ usage, text, error: "client disconnected" });
+      await reader.cancel(reason).catch(() => {});
+    },
+  });
+  return { stream, done };
+}
+
+export interface OpenAiCompatibleOptions {
+  provider: ProviderName;
+  /** Extra request headers (OpenRouter's attribution headers). */
+  headers?: () => Record<string, string>;
+  /** Maps one entry of `GET /models`'s `data` to a listed model, or drops it. */
+  parseModel: (entry: Record<string, unknown>) => ListedModel | undefined;
+}
+
+export function openAiCompatibleClient(options: OpenAiCompatibleOptions): ProviderClient {
+  const { provider } = options;
+  const extra = () => options.headers?.() ?? {};
+  return {
+    async listModels(config, signal) {
+      const response = await providerFetch(
+        provider,
+        joinUrl(config.baseUrl, "models"),
+        { headers: headers(config, extra()) },
+        signal,
+      );
+      const body = (await readJson(provider, response)) as { data?: unknown };
+      if (!Array.isArray(body?.data)) {
+        throw new Error(`${provider}: model listing has no data array`);
+      }
+      const models: ListedModel[] = [];
+      for (const entry of body.data) {
+        if (!entry || typeof entry !== "object" || typeof entry.id !== "string") {
+          throw new Error(`${provider}: model listing entry without an id`);
+        }
+        const model = options.parseModel(entry as Record<string, unknown>);
+        if (model) models.push(model);
+      }
+      return models;
+    },
+
+    async chat(config, body: ChatBody, signal): Promise<Completion> {
+      const request: ChatBody = { ...body, stream: false };
+      delete request.stream_options;
+      const response = await providerFetch(
+        provider,
+        joinUrl(config.baseUrl, "chat/completions"),
+        { method: "POST", headers: headers(config, extra()), body: JSON.stringify(request) },
+        signal,
+      );
+      const native = (await readJson(provider, response)) as Record<string, unknown>;
+      if (!Array.isArray(native?.choices)) {
+        throw new Error(`${provider}: chat completion without choices`);
+      }
+      return { native, openai: native, usage: usageOf(native), text: textOf(native) };
+    },
+
+    async chatStream(config, body: ChatBody, signal): Promise<StreamCompletion> {
+      const streamOptions =
+        body.stream_options && typeof body.stream_options === "object" ? body.stream_options : {};
+      const request = {
+        ...body,
+        stream: true,
+        stream_options: { ...streamOptions, include_usage: true },
+      };
+      const response = await providerFetch(
+        provider,
+        joinUrl(config.baseUrl, "chat/completions"),
+        {
+          method: "POST",
+          headers: headers(config, { accept: "text/event-stream", ...extra() }),
+          body: JSON.stringify(request),
+        },
+        signal,
+      );
+      if (!response.body) throw new Error(`${provider}: streaming response without a body`);
+      return tapOpenAiStream(response.body);
+    },
+  };
+}
+
+/** OpenAI's listing has neither prices nor context lengths: the price table supplies them. */
+export const openaiClient = openAiCompatibleClient({
+  provider: "openai",
+  parseModel: (entry) => ({ modelId: entry.id as string }),
+});

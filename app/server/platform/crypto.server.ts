@@ -1,0 +1,103 @@
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  randomBytes,
+  timingSafeEqual,
+} from "node:crypto";
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { env } from "./env.server.ts";
+
+// Secrets at rest (provider keys, channel tokens, gateway tokens) are sealed with AES-256-GCM.
+// The key is SEALING_KEY (64 hex chars; required in production). In development and tests, when
+// it is unset, a random key is kept in DATA_DIR/secrets.json (mode 0600) under `sealingKey`;
+// other fields of that file are preserved.
+
+const VERSION = "v1";
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+let cachedKey: { source: string; key: Buffer } | undefined;
+
+function localSecretsFile(): string {
+  return path.join(env().DATA_DIR, "secrets.json");
+}
+
+function readOrCreateLocalKey(file: string): Buffer {
+  let data: Record<string, unknown> = {};
+  try {
+    data = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
+      throw new Error(`${file} is not readable JSON: ${(error as Error).message}`);
+    }
+  }
+  const existing = data.sealingKey;
+  if (typeof existing === "string" && /^[0-9a-f]{64}$/i.test(existing)) {
+    return Buffer.from(existing, "hex");
+  }
+  const key = randomBytes(32);
+  mkdirSync(path.dirname(file), { recursive: true });
+  // Write a sibling file and rename it over, so a crash never leaves half a file behind.
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify({ ...data, sealingKey: key.toString("hex") }, null, 2)}\n`, {
+    mode: 0o600,
+  });
+  renameSync(tmp, file);
+  chmodSync(file, 0o600);
+  return key;
+}
+
+/** The 32-byte sealing key (from SEALING_KEY, else the local secrets file outside production). */
+export function sealingKey(): Buffer {
+  const { SEALING_KEY, NODE_ENV } = env();
+  const source = SEALING_KEY ? `env:${SEALING_KEY}` : `file:${localSecretsFile()}`;
+  if (cachedKey?.source === source) return cachedKey.key;
+  let key: Buffer;
+  if (SEALING_KEY) key = Buffer.from(SEALING_KEY, "hex");
+  else if (NODE_ENV === "production") throw new Error("SEALING_KEY is required in production");
+  else key = readOrCreateLocalKey(localSecretsFile());
+  cachedKey = { source, key };
+  return key;
+}
+
+/** Seals a secret: `v1.<base64url iv|tag|ciphertext>`. */
+export function seal(plaintext: string): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv("aes-256-gcm", sealingKey(), iv);
+  const ciphertext = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
+  const tag = cipher.getAuthTag();
+  return `${VERSION}.${Buffer.concat([iv, tag, ciphertext]).toString("base64url")}`;
+}
+
+/** Opens a sealed secret; throws when it was tampered with or sealed under another key. */
+export function unseal(sealed: string): string {
+  const [version, payload] = sealed.split(".");
+  if (version !== VERSION || !payload) throw new Error("Unknown sealed-secret format");
+  const raw = Buffer.from(payload, "base64url");
+  if (raw.length < IV_BYTES + TAG_BYTES) throw new Error("Sealed secret is truncated");
+  const decipher = createDecipheriv("aes-256-gcm", sealingKey(), raw.subarray(0, IV_BYTES));
+  decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+  return Buffer.concat([
+    decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)),
+    decipher.final(),
+  ]).toString("utf8");
+}
+
+/** Hex SHA-256, how tokens and API keys are stored. */
+export function sha256Hex(value: string): string {
+  return createHash("sha256").update(value).digest("hex");
+}
+
+/** Constant-time comparison of two strings. */
+export function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** Tests switch DATA_DIR or SEALING_KEY between cases. */
+export function resetSealingKeyCache(): void {
+  cachedKey = undefined;
+}

@@ -1,0 +1,57 @@
+import { resetCatalogCache } from "../../app/server/ai/catalog.server.ts";
+import { resetCooldowns } from "../../app/server/ai/cooldown.server.ts";
+import { resetAiHealthCache } from "../../app/server/ai/health.server.ts";
+import { resetInstanceTokenCache } from "../../app/server/ai/instance-tokens.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+
+// Shared set-up of the AI-layer tests: which providers are configured, and a clean slate.
+
+const AI_VARS = [
+  "OPENAI_API_KEY",
+  "OPENAI_BASE_URL",
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_BASE_URL",
+  "GOOGLE_API_KEY",
+  "GOOGLE_BASE_URL",
+  "OPENROUTER_API_KEY",
+  "OPENROUTER_BASE_URL",
+  "AI_TIMEOUT_MS",
+  "AI_RETRIES",
+  "AI_COOLDOWN_FAILURES",
+  "AI_COOLDOWN_SECONDS",
+  "AI_DAILY_LIMIT_USD",
+];
+
+/** Replaces the AI configuration with `vars` (retries without delay) and forgets every cache. */
+export async function configureAi(vars: Record<string, string>, { clearDb = true } = {}) {
+  for (const name of AI_VARS) delete process.env[name];
+  Object.assign(process.env, { AI_RETRY_DELAY_MS: "0" }, vars);
+  resetEnvCache();
+  resetCatalogCache();
+  resetCooldowns();
+  resetAiHealthCache();
+  resetInstanceTokenCache();
+  if (clearDb) {
+    await db()`delete from ai_models`;
+    await db()`delete from ai_catalog_refreshes`;
+  }
+}
+
+export const allProviders = {
+  OPENAI_API_KEY: "test-key",
+  ANTHROPIC_API_KEY: "test-key",
+  GOOGLE_API_KEY: "test-key",
+  OPENROUTER_API_KEY: "test-key",
+};
+
+export async function giveCredits(userId: string, microUsd: number, id = `led_${userId}_grant`) {
+  await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason)
+    values (${id}, ${userId}, ${microUsd}, 'test grant')`;
+}
+
+export async function balanceOf(userId: string): Promise<number> {
+  const [row] = await db()<{ b: number }[]>`select coalesce(sum(amount_micro_usd), 0)::bigint as b
+    from credit_ledger where user_id = ${userId}`;
+  return row?.b ?? 0;
+}
