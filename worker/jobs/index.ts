@@ -1,5 +1,7 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { deliverWebhook } from "./deliver-webhook.ts";
 import { sendEmail } from "./send-email.ts";
+import { teardownInstance } from "./teardown-instance.ts";
 
 export interface JobContext {
   jobId: string;
@@ -12,4 +14,6 @@ type Handlers = { [N in JobName]: (payload: JobPayload<N>, ctx: JobContext) => P
 /** Every job of the catalog has exactly one handler here (the type makes a missing one an error). */
 export const handlers: Handlers = {
   "send-email": sendEmail,
+  "deliver-webhook": deliverWebhook,
+  "teardown-instance": teardownInstance,
 };

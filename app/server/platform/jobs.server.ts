@@ -29,6 +29,24 @@ export const jobCatalog = {
     }),
     { retryLimit: 5, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 60 },
   ),
+  // One outgoing event to one operator endpoint. Backoff from ~1-2 s doubling to an hour: 14
+  // retries span about four hours (docs/decisions/0015-outgoing-events.md).
+  "deliver-webhook": define(z.object({ eventId: z.string().min(1), url: z.url() }), {
+    retryLimit: 14,
+    retryDelay: 1,
+    retryBackoff: true,
+    retryDelayMax: 3600,
+    expireInSeconds: 60,
+  }),
+  // Removes a deleted user's agents. Enqueued by DELETE /api/user; the agent runtime issue
+  // gives its handler real work (worker/jobs/teardown-instance.ts).
+  "teardown-instance": define(z.object({ userId: z.string().min(1) }), {
+    retryLimit: 10,
+    retryDelay: 30,
+    retryBackoff: true,
+    retryDelayMax: 3600,
+    expireInSeconds: 15 * 60,
+  }),
 } as const;
 
 export type JobName = keyof typeof jobCatalog;
