@@ -54,7 +54,9 @@ describe("API keys", () => {
       expect(res.status).toBe(400);
       expect(res.json.error).toMatch(/^name: /);
     }
-    expect((await as(u, keys, "/api/keys", { method: "POST", body: { name: "x".repeat(64) } })).status).toBe(201);
+    expect(
+      (await as(u, keys, "/api/keys", { method: "POST", body: { name: "x".repeat(64) } })).status,
+    ).toBe(201);
   });
 
   it("authenticates as the owner on session endpoints; lastUsed is written at most once a minute", async () => {
@@ -63,10 +65,12 @@ describe("API keys", () => {
     const me = await as({ key }, user, "/api/user");
     expect(me.status).toBe(200);
     expect(me.json.user).toMatchObject({ id: u.id, name: "Key Owner" });
-    const [first] = await db()`select last_used_at, xmin::text as version from api_keys where id = ${id}`;
+    const [first] =
+      await db()`select last_used_at, xmin::text as version from api_keys where id = ${id}`;
     expect(first!.last_used_at).toBeInstanceOf(Date);
     for (let i = 0; i < 5; i++) expect((await as({ key }, user, "/api/user")).status).toBe(200);
-    const [after] = await db()`select last_used_at, xmin::text as version from api_keys where id = ${id}`;
+    const [after] =
+      await db()`select last_used_at, xmin::text as version from api_keys where id = ${id}`;
     // No write happened for the later requests: same row version, same timestamp.
     expect(after!.version).toBe(first!.version);
     expect(after!.last_used_at).toEqual(first!.last_used_at);
@@ -123,7 +127,9 @@ describe("API keys", () => {
     expect(del.json).toEqual({ success: true });
     expect((await as({ key }, user, "/api/user")).status).toBe(401);
     expect((await as(u, keyById, `/api/keys/${id}`, { params: { id } })).status).toBe(404);
-    expect((await as(u, keyById, `/api/keys/${id}`, { method: "DELETE", params: { id } })).status).toBe(404);
+    expect(
+      (await as(u, keyById, `/api/keys/${id}`, { method: "DELETE", params: { id } })).status,
+    ).toBe(404);
   });
 
   it("another user's key id answers 404 for read and delete", async () => {
@@ -133,7 +139,10 @@ describe("API keys", () => {
     const read = await as(stranger, keyById, `/api/keys/${id}`, { params: { id } });
     expect(read.status).toBe(404);
     expect(read.json).toEqual({ error: "API key not found" });
-    const del = await as(stranger, keyById, `/api/keys/${id}`, { method: "DELETE", params: { id } });
+    const del = await as(stranger, keyById, `/api/keys/${id}`, {
+      method: "DELETE",
+      params: { id },
+    });
     expect(del.status).toBe(404);
     expect((await as({ key }, user, "/api/user")).status).toBe(200);
     expect((await as(stranger, keys, "/api/keys")).json.keys).toEqual([]);
@@ -141,10 +150,15 @@ describe("API keys", () => {
 
   it("answers 401 without credentials on every key endpoint", async () => {
     expect((await as({}, keys, "/api/keys")).status).toBe(401);
-    expect((await as({}, keys, "/api/keys", { method: "POST", body: { name: "x" } })).status).toBe(401);
-    expect((await as({}, keyById, "/api/keys/key_x", { params: { id: "key_x" } })).status).toBe(401);
+    expect((await as({}, keys, "/api/keys", { method: "POST", body: { name: "x" } })).status).toBe(
+      401,
+    );
+    expect((await as({}, keyById, "/api/keys/key_x", { params: { id: "key_x" } })).status).toBe(
+      401,
+    );
     expect(
-      (await as({}, keyById, "/api/keys/key_x", { method: "DELETE", params: { id: "key_x" } })).status,
+      (await as({}, keyById, "/api/keys/key_x", { method: "DELETE", params: { id: "key_x" } }))
+        .status,
     ).toBe(401);
   });
 });

@@ -47,7 +47,11 @@ export async function signInUser(email: string, password: string, opts: CallOpti
 export async function newUser(fields: { email?: string; name?: string } = {}): Promise<TestUser> {
   const email = fields.email ?? uniqueEmail();
   const password = "correct horse battery";
-  const reg = await registerUser({ email, password, ...(fields.name ? { name: fields.name } : {}) });
+  const reg = await registerUser({
+    email,
+    password,
+    ...(fields.name ? { name: fields.name } : {}),
+  });
   if (reg.status !== 201) throw new Error(`register failed: ${reg.status} ${reg.text}`);
   const res = await signInUser(email, password);
   if (res.status !== 200) throw new Error(`sign-in failed: ${res.status} ${res.text}`);

@@ -50,7 +50,10 @@ afterAll(async () => {
 const mailTo = (address: string) =>
   inbox.find((m) => (m.to && "text" in m.to ? m.to.text : "") === address);
 
-const requestReset = (email: string, opts: { ip?: string; headers?: Record<string, string> } = {}) =>
+const requestReset = (
+  email: string,
+  opts: { ip?: string; headers?: Record<string, string> } = {},
+) =>
   call(forgot, "/api/auth/forgot-password", {
     method: "POST",
     body: { email },

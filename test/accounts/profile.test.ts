@@ -20,13 +20,17 @@ describe("PATCH /api/settings", () => {
       user: { id: u.id, name: "Ada Lovelace", avatar: "https://cdn.example.com/ada.png" },
     });
     expect((await as(u, user, "/api/user")).json.user.name).toBe("Ada Lovelace");
-    const [event] = await db()`select data from events where type = 'user.updated' and data->>'id' = ${u.id}`;
+    const [event] =
+      await db()`select data from events where type = 'user.updated' and data->>'id' = ${u.id}`;
     expect(event?.data).toMatchObject({
       name: "Ada Lovelace",
       avatar: "https://cdn.example.com/ada.png",
       changed: ["name", "avatar"],
     });
-    const cleared = await as(u, settings, "/api/settings", { method: "PATCH", body: { avatar: "" } });
+    const cleared = await as(u, settings, "/api/settings", {
+      method: "PATCH",
+      body: { avatar: "" },
+    });
     expect(cleared.json.user).toMatchObject({ name: "Ada Lovelace", avatar: null });
   });
 
@@ -98,7 +102,8 @@ describe("DELETE /api/user", () => {
     expect(await db()`select 1 from sessions where user_id = ${u.id}`).toHaveLength(0);
     expect((await as(u, user, "/api/user")).status).toBe(401);
     expect((await signInUser(u.email, u.password)).status).toBe(401);
-    const [event] = await db()`select data from events where type = 'user.deleted' and data->>'id' = ${u.id}`;
+    const [event] =
+      await db()`select data from events where type = 'user.deleted' and data->>'id' = ${u.id}`;
     expect(event?.data).toEqual({ id: u.id, email: u.email });
 
     // The teardown job is queued, and its (runtime-less) handler reports that nothing existed.

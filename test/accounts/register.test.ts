@@ -11,7 +11,11 @@ describe("POST /api/register", () => {
     const email = uniqueEmail("Ada");
     const res = await registerUser({ email, password: "longenough" });
     expect(res.status).toBe(201);
-    expect(res.json).toEqual({ id: expect.stringMatching(/^usr_[0-9a-z]{20}$/), email, name: email });
+    expect(res.json).toEqual({
+      id: expect.stringMatching(/^usr_[0-9a-z]{20}$/),
+      email,
+      name: email,
+    });
     const [row] = await db()`select password_hash, plan from users where id = ${res.json.id}`;
     expect(row?.password_hash).toMatch(/^\$argon2id\$/);
     expect(row?.password_hash).not.toContain("longenough");

@@ -143,9 +143,11 @@ describe("sessions", () => {
 
   it("lists a user's sessions and revokes one by id; another user's session is 404", async () => {
     const u = await newUser();
-    const second = cookieOf(await signInUser(u.email, u.password, {
-      headers: { "user-agent": "Mozilla/5.0 second browser" },
-    }));
+    const second = cookieOf(
+      await signInUser(u.email, u.password, {
+        headers: { "user-agent": "Mozilla/5.0 second browser" },
+      }),
+    );
     const list = await as(u, sessions, "/api/sessions");
     expect(list.status).toBe(200);
     expect(list.json.sessions).toHaveLength(2);

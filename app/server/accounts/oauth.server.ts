@@ -106,10 +106,9 @@ function providerConfig(provider: OAuthProvider): ProviderConfig | undefined {
         getJson(`${api}/user`, token).then((j) => githubUser.parse(j)),
         getJson(`${api}/user/emails`, token).then((j) => githubEmails.parse(j)),
       ]);
-      const chosen =
-        emails.find((m) => m.primary && m.verified) ??
-        emails.find((m) => m.verified) ??
-        emails.find((m) => m.primary);
+      // The primary address is the account's identity; if GitHub has not verified it, sign-in
+      // is refused rather than falling back to some other (e.g. noreply) address.
+      const chosen = emails.find((m) => m.primary) ?? emails.find((m) => m.verified);
       if (!chosen) throw new DomainError(403, "The GitHub account has no email address");
       return {
         providerAccountId: String(user.id),
