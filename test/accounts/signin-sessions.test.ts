@@ -210,3 +210,18 @@ describe("sessions", () => {
     expect(read.status).toBe(200);
   });
 });
+
+describe("the sign-in failure counter", () => {
+  it("reads an unknown key as not blocked, and forgets a key", async () => {
+    const { blockedFor, forgive, penalize } = await import(
+      "../../app/server/platform/rate-limit.server.ts"
+    );
+    expect(await blockedFor("signin-failures", "email:fresh@example.com")).toBe(0);
+    for (let i = 0; i < rateLimitScopes["signin-failures"].points; i++) {
+      await penalize("signin-failures", "email:counted@example.com");
+    }
+    expect(await blockedFor("signin-failures", "email:counted@example.com")).toBeGreaterThan(0);
+    await forgive("signin-failures", "email:counted@example.com");
+    expect(await blockedFor("signin-failures", "email:counted@example.com")).toBe(0);
+  });
+});

@@ -34,9 +34,11 @@ const limiters = new Map<RateLimitScope, RateLimiterPostgres>();
 function storeClient() {
   const sql = db();
   return {
-    query: async ({ text, values }: { text: string; values?: unknown[] }) => ({
-      rows: await sql.unsafe(text, (values ?? []) as never[], { prepare: true }),
-    }),
+    query: async ({ text, values }: { text: string; values?: unknown[] }) => {
+      const rows = await sql.unsafe(text, (values ?? []) as never[], { prepare: true });
+      // `rowCount` too: the store's get() and delete() read it.
+      return { rows, rowCount: rows.count ?? rows.length };
+    },
   };
 }
 
