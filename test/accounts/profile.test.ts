@@ -46,6 +46,15 @@ describe("PATCH /api/settings", () => {
     expect(res.json.error).toMatch(message);
   });
 
+  it("emits nothing for an empty update", async () => {
+    const u = await newUser();
+    const res = await as(u, settings, "/api/settings", { method: "PATCH", body: {} });
+    expect(res.status).toBe(200);
+    expect(
+      await db()`select 1 from events where type = 'user.updated' and data->>'id' = ${u.id}`,
+    ).toHaveLength(0);
+  });
+
   it("answers 401 without a session", async () => {
     const res = await as({}, settings, "/api/settings", { method: "PATCH", body: { name: "x" } });
     expect(res.status).toBe(401);

@@ -78,6 +78,14 @@ export async function updateProfile(
   userId: string,
   changes: { name?: string | undefined; avatar?: string | null | undefined },
 ): Promise<User> {
+  const changed = Object.keys(changes).filter(
+    (k) => changes[k as keyof typeof changes] !== undefined,
+  );
+  if (changed.length === 0) {
+    const user = await getUser(userId);
+    if (!user) throw new DomainError(404, "User not found");
+    return user; // nothing to change: no write, no event
+  }
   return db().begin(async (t) => {
     const [row] = await t<UserRow[]>`
       update users set
@@ -88,10 +96,7 @@ export async function updateProfile(
       returning *`;
     if (!row) throw new DomainError(404, "User not found");
     const user = toUser(row);
-    await emitEvent(t, "user.updated", {
-      ...eventUser(user),
-      changed: Object.keys(changes).filter((k) => changes[k as keyof typeof changes] !== undefined),
-    });
+    await emitEvent(t, "user.updated", { ...eventUser(user), changed });
     return user;
   }) as Promise<User>;
 }
