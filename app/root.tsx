@@ -1,5 +1,11 @@
-import type { LinksFunction, MetaFunction } from "@remix-run/node";
 import {
+  data,
+  type LinksFunction,
+  type LoaderFunctionArgs,
+  type MetaFunction,
+} from "@remix-run/node";
+import {
+  Form,
   isRouteErrorResponse,
   Link,
   Links,
@@ -9,8 +15,10 @@ import {
   Scripts,
   ScrollRestoration,
   useRouteError,
+  useRouteLoaderData,
 } from "@remix-run/react";
 import type { ReactNode } from "react";
+import { pageSession } from "./server/accounts/pages.server.ts";
 import styles from "./tailwind.css";
 
 export const links: LinksFunction = () => [{ rel: "stylesheet", href: styles }];
@@ -22,6 +30,58 @@ export const meta: MetaFunction = () => [
     content: "Provision, run, talk to and pay for hosted AI agents on the OpenClaw gateway.",
   },
 ];
+
+/** Who is signed in (for the header); a rolled session cookie is passed on. */
+export async function loader({ request }: LoaderFunctionArgs) {
+  const session = await pageSession(request);
+  return data(
+    { user: session ? { name: session.user.name, email: session.user.email } : null },
+    session?.setCookie ? { headers: { "Set-Cookie": session.setCookie } } : undefined,
+  );
+}
+
+function AccountNav() {
+  const root = useRouteLoaderData<typeof loader>("root");
+  const linkClass = ({ isActive }: { isActive: boolean }) =>
+    isActive ? "font-medium text-indigo-700" : "text-slate-600 hover:text-slate-900";
+  if (!root?.user) {
+    return (
+      <ul className="ml-auto flex items-center gap-4">
+        <li>
+          <NavLink to="/signin" className={linkClass}>
+            Sign in
+          </NavLink>
+        </li>
+        <li>
+          <NavLink to="/signup" className={linkClass}>
+            Sign up
+          </NavLink>
+        </li>
+      </ul>
+    );
+  }
+  return (
+    <ul className="ml-auto flex items-center gap-4">
+      <li>
+        <NavLink to="/keys" className={linkClass}>
+          API keys
+        </NavLink>
+      </li>
+      <li>
+        <NavLink to="/settings" className={linkClass} title={root.user.email}>
+          {root.user.name}
+        </NavLink>
+      </li>
+      <li>
+        <Form method="post" action="/signout">
+          <button type="submit" className="text-slate-600 hover:text-slate-900">
+            Sign out
+          </button>
+        </Form>
+      </li>
+    </ul>
+  );
+}
 
 const nav = [
   { to: "/", label: "Home" },
@@ -54,6 +114,7 @@ function Shell({ children }: { children: ReactNode }) {
               </li>
             ))}
           </ul>
+          <AccountNav />
         </nav>
       </header>
       <main className="mx-auto w-full max-w-5xl flex-1 px-4 py-10">{children}</main>

@@ -88,6 +88,36 @@ async function latencyPairs(
   };
 }
 
+/** Registers a user through the API, signs in, and creates an API key with the session. */
+async function prepareAccount(url: string) {
+  const email = `bench-${process.pid}@example.com`;
+  const password = "benchmark password";
+  // A browser-like User-Agent: Node's fetch says "node", which the bot detection refuses.
+  const ua = { "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/140.0 Safari/537.36" };
+  const json = { ...ua, "content-type": "application/json" };
+  const reg = await fetch(`${url}/api/register`, {
+    method: "POST",
+    headers: json,
+    body: JSON.stringify({ email, password }),
+  });
+  if (reg.status !== 201) throw new Error(`register: ${reg.status} ${await reg.text()}`);
+  const signIn = await fetch(`${url}/api/auth/callback/credentials`, {
+    method: "POST",
+    headers: json,
+    body: JSON.stringify({ email, password }),
+  });
+  const cookie = signIn.headers.getSetCookie()[0]?.split(";")[0];
+  if (!cookie) throw new Error(`sign-in: ${signIn.status} ${await signIn.text()}`);
+  const created = await fetch(`${url}/api/keys`, {
+    method: "POST",
+    headers: { ...json, cookie },
+    body: JSON.stringify({ name: "bench" }),
+  });
+  const { key } = (await created.json()) as { key: string };
+  if (!key) throw new Error(`create key: ${created.status}`);
+  return { email, password, cookie, key };
+}
+
 if (!existsSync(path.join(root, "build/index.js"))) {
   console.error("build/index.js is missing: run `npm run build` first");
   process.exit(1);
@@ -106,6 +136,7 @@ const databaseUrl = withDatabase(cluster.url, "bench");
 const children: Child[] = [];
 const rows: Row[] = [];
 const aiRows: Row[] = [];
+const authRows: Row[] = [];
 const latency: Array<{ name: string } & Awaited<ReturnType<typeof latencyPairs>>> = [];
 const only = process.env.BENCH_ONLY; // "ai" runs only the AI-layer figures
 try {
@@ -146,6 +177,33 @@ try {
     rows.push(
       await measure("GET /api/nope through Remix's handler", `${viaRemix.url}/api/nope`, 404),
     );
+
+    // The cost of authentication: GET /api/user (one indexed join per request) with an API key
+    // and with a session cookie, against GET /api/health; and sign-in (argon2id) per second.
+    const account = await prepareAccount(web.url);
+    authRows.push(rows.find((r) => r.name === "GET /api/health (fast path)")!);
+    authRows.push(
+      await measure("GET /api/user with an API key", `${web.url}/api/user`, 200, {
+        headers: { authorization: `Bearer ${account.key}` },
+      }),
+    );
+    authRows.push(
+      await measure("GET /api/user with a session cookie", `${web.url}/api/user`, 200, {
+        headers: { cookie: account.cookie },
+      }),
+    );
+    authRows.push(
+      await measure(
+        "POST /api/auth/callback/credentials",
+        `${web.url}/api/auth/callback/credentials`,
+        200,
+        {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ email: account.email, password: account.password }),
+        },
+      ),
+    );
   }
 
   // The agents' endpoint against calling the same fake provider directly: an instance token
@@ -161,6 +219,8 @@ try {
   for (const [i, t] of tokens.entries()) {
     await sql`insert into ai_instance_tokens (token_hash, user_id, instance_id)
       values (${createHash("sha256").update(t).digest("hex")}, ${`usr_bench_${i}`}, ${`ins_${i}`})`;
+    await sql`insert into users (id, email, name, referral_code)
+      values (${`usr_bench_${i}`}, ${`bench-${i}@example.com`}, 'bench', ${`BENCH${i}`})`;
     await sql`insert into credit_ledger (id, user_id, amount_micro_usd, reason)
       values (${`led_bench_${i}`}, ${`usr_bench_${i}`}, ${1_000_000_000_000}, 'bench')`;
   }
@@ -234,6 +294,7 @@ console.warn(
   `\n${CONNECTIONS} connections, ${DURATION} s each, ${os.cpus().length} cores, Node ${process.version}`,
 );
 if (rows.length) table("platform against bare node:http", rows, () => rows[0]!);
+if (authRows.length) table("authentication against GET /api/health", authRows, () => authRows[0]!);
 // Each AI row is compared with the direct call of its kind just before it.
 table(
   "AI layer: agents' endpoint against the fake provider called directly",

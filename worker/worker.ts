@@ -22,7 +22,12 @@ export async function startWorker(options: WorkerOptions = {}): Promise<PgBoss> 
     const schema = jobCatalog[name].schema;
     await boss.work(
       name,
-      { batchSize: 1, localConcurrency: options.concurrency ?? 2, pollingIntervalSeconds: 2 },
+      {
+        batchSize: 1,
+        localConcurrency: options.concurrency ?? 2,
+        pollingIntervalSeconds: 2,
+        ...jobCatalog[name].work,
+      },
       async ([job]) => {
         if (!job) return;
         const log = logger().child({ job: name, jobId: job.id, attempt: job.retryCount });

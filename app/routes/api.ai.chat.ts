@@ -13,9 +13,9 @@ export const { loader, action } = apiRoute({
     summary: "Chat completion through the unified AI layer",
     description:
       "The provider's own response is passed through. model is auto-selected from taskType when omitted. 404 when no model is available, 502 when every provider failed.",
-    // AUTH: requires user once accounts land (API key or session; it spends money —
-    // docs/decisions/0023-ai-chat-requires-credentials.md). Until then it is open and unbilled.
-    auth: "none",
+    // It spends money, so it needs an API key or a session and bills the caller's credits (or
+    // their own key): docs/decisions/0023-ai-chat-requires-credentials.md.
+    auth: "user",
     body: z.object({
       messages: z.array(message, { error: "messages is required" }).min(1, "must not be empty"),
       model: z.string().trim().min(1).optional(),
@@ -24,11 +24,11 @@ export const { loader, action } = apiRoute({
       top_p: z.number().min(0).max(1).optional(),
       max_tokens: z.number().int().positive().optional(),
     }),
-    handler: async ({ body, request }) => {
+    handler: async ({ body, request, auth }) => {
       const { taskType, ...rest } = body;
       const result = await complete({
         endpoint: "chat",
-        userId: null,
+        userId: auth.user.id,
         instanceId: null,
         body: { ...rest, model: rest.model ?? "" },
         taskType,

@@ -3,6 +3,7 @@ import * as chatRoute from "../../app/routes/api.ai.chat.ts";
 import { isCoolingDown } from "../../app/server/ai/cooldown.server.ts";
 import { flushMetering } from "../../app/server/ai/metering.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import { newUser, type TestUser } from "../accounts/helpers.ts";
 import { call } from "../helpers/api.ts";
 import { createAnthropicFake } from "../msw/handlers/anthropic.ts";
 import { createGoogleFake } from "../msw/handlers/google.ts";
@@ -17,8 +18,14 @@ const google = createGoogleFake();
 const openrouter = createOpenRouterFake();
 const fakes = [openai, anthropic, google, openrouter];
 
-beforeAll(() => {
+let caller: TestUser;
+
+beforeAll(async () => {
   mswServer.use(...fakes.flatMap((f) => f.handlers));
+  caller = await newUser();
+  // Ten dollars of platform credit for the signed-in caller.
+  await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
+    values ('led_chat_test', ${caller.id}, 10000000, 'purchase', 'chat-test')`;
 });
 
 beforeEach(async () => {
@@ -30,16 +37,35 @@ beforeEach(async () => {
 });
 
 const chat = (body: unknown, headers?: Record<string, string>) =>
-  call(chatRoute, "/api/ai/chat", { method: "POST", body, headers });
+  call(chatRoute, "/api/ai/chat", {
+    method: "POST",
+    body,
+    headers: { cookie: caller.cookie, ...headers },
+  });
 const hello = [{ role: "user", content: "Say hello" }];
 const chatCalls = (fake: (typeof fakes)[number]) =>
   fake.state.calls.filter((c) => c.body !== undefined).length;
 
 describe("POST /api/ai/chat", () => {
-  // AUTH: flip once accounts land — without an API key or session this must answer 401.
-  it("is open until accounts land (AUTH: requires user; flip this test to expect 401)", async () => {
-    const res = await chat({ messages: hello, model: "openai/gpt-4o" });
-    expect(res.status).toBe(200);
+  it("requires an API key or a session: 401 without either", async () => {
+    const res = await call(chatRoute, "/api/ai/chat", {
+      method: "POST",
+      body: { messages: hello, model: "openai/gpt-4o" },
+    });
+    expect(res.status).toBe(401);
+    expect(res.json.error).toBeTruthy();
+    expect(await chat({ messages: hello, model: "openai/gpt-4o" })).toMatchObject({ status: 200 });
+  });
+
+  it("answers 402 when the caller has no credit left", async () => {
+    const broke = await newUser();
+    const res = await call(chatRoute, "/api/ai/chat", {
+      method: "POST",
+      body: { messages: hello, model: "openai/gpt-4o" },
+      headers: { cookie: broke.cookie },
+    });
+    expect(res.status).toBe(402);
+    expect(res.json.error).toBeTruthy();
   });
 
   it("passes the provider's own response through, with the provider named in headers", async () => {
@@ -86,10 +112,14 @@ describe("POST /api/ai/chat", () => {
       completion_tokens: 7,
       // 12 × 2.5 + 7 × 10 = 100 micro-USD
       cost_micro_usd: 100,
-      billing_mode: "none",
+      billing_mode: "credits",
+      user_id: caller.id,
       status: "ok",
-      user_id: null,
     });
+    // The caller paid exactly that: 10 USD of credit less 100 micro-USD.
+    const [account] =
+      await db()`select balance_micro_usd from ai_accounts where user_id = ${caller.id}`;
+    expect(Number(account?.balance_micro_usd)).toBeLessThan(10_000_000);
   });
 
   it.each([

@@ -45,9 +45,20 @@ export const allProviders = {
   OPENROUTER_API_KEY: "test-key",
 };
 
+/** A bare account row for tests that only need a user id (the ledger references users). */
+export async function ensureUser(userId: string): Promise<void> {
+  await db()`insert into users (id, email, name, referral_code)
+    values (${userId}, ${`${userId}@example.com`}, ${userId}, ${userId
+      .replace(/[^A-Za-z0-9]/g, "")
+      .slice(-20)
+      .toUpperCase()})
+    on conflict (id) do nothing`;
+}
+
 export async function giveCredits(userId: string, microUsd: number, id = `led_${userId}_grant`) {
-  await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason)
-    values (${id}, ${userId}, ${microUsd}, 'test grant')`;
+  await ensureUser(userId);
+  await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
+    values (${id}, ${userId}, ${microUsd}, 'test grant', ${id})`;
 }
 
 export async function balanceOf(userId: string): Promise<number> {

@@ -1,6 +1,8 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { deliverWebhook } from "./deliver-webhook.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { sendEmail } from "./send-email.ts";
+import { teardownInstance } from "./teardown-instance.ts";
 
 export interface JobContext {
   jobId: string;
@@ -14,4 +16,6 @@ type Handlers = { [N in JobName]: (payload: JobPayload<N>, ctx: JobContext) => P
 export const handlers: Handlers = {
   "send-email": sendEmail,
   "refresh-model-catalog": refreshModelCatalog,
+  "deliver-webhook": deliverWebhook,
+  "teardown-instance": teardownInstance,
 };

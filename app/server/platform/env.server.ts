@@ -50,6 +50,35 @@ const schema = z.object({
   AI_DAILY_LIMIT_USD: z.coerce.number().min(0).default(20),
   /** Completion tokens reserved for a call that does not set max_tokens. */
   AI_RESERVE_OUTPUT_TOKENS: z.coerce.number().int().min(1).default(4096),
+  // OAuth provider oauth1 (Google) and oauth2 (GitHub). A provider without a client id and
+  // secret is off: its sign-in answers 503. The endpoint URLs exist so tests (msw) and
+  // self-hosted identity providers can point elsewhere.
+  OAUTH1_CLIENT_ID: z.string().optional(),
+  OAUTH1_CLIENT_SECRET: z.string().optional(),
+  OAUTH1_AUTHORIZE_URL: z.url().default("https://accounts.google.com/o/oauth2/v2/auth"),
+  OAUTH1_TOKEN_URL: z.url().default("https://oauth2.googleapis.com/token"),
+  OAUTH1_USERINFO_URL: z.url().default("https://openidconnect.googleapis.com/v1/userinfo"),
+  OAUTH2_CLIENT_ID: z.string().optional(),
+  OAUTH2_CLIENT_SECRET: z.string().optional(),
+  OAUTH2_AUTHORIZE_URL: z.url().default("https://github.com/login/oauth/authorize"),
+  OAUTH2_TOKEN_URL: z.url().default("https://github.com/login/oauth/access_token"),
+  OAUTH2_API_URL: z.url().default("https://api.github.com"),
+  // Outgoing events (user.created, …): comma-separated endpoint URLs and the Standard Webhooks
+  // signing secret (whsec_<base64>). Endpoints without a secret refuse to start.
+  WEBHOOK_ENDPOINTS: z
+    .string()
+    .default("")
+    .transform((s) =>
+      s
+        .split(",")
+        .map((u) => u.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.url({ protocol: /^https?$/ }))),
+  WEBHOOK_SIGNING_SECRET: z
+    .string()
+    .regex(/^whsec_[A-Za-z0-9+/=]{16,}$/, "WEBHOOK_SIGNING_SECRET must look like whsec_<base64>")
+    .optional(),
 });
 
 export type Env = z.infer<typeof schema> & { APP_URL: string };
@@ -57,7 +86,9 @@ export type Env = z.infer<typeof schema> & { APP_URL: string };
 const requiredInProduction = ["DATABASE_URL", "SESSION_SECRET", "SEALING_KEY", "APP_URL"] as const;
 
 export function parseEnv(source: Record<string, string | undefined>): Env {
-  const result = schema.safeParse(source);
+  // Empty values (`SESSION_SECRET=` copied from .env.example) mean "unset", for every variable.
+  const given = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== ""));
+  const result = schema.safeParse(given);
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new Error(`Invalid configuration:\n${lines.join("\n")}`);
@@ -70,6 +101,11 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
         `Refusing to start in production without: ${missing.join(", ")} (see .env.example)`,
       );
     }
+  }
+  if (env.WEBHOOK_ENDPOINTS.length > 0 && !env.WEBHOOK_SIGNING_SECRET) {
+    throw new Error(
+      "WEBHOOK_ENDPOINTS is set but WEBHOOK_SIGNING_SECRET is not (see .env.example)",
+    );
   }
   return { ...env, APP_URL: env.APP_URL ?? `http://localhost:${env.PORT}` };
 }

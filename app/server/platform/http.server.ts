@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ActionFunctionArgs, LoaderFunctionArgs } from "@remix-run/node";
 import type { z } from "zod";
+import { type Auth, type AuthMode, authorize } from "../accounts/auth.server.ts";
 import { clientIp } from "./client-ip.server.ts";
 import { DomainError } from "./errors.server.ts";
 import { logger } from "./logger.server.ts";
@@ -13,7 +14,7 @@ import { consume, type RateLimitScope, rateLimitScopes } from "./rate-limit.serv
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-export type AuthMode = "none";
+export type { Auth, AuthMode };
 
 declare module "@remix-run/server-runtime" {
   interface AppLoadContext {
@@ -27,8 +28,13 @@ declare module "@remix-run/server-runtime" {
 type Schema = z.ZodType;
 type Infer<S> = S extends z.ZodType ? z.infer<S> : undefined;
 
-export interface HandlerContext<P, Q, B> {
+/** `user` and `session` endpoints always have a credential; `none`/`optional` may not. */
+export type AuthOf<M extends AuthMode> = M extends "user" | "session" ? Auth : Auth | undefined;
+
+export interface HandlerContext<P, Q, B, M extends AuthMode = AuthMode> {
   request: Request;
+  /** Who is calling (see app/server/accounts/auth.server.ts for the modes). */
+  auth: AuthOf<M>;
   params: P;
   query: Q;
   body: B;
@@ -41,27 +47,30 @@ export interface EndpointSpec<
   PS extends Schema | undefined = undefined,
   QS extends Schema | undefined = undefined,
   BS extends Schema | undefined = undefined,
+  M extends AuthMode = AuthMode,
 > {
   summary: string;
   description?: string;
-  auth: AuthMode;
+  auth: M;
   rateLimit?: RateLimitScope;
   params?: PS;
   query?: QS;
   body?: BS;
   /** Status of a plain-object result (default 200). */
   status?: number;
-  handler: (ctx: HandlerContext<Infer<PS>, Infer<QS>, Infer<BS>>) => Promise<unknown> | unknown;
+  // A method signature (bivariant), so any endpoint fits the route table's AnyEndpoint.
+  handler(ctx: HandlerContext<Infer<PS>, Infer<QS>, Infer<BS>, M>): Promise<unknown> | unknown;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the schemas of each endpoint are checked where it is declared
-export type AnyEndpoint = EndpointSpec<any, any, any>;
+export type AnyEndpoint = EndpointSpec<any, any, any, AuthMode>;
 
 export function endpoint<
   PS extends Schema | undefined = undefined,
   QS extends Schema | undefined = undefined,
   BS extends Schema | undefined = undefined,
->(spec: EndpointSpec<PS, QS, BS>): EndpointSpec<PS, QS, BS> {
+  M extends AuthMode = AuthMode,
+>(spec: EndpointSpec<PS, QS, BS, M>): EndpointSpec<PS, QS, BS, M> {
   return spec;
 }
 
@@ -153,10 +162,15 @@ function requestIdOf(request: Request): string {
   return incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
 
-function withHeaders(response: Response, headers: Record<string, string>): Response {
+function withHeaders(
+  response: Response,
+  headers: Record<string, string>,
+  setCookie?: string,
+): Response {
   for (const [k, v] of Object.entries(headers)) {
     if (!response.headers.has(k)) response.headers.set(k, v);
   }
+  if (setCookie) response.headers.append("Set-Cookie", setCookie);
   return response;
 }
 
@@ -176,13 +190,17 @@ async function run(
     });
   }
   const ip = clientIp(request, context?.remoteAddress);
+  let auth: Auth | undefined;
   try {
+    auth = await authorize(request, spec.auth);
     if (spec.rateLimit) {
-      // Authenticated calls are keyed by user once accounts land; until then by client IP.
-      const decision = await consume(spec.rateLimit, `ip:${ip}`);
+      // user-or-ip scopes count per user once the caller is known, per client IP otherwise.
+      const scope = rateLimitScopes[spec.rateLimit];
+      const key = scope.key === "user-or-ip" && auth ? `user:${auth.user.id}` : `ip:${ip}`;
+      const decision = await consume(spec.rateLimit, key);
       extraHeaders = { ...extraHeaders, ...decision.headers };
       if (!decision.allowed) {
-        const { points, duration } = rateLimitScopes[spec.rateLimit];
+        const { points, duration } = scope;
         return withHeaders(
           errorResponse(429, `Too many requests: limit is ${points} per ${duration} seconds`),
           extraHeaders,
@@ -201,12 +219,13 @@ async function run(
       requestId,
       ip,
       context,
+      auth,
     });
     const response =
       result instanceof Response ? result : json(result, { status: spec.status ?? 200 });
-    return withHeaders(response, extraHeaders);
+    return withHeaders(response, extraHeaders, auth?.setCookie);
   } catch (error) {
-    if (error instanceof Response) return withHeaders(error, extraHeaders);
+    if (error instanceof Response) return withHeaders(error, extraHeaders, auth?.setCookie);
     if (error instanceof BadRequest) {
       return withHeaders(errorResponse(error.status, error.message), extraHeaders);
     }

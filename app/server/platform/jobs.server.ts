@@ -9,14 +9,25 @@ import { logger } from "./logger.server.ts";
 
 type QueuePolicy = Omit<Queue, "name">;
 
+/** How the worker polls a queue (NOTIFY wakes it for new jobs, not for scheduled retries). */
+interface WorkPolicy {
+  notifyPollingIntervalSeconds?: number;
+}
+
 interface JobDefinition<S extends z.ZodType> {
   schema: S;
   queue: QueuePolicy;
+  work: WorkPolicy;
 }
 
-const define = <S extends z.ZodType>(schema: S, policy: QueuePolicy): JobDefinition<S> => ({
+const define = <S extends z.ZodType>(
+  schema: S,
+  policy: QueuePolicy,
+  work: WorkPolicy = {},
+): JobDefinition<S> => ({
   schema,
   queue: { notify: true, ...policy },
+  work,
 });
 
 export const jobCatalog = {
@@ -34,6 +45,24 @@ export const jobCatalog = {
     retryLimit: 2,
     retryDelay: 30,
     expireInSeconds: 120,
+  }),
+  // One outgoing event to one operator endpoint. Backoff from ~1-2 s doubling to an hour: 14
+  // retries span about four hours (docs/decisions/0015-outgoing-events.md). NOTIFY wakes the
+  // worker for new jobs but not for scheduled retries, so this queue's backstop poll is 2 s
+  // (pg-boss's default is 30 s) and early retries happen when they are due.
+  "deliver-webhook": define(
+    z.object({ eventId: z.string().min(1), url: z.url() }),
+    { retryLimit: 14, retryDelay: 1, retryBackoff: true, retryDelayMax: 3600, expireInSeconds: 60 },
+    { notifyPollingIntervalSeconds: 2 },
+  ),
+  // Removes a deleted user's agents. Enqueued by DELETE /api/user; the agent runtime issue
+  // gives its handler real work (worker/jobs/teardown-instance.ts).
+  "teardown-instance": define(z.object({ userId: z.string().min(1) }), {
+    retryLimit: 10,
+    retryDelay: 30,
+    retryBackoff: true,
+    retryDelayMax: 3600,
+    expireInSeconds: 15 * 60,
   }),
 } as const;
 

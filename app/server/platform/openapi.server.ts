@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type AnyEndpoint, API_ROUTE, type ApiRoute } from "./http.server.ts";
+import { type AnyEndpoint, API_ROUTE, type ApiRoute, type AuthMode } from "./http.server.ts";
 import { platformVersion } from "./version.server.ts";
 
 // GET /api/openapi.json is generated from the same zod schemas the route builder validates
@@ -37,7 +37,15 @@ function parameters(schema: z.ZodType | undefined, where: "path" | "query") {
   }));
 }
 
-function operation(spec: AnyEndpoint, security: boolean) {
+/** Security requirements per auth mode (an empty object means "anonymous is fine"). */
+const securityByMode: Record<AuthMode, Record<string, string[]>[]> = {
+  none: [],
+  optional: [{}, { session: [] }, { apiKey: [] }],
+  user: [{ session: [] }, { apiKey: [] }],
+  session: [{ session: [] }],
+};
+
+function operation(spec: AnyEndpoint) {
   return {
     summary: spec.summary,
     ...(spec.description ? { description: spec.description } : {}),
@@ -54,7 +62,7 @@ function operation(spec: AnyEndpoint, security: boolean) {
       [String(spec.status ?? 200)]: { description: "Success", content: { "application/json": {} } },
       default: { $ref: "#/components/responses/Error" },
     },
-    ...(security ? {} : { security: [] }),
+    security: securityByMode[spec.auth as AuthMode],
   };
 }
 
@@ -71,7 +79,7 @@ export function openApiDocument(routes: Record<string, RouteEntry | undefined>) 
     for (const [method, spec] of Object.entries(route)) {
       if (!spec) continue;
       paths[openApiPath] ??= {};
-      paths[openApiPath][method.toLowerCase()] = operation(spec, spec.auth !== "none");
+      paths[openApiPath][method.toLowerCase()] = operation(spec);
     }
   }
   return {

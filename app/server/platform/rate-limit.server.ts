@@ -13,7 +13,13 @@ export const rateLimitScopes = {
   register: { points: 10, duration: 60 * 60, key: "ip" },
   "forgot-password": { points: 5, duration: 15 * 60, key: "ip" },
   "reset-password": { points: 10, duration: 15 * 60, key: "ip" },
-} as const satisfies Record<string, { points: number; duration: number; key: "ip" | "user-or-ip" }>;
+  // Failed sign-ins per email address (consumed on failure only, cleared on success):
+  // docs/decisions/0010-accounts-and-sign-in.md
+  "signin-failures": { points: 5, duration: 15 * 60, key: "account" },
+} as const satisfies Record<
+  string,
+  { points: number; duration: number; key: "ip" | "user-or-ip" | "account" }
+>;
 
 export type RateLimitScope = keyof typeof rateLimitScopes;
 
@@ -28,9 +34,11 @@ const limiters = new Map<RateLimitScope, RateLimiterPostgres>();
 function storeClient() {
   const sql = db();
   return {
-    query: async ({ text, values }: { text: string; values?: unknown[] }) => ({
-      rows: await sql.unsafe(text, (values ?? []) as never[], { prepare: true }),
-    }),
+    query: async ({ text, values }: { text: string; values?: unknown[] }) => {
+      const rows = await sql.unsafe(text, (values ?? []) as never[], { prepare: true });
+      // `rowCount` too: the store's get() and delete() read it.
+      return { rows, rowCount: rows.count ?? rows.length };
+    },
   };
 }
 
@@ -84,4 +92,33 @@ export async function consume(scope: RateLimitScope, key: string): Promise<RateL
     logger().error({ err: rejection, scope }, "rate limiter unavailable; request allowed");
     return { allowed: true, headers: {} };
   }
+}
+
+/**
+ * For failure counters: the seconds until `key` may try again when its budget in `scope` is
+ * spent, else 0. Reads without consuming.
+ */
+export async function blockedFor(scope: RateLimitScope, key: string): Promise<number> {
+  try {
+    const res = await limiter(scope).get(key);
+    if (!res || res.remainingPoints > 0) return 0;
+    return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+  } catch (error) {
+    logger().error({ err: error, scope }, "rate limiter unavailable; request allowed");
+    return 0;
+  }
+}
+
+/** Records one failure for `key` (never throws for a spent budget). */
+export async function penalize(scope: RateLimitScope, key: string): Promise<void> {
+  await limiter(scope)
+    .penalty(key, 1)
+    .catch((error: unknown) => logger().error({ err: error, scope }, "rate limiter unavailable"));
+}
+
+/** Forgets `key`'s counter in `scope`. */
+export async function forgive(scope: RateLimitScope, key: string): Promise<void> {
+  await limiter(scope)
+    .delete(key)
+    .catch((error: unknown) => logger().error({ err: error, scope }, "rate limiter unavailable"));
 }

@@ -1,5 +1,7 @@
 import type { RequestHandler } from "msw";
+import { githubHandlers } from "./github.ts";
+import { googleHandlers } from "./google-oauth.ts";
 
 // One file per third-party service (payment processor, AI providers, chat apps, …) is added
 // here as the areas that call them land.
-export const handlers: RequestHandler[] = [];
+export const handlers: RequestHandler[] = [...googleHandlers, ...githubHandlers];

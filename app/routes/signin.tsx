@@ -1,0 +1,146 @@
+import { getFormProps, useForm } from "@conform-to/react";
+import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
+import {
+  type ActionFunctionArgs,
+  data,
+  type LoaderFunctionArgs,
+  type MetaFunction,
+  redirect,
+} from "@remix-run/node";
+import { Form, Link, useActionData, useLoaderData, useNavigation } from "@remix-run/react";
+import { z } from "zod";
+import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
+import { signInSchema } from "../schemas/accounts.ts";
+import { isConfigured, oauthProviders, providerLabels } from "../server/accounts/oauth.server.ts";
+import {
+  guardAction,
+  pageSession,
+  replyWithError,
+  safeRedirect,
+} from "../server/accounts/pages.server.ts";
+import { createSession } from "../server/accounts/sessions.server.ts";
+import { signInWithCredentials } from "../server/accounts/signin.server.ts";
+import { clientIp } from "../server/platform/client-ip.server.ts";
+import { DomainError } from "../server/platform/errors.server.ts";
+
+export const meta: MetaFunction = () => [{ title: "Sign in — Agent Platform" }];
+
+const schema = signInSchema.extend({ redirectTo: z.string().optional() });
+
+const oauthErrors: Record<string, string> = {
+  oauth_denied: "Sign-in was cancelled at the provider.",
+  oauth_unverified: "The provider has not verified that email address, so we cannot use it.",
+  oauth_conflict: "That account is already linked to a different identity at this provider.",
+  oauth_failed: "Sign-in with the provider failed. Please try again.",
+};
+
+export async function loader({ request }: LoaderFunctionArgs) {
+  const url = new URL(request.url);
+  const redirectTo = safeRedirect(url.searchParams.get("redirectTo"));
+  if (await pageSession(request)) throw redirect(redirectTo);
+  return {
+    redirectTo,
+    email: url.searchParams.get("email") ?? "",
+    notice: url.searchParams.has("registered")
+      ? "Account created. Sign in to continue."
+      : url.searchParams.has("reset")
+        ? "Password changed. Sign in with the new one."
+        : null,
+    error: oauthErrors[url.searchParams.get("error") ?? ""] ?? null,
+    providers: oauthProviders.map((id) => ({
+      id,
+      label: providerLabels[id],
+      configured: isConfigured(id),
+    })),
+  };
+}
+
+export async function action({ request, context }: ActionFunctionArgs) {
+  guardAction(request);
+  const formData = await request.formData();
+  const submission = parseWithZod(formData, { schema });
+  if (submission.status !== "success") return data(submission.reply(), { status: 400 });
+  try {
+    const user = await signInWithCredentials(request, submission.value);
+    const session = await createSession(user.id, {
+      ip: clientIp(request, context.remoteAddress),
+      userAgent: request.headers.get("user-agent") ?? undefined,
+    });
+    return redirect(safeRedirect(submission.value.redirectTo), {
+      headers: { "Set-Cookie": session.setCookie },
+    });
+  } catch (error) {
+    const status = error instanceof DomainError ? error.status : 500;
+    return data(replyWithError(submission, error), { status });
+  }
+}
+
+export default function SignIn() {
+  const { redirectTo, email, notice, error, providers } = useLoaderData<typeof loader>();
+  const lastResult = useActionData<typeof action>();
+  const navigation = useNavigation();
+  const [form, fields] = useForm<z.input<typeof schema>>({
+    id: "signin",
+    lastResult,
+    constraint: getZodConstraint(schema),
+    shouldValidate: "onSubmit",
+    defaultValue: { email },
+    onValidate: ({ formData }) => parseWithZod(formData, { schema }),
+  });
+  return (
+    <div className="mx-auto max-w-md space-y-6">
+      <h1 className="text-2xl font-semibold">Sign in</h1>
+      {notice ? <Notice>{notice}</Notice> : null}
+      {error ? <Notice tone="error">{error}</Notice> : null}
+      <Card title="With email and password">
+        <Form method="post" {...getFormProps(form)} className="space-y-4">
+          <Errors id={form.errorId} errors={form.errors} />
+          <input type="hidden" name="redirectTo" value={redirectTo} />
+          <Field label="Email" field={fields.email} type="email" autoComplete="email" />
+          <Field
+            label="Password"
+            field={fields.password}
+            type="password"
+            autoComplete="current-password"
+          />
+          <div className="flex items-center justify-between">
+            <Submit busy={navigation.state === "submitting"}>Sign in</Submit>
+            <Link to="/forgot-password" className="text-sm text-indigo-700 underline">
+              Forgot your password?
+            </Link>
+          </div>
+        </Form>
+      </Card>
+      <Card title="Or continue with">
+        <div className="flex flex-wrap gap-3">
+          {providers.map((p) =>
+            p.configured ? (
+              <a
+                key={p.id}
+                href={`/api/auth/${p.id}`}
+                className="rounded-md border border-slate-300 bg-white px-4 py-2 text-sm font-medium hover:bg-slate-50"
+              >
+                Continue with {p.label}
+              </a>
+            ) : (
+              <span
+                key={p.id}
+                aria-disabled="true"
+                title={`${p.label} sign-in is not configured on this server`}
+                className="cursor-not-allowed rounded-md border border-slate-200 px-4 py-2 text-sm text-slate-400"
+              >
+                Continue with {p.label} (not configured)
+              </span>
+            ),
+          )}
+        </div>
+      </Card>
+      <p className="text-sm text-slate-600">
+        New here?{" "}
+        <Link to="/signup" className="text-indigo-700 underline">
+          Create an account
+        </Link>
+      </p>
+    </div>
+  );
+}

@@ -1,0 +1,97 @@
+import { getFormProps, useForm } from "@conform-to/react";
+import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
+import {
+  type ActionFunctionArgs,
+  data,
+  type LoaderFunctionArgs,
+  type MetaFunction,
+  redirect,
+} from "@remix-run/node";
+import { Form, Link, useActionData, useNavigation, useSearchParams } from "@remix-run/react";
+import type { z } from "zod";
+import { Card, Errors, Field, Honeypot, Submit } from "../components/forms.tsx";
+import { registerSchema } from "../schemas/accounts.ts";
+import { assertNotBot } from "../server/accounts/bot.server.ts";
+import {
+  guardAction,
+  limitByIp,
+  pageSession,
+  replyWithError,
+} from "../server/accounts/pages.server.ts";
+import { createUser } from "../server/accounts/users.server.ts";
+import { DomainError } from "../server/platform/errors.server.ts";
+
+export const meta: MetaFunction = () => [{ title: "Sign up — Agent Platform" }];
+
+export async function loader({ request }: LoaderFunctionArgs) {
+  if (await pageSession(request)) throw redirect("/settings");
+  return null;
+}
+
+export async function action({ request, context }: ActionFunctionArgs) {
+  guardAction(request);
+  const formData = await request.formData();
+  const submission = parseWithZod(formData, { schema: registerSchema });
+  if (submission.status !== "success") return data(submission.reply(), { status: 400 });
+  try {
+    assertNotBot(request, submission.value.website);
+  } catch (error) {
+    return data(replyWithError(submission, error), { status: 403 });
+  }
+  const limited = await limitByIp(request, context, "register");
+  if (limited) return data(submission.reply({ formErrors: [limited] }), { status: 429 });
+  try {
+    const user = await createUser(submission.value);
+    return redirect(`/signin?registered=1&email=${encodeURIComponent(user.email)}`);
+  } catch (error) {
+    const status = error instanceof DomainError ? error.status : 500;
+    return data(replyWithError(submission, error, ["email", "password"]), { status });
+  }
+}
+
+export default function SignUp() {
+  const lastResult = useActionData<typeof action>();
+  const navigation = useNavigation();
+  const [params] = useSearchParams();
+  const [form, fields] = useForm<z.input<typeof registerSchema>>({
+    id: "signup",
+    lastResult,
+    constraint: getZodConstraint(registerSchema),
+    shouldValidate: "onBlur",
+    shouldRevalidate: "onInput",
+    defaultValue: { referralCode: params.get("ref") ?? undefined },
+    onValidate: ({ formData }) => parseWithZod(formData, { schema: registerSchema }),
+  });
+  return (
+    <div className="mx-auto max-w-md space-y-6">
+      <h1 className="text-2xl font-semibold">Create your account</h1>
+      <Card title="Sign up with email">
+        <Form method="post" {...getFormProps(form)} className="space-y-4">
+          <Errors id={form.errorId} errors={form.errors} />
+          <Field label="Email" field={fields.email} type="email" autoComplete="email" />
+          <Field
+            label="Password"
+            field={fields.password}
+            type="password"
+            autoComplete="new-password"
+            hint="At least 8 characters."
+          />
+          <Field label="Name (optional)" field={fields.name} autoComplete="name" />
+          <Field
+            label="Referral code (optional)"
+            field={fields.referralCode}
+            hint="Letters and digits; you and your referrer both get credits."
+          />
+          <Honeypot />
+          <Submit busy={navigation.state === "submitting"}>Create account</Submit>
+        </Form>
+      </Card>
+      <p className="text-sm text-slate-600">
+        Already have an account?{" "}
+        <Link to="/signin" className="text-indigo-700 underline">
+          Sign in
+        </Link>
+      </p>
+    </div>
+  );
+}

@@ -1,0 +1,93 @@
+import { env } from "../platform/env.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import { resolveApiKey } from "./api-keys.server.ts";
+import type { User } from "./model.server.ts";
+import { resolveSession } from "./sessions.server.ts";
+
+// How a request proves who it is. The route builder (platform/http.server.ts) and the pages
+// (auth-pages.server.ts) both go through `authorize`. docs/decisions/0014-authentication-modes.md
+//
+// Auth modes:
+//   none      no credential is read
+//   optional  a session cookie or API key when present (a bad API key is still 401)
+//   user      a session cookie or an API key: every endpoint that takes a session
+//   session   a session cookie only: creating/deleting API keys, changing the password,
+//             deleting the account — a stolen key must not be able to mint keys or lock the
+//             owner out
+
+export type AuthMode = "none" | "optional" | "user" | "session";
+
+export interface Auth {
+  user: User;
+  via: "session" | "apiKey";
+  sessionId?: string;
+  keyId?: string;
+  /** A rolled session cookie to send back. */
+  setCookie?: string;
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * True when a browser says the request comes from another site: an Origin whose host is
+ * neither APP_URL's nor the request's own, or (without Origin) Sec-Fetch-Site other than
+ * same-origin/none. Sibling subdomains (agents' own sites) count as other sites.
+ */
+export function isForeignOrigin(request: Request): boolean {
+  const origin = request.headers.get("origin");
+  if (origin) {
+    if (origin === "null") return true;
+    let host: string;
+    try {
+      host = new URL(origin).host;
+    } catch {
+      return true;
+    }
+    if (host === new URL(env().APP_URL).host) return false;
+    return host !== (request.headers.get("host") ?? new URL(request.url).host);
+  }
+  const site = request.headers.get("sec-fetch-site");
+  return site === "cross-site" || site === "same-site";
+}
+
+export function assertSameOrigin(request: Request): void {
+  if (!SAFE_METHODS.has(request.method) && isForeignOrigin(request)) {
+    throw new DomainError(403, "Cross-site request refused");
+  }
+}
+
+/** Reads the credential the request carries; throws 401 for an unusable Authorization header. */
+export async function authenticate(request: Request): Promise<Auth | undefined> {
+  const authorization = request.headers.get("authorization");
+  if (authorization) {
+    const match = /^Bearer\s+(\S+)$/i.exec(authorization);
+    if (!match) throw new DomainError(401, "Authorization must be 'Bearer sk_…'");
+    const resolved = await resolveApiKey(match[1]!);
+    if (!resolved) throw new DomainError(401, "Invalid API key");
+    return { user: resolved.user, via: "apiKey", keyId: resolved.keyId };
+  }
+  const session = await resolveSession(request);
+  if (!session) return undefined;
+  return {
+    user: session.user,
+    via: "session",
+    sessionId: session.sessionId,
+    ...(session.setCookie ? { setCookie: session.setCookie } : {}),
+  };
+}
+
+/** Applies an auth mode: the credential, its kind, and the cross-site check for cookies. */
+export async function authorize(request: Request, mode: AuthMode): Promise<Auth | undefined> {
+  if (mode === "none") return undefined;
+  const auth = await authenticate(request);
+  if (!auth) {
+    if (mode === "optional") return undefined;
+    throw new DomainError(401, "Authentication required");
+  }
+  if (mode === "session" && auth.via !== "session") {
+    throw new DomainError(403, "This operation needs a signed-in session; API keys cannot do it");
+  }
+  // Cookies ride along on cross-site requests; API keys do not, so only cookies need this.
+  if (auth.via === "session") assertSameOrigin(request);
+  return auth;
+}

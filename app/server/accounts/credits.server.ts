@@ -1,0 +1,33 @@
+import { randomUUID } from "node:crypto";
+import type postgres from "postgres";
+import { db } from "../platform/db.server.ts";
+
+// One ledger of money for the whole platform (credit_ledger, integer micro-USD): one platform
+// credit is one USD, the unit of the contract's credit packs. The AI layer debits the same
+// ledger. docs/decisions/0013-referrals-and-credits.md
+
+/** What a referral is worth, to the new user and to the referrer each. */
+export const REFERRAL_CREDITS = 5;
+export const MICRO_USD_PER_CREDIT = 1_000_000;
+
+/** Credits both sides of a referral; the ledger's uniqueness makes a second call a no-op. */
+export async function grantReferralCredits(
+  t: postgres.TransactionSql,
+  newUserId: string,
+  referrerId: string,
+): Promise<void> {
+  const amount = REFERRAL_CREDITS * MICRO_USD_PER_CREDIT;
+  await t`
+    insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
+    values (${`led_${randomUUID()}`}, ${newUserId}, ${amount}, 'referral', ${`referred-by:${referrerId}`}),
+           (${`led_${randomUUID()}`}, ${referrerId}, ${amount}, 'referral', ${`referred:${newUserId}`})
+    on conflict (user_id, reason, reference) do nothing`;
+}
+
+/** The user's balance in credits (USD), to the micro-dollar. */
+export async function creditBalance(userId: string): Promise<number> {
+  const [row] = await db()<{ balance: number }[]>`
+    select coalesce(sum(amount_micro_usd), 0)::bigint as balance
+    from credit_ledger where user_id = ${userId}`;
+  return (row?.balance ?? 0) / MICRO_USD_PER_CREDIT;
+}

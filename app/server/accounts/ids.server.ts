@@ -1,0 +1,26 @@
+import { createHash, randomBytes } from "node:crypto";
+
+const ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz";
+
+/** A random lower-case alphanumeric string of `length` characters (about 5.2 bits each). */
+export function randomAlphanumeric(length: number, alphabet = ALPHABET): string {
+  // Rejection sampling keeps every character equally likely.
+  const limit = 256 - (256 % alphabet.length);
+  let out = "";
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < limit) out += alphabet[byte % alphabet.length];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** `usr_…`, `ses_…`, `key_…`, `msg_…`: a prefix and 20 random characters (~103 bits). */
+export const newId = (prefix: "usr" | "ses" | "key" | "msg") =>
+  `${prefix}_${randomAlphanumeric(20)}`;
+
+export const sha256 = (value: string): Buffer => createHash("sha256").update(value).digest();
+
+/** A random token of `bytes` bytes, base64url. */
+export const randomToken = (bytes = 32) => randomBytes(bytes).toString("base64url");

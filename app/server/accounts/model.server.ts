@@ -1,0 +1,46 @@
+// The user as the services see it, and as the API shows it (the contract's User resource).
+
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+  plan: string;
+  avatarUrl: string | null;
+  emailVerified: boolean;
+  hasPassword: boolean;
+  referralCode: string;
+  createdAt: Date;
+}
+
+export interface UserRow {
+  id: string;
+  email: string;
+  name: string;
+  plan: string;
+  avatar_url: string | null;
+  email_verified: boolean;
+  password_hash: string | null;
+  referral_code: string;
+  created_at: Date;
+}
+
+export const toUser = (r: UserRow): User => ({
+  id: r.id,
+  email: r.email,
+  name: r.name,
+  plan: r.plan,
+  avatarUrl: r.avatar_url,
+  emailVerified: r.email_verified,
+  hasPassword: r.password_hash !== null,
+  referralCode: r.referral_code,
+  createdAt: r.created_at,
+});
+
+/** The contract's User resource. */
+export const publicUser = (u: User) => ({
+  id: u.id,
+  email: u.email,
+  name: u.name,
+  plan: u.plan,
+  createdAt: u.createdAt.toISOString(),
+});

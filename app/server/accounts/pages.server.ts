@@ -1,0 +1,72 @@
+import type { SubmissionResult } from "@conform-to/react";
+import { redirect } from "@remix-run/node";
+import { clientIp } from "../platform/client-ip.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import { consume, type RateLimitScope } from "../platform/rate-limit.server.ts";
+import { assertSameOrigin } from "./auth.server.ts";
+import { type ResolvedSession, resolveSession } from "./sessions.server.ts";
+
+// Helpers for the account pages (Remix loaders and actions). Pages only ever use the session
+// cookie: an API key is for programs, not browsers.
+
+/** The signed-in browser's session, if any. */
+export const pageSession = (request: Request): Promise<ResolvedSession | undefined> =>
+  resolveSession(request);
+
+/** Only same-site paths, so a `redirectTo` parameter cannot send people elsewhere. */
+export function safeRedirect(to: unknown, fallback = "/settings"): string {
+  if (typeof to !== "string" || !to.startsWith("/") || to.startsWith("//") || to.includes("\\")) {
+    return fallback;
+  }
+  return to;
+}
+
+/** The session, or a redirect to the sign-in page that comes back here afterwards. */
+export async function requirePageSession(request: Request): Promise<ResolvedSession> {
+  const session = await pageSession(request);
+  if (!session) {
+    const url = new URL(request.url);
+    throw redirect(`/signin?redirectTo=${encodeURIComponent(url.pathname + url.search)}`);
+  }
+  return session;
+}
+
+/** Every page action: refuse cross-site posts (the forms work without JavaScript, so no tokens). */
+export function guardAction(request: Request): void {
+  try {
+    assertSameOrigin(request);
+  } catch {
+    throw new Response("Cross-site request refused", { status: 403 });
+  }
+}
+
+/** A per-IP limit for a page action, answered with the form's own error display. */
+export async function limitByIp(
+  request: Request,
+  context: { remoteAddress?: string | undefined },
+  scope: RateLimitScope,
+): Promise<string | undefined> {
+  const decision = await consume(scope, `ip:${clientIp(request, context.remoteAddress)}`);
+  if (decision.allowed) return undefined;
+  return `Too many attempts; try again in ${decision.headers["Retry-After"] ?? "a few"} seconds`;
+}
+
+/**
+ * Turns a DomainError into a conform reply: "field: message" errors land on the field, others
+ * on the form. Anything else is rethrown.
+ */
+export function replyWithError(
+  submission: {
+    reply(options?: {
+      formErrors?: string[];
+      fieldErrors?: Record<string, string[]>;
+    }): SubmissionResult<string[]>;
+  },
+  error: unknown,
+  fields: readonly string[] = [],
+): SubmissionResult<string[]> {
+  if (!(error instanceof DomainError)) throw error;
+  const m = /^(\w+): (.+)$/.exec(error.message);
+  if (m && fields.includes(m[1]!)) return submission.reply({ fieldErrors: { [m[1]!]: [m[2]!] } });
+  return submission.reply({ formErrors: [error.message] });
+}

@@ -1,0 +1,65 @@
+import { Authenticator } from "remix-auth";
+import { FormStrategy } from "remix-auth-form";
+import { DomainError } from "../platform/errors.server.ts";
+import { blockedFor, forgive, penalize } from "../platform/rate-limit.server.ts";
+import { toUser, type User } from "./model.server.ts";
+import { verifyPassword } from "./passwords.server.ts";
+import { findUserByEmail } from "./users.server.ts";
+
+// Sign-in with email and password through remix-auth's FormStrategy (strategy "credentials").
+// One 401 message for an unknown email and a wrong password alike, at the same cost (an
+// unknown email is verified against a dummy argon2 hash). After 5 failures for one email within
+// 15 minutes, further attempts for it answer 429 with Retry-After until the window ends — a
+// correct password included, so guessing cannot go on at full speed; a success clears the count.
+
+export const INVALID_CREDENTIALS = "Invalid email or password";
+
+const failureKey = (email: string) => `email:${email.trim().toLowerCase()}`;
+
+export async function verifyCredentials(email: string, password: string): Promise<User> {
+  const key = failureKey(email);
+  const wait = await blockedFor("signin-failures", key);
+  if (wait > 0) {
+    throw new DomainError(429, "Too many failed sign-in attempts; try again later", {
+      retryAfter: wait,
+    });
+  }
+  const row = await findUserByEmail(email);
+  const ok = await verifyPassword(row?.password_hash ?? null, password);
+  if (!row || !ok) {
+    await penalize("signin-failures", key);
+    throw new DomainError(401, INVALID_CREDENTIALS);
+  }
+  await forgive("signin-failures", key);
+  return toUser(row);
+}
+
+export const authenticator = new Authenticator<User>();
+
+authenticator.use(
+  new FormStrategy<User>(async ({ form }) => {
+    const email = form.get("email");
+    const password = form.get("password");
+    if (typeof email !== "string" || !email || typeof password !== "string" || !password) {
+      throw new DomainError(400, "email and password are required");
+    }
+    return verifyCredentials(email, password);
+  }),
+  "credentials",
+);
+
+/** Runs the credentials strategy on a form built from already-parsed fields. */
+export function signInWithCredentials(
+  request: Request,
+  fields: { email: string; password: string },
+) {
+  const form = new URLSearchParams(fields);
+  return authenticator.authenticate(
+    "credentials",
+    new Request(request.url, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: form,
+    }),
+  );
+}

@@ -1,0 +1,149 @@
+import type postgres from "postgres";
+import { db } from "../platform/db.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import { sendJob } from "../platform/jobs.server.ts";
+import { grantReferralCredits } from "./credits.server.ts";
+import { type Queryable, txExecutor } from "./db-helpers.server.ts";
+import { emitEvent } from "./events.server.ts";
+import { newId, randomAlphanumeric } from "./ids.server.ts";
+import { publicUser, toUser, type User, type UserRow } from "./model.server.ts";
+import { hashPassword, verifyPassword } from "./passwords.server.ts";
+import { revokeAllSessions, revokeOtherSessions } from "./sessions.server.ts";
+
+/** Event payloads carry a little more than the public resource (the avatar). */
+const eventUser = (u: User) => ({ ...publicUser(u), avatar: u.avatarUrl });
+
+const REFERRAL_CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+export const newReferralCode = () => randomAlphanumeric(8, REFERRAL_CODE_ALPHABET);
+
+const isUniqueViolation = (error: unknown) =>
+  (error as { code?: string } | undefined)?.code === "23505";
+
+export async function findUserByEmail(email: string, sql: Queryable = db()) {
+  const [row] = await sql<UserRow[]>`select * from users where lower(email) = lower(${email})`;
+  return row;
+}
+
+export async function getUser(id: string, sql: Queryable = db()): Promise<User | undefined> {
+  const [row] = await sql<UserRow[]>`select * from users where id = ${id}`;
+  return row && toUser(row);
+}
+
+export interface NewUser {
+  email: string;
+  password?: string | undefined;
+  name?: string | undefined;
+  referralCode?: string | undefined;
+  emailVerified?: boolean;
+}
+
+/**
+ * Creates a user (and, with a referral code naming an existing user, credits both once), and
+ * emits `user.created` in the same transaction. 409 when the email is taken.
+ */
+export async function createUser(input: NewUser, tx?: postgres.TransactionSql): Promise<User> {
+  const passwordHash = input.password ? await hashPassword(input.password) : null;
+  const email = input.email.trim();
+  const work = async (t: postgres.TransactionSql) => {
+    if (await findUserByEmail(email, t)) {
+      throw new DomainError(409, "A user with this email already exists");
+    }
+    const [referrer] = input.referralCode
+      ? await t<{ id: string }[]>`
+          select id from users where referral_code = ${input.referralCode.toUpperCase()}`
+      : [];
+    let row: UserRow | undefined;
+    try {
+      [row] = await t<UserRow[]>`
+        insert into users (id, email, email_verified, name, password_hash, referral_code, referred_by)
+        values (${newId("usr")}, ${email}, ${input.emailVerified ?? false},
+                ${input.name?.trim() || email}, ${passwordHash}, ${newReferralCode()},
+                ${referrer?.id ?? null})
+        returning *`;
+    } catch (error) {
+      if (isUniqueViolation(error)) {
+        throw new DomainError(409, "A user with this email already exists");
+      }
+      throw error;
+    }
+    const user = toUser(row!);
+    if (referrer) await grantReferralCredits(t, user.id, referrer.id);
+    await emitEvent(t, "user.created", eventUser(user));
+    return user;
+  };
+  return tx ? work(tx) : (db().begin(work) as Promise<User>);
+}
+
+export async function updateProfile(
+  userId: string,
+  changes: { name?: string | undefined; avatar?: string | null | undefined },
+): Promise<User> {
+  const changed = Object.keys(changes).filter(
+    (k) => changes[k as keyof typeof changes] !== undefined,
+  );
+  if (changed.length === 0) {
+    const user = await getUser(userId);
+    if (!user) throw new DomainError(404, "User not found");
+    return user; // nothing to change: no write, no event
+  }
+  return db().begin(async (t) => {
+    const [row] = await t<UserRow[]>`
+      update users set
+        name = coalesce(${changes.name?.trim() ?? null}, name),
+        avatar_url = ${changes.avatar === undefined ? t`avatar_url` : changes.avatar},
+        updated_at = now()
+      where id = ${userId}
+      returning *`;
+    if (!row) throw new DomainError(404, "User not found");
+    const user = toUser(row);
+    await emitEvent(t, "user.updated", { ...eventUser(user), changed });
+    return user;
+  }) as Promise<User>;
+}
+
+/** Changes the password after checking the current one, and revokes every other session. */
+export async function changePassword(
+  userId: string,
+  currentPassword: string,
+  newPassword: string,
+  keepSessionId: string | undefined,
+): Promise<void> {
+  const [row] = await db()<
+    { password_hash: string | null }[]
+  >`select password_hash from users where id = ${userId}`;
+  if (!row) throw new DomainError(404, "User not found");
+  if (!row.password_hash) {
+    throw new DomainError(
+      400,
+      "currentPassword: this account has no password yet; set one with a password reset",
+    );
+  }
+  if (!(await verifyPassword(row.password_hash, currentPassword))) {
+    throw new DomainError(400, "currentPassword: is incorrect");
+  }
+  const passwordHash = await hashPassword(newPassword);
+  await db().begin(async (t) => {
+    await t`update users set password_hash = ${passwordHash}, updated_at = now() where id = ${userId}`;
+    await revokeOtherSessions(userId, keepSessionId, t);
+  });
+}
+
+/** Sets a new password (reset flow) and revokes every session. */
+export async function setPassword(userId: string, newPassword: string, t: Queryable) {
+  const passwordHash = await hashPassword(newPassword);
+  await t`update users set password_hash = ${passwordHash}, updated_at = now() where id = ${userId}`;
+  await revokeAllSessions(userId, t);
+}
+
+/**
+ * Deletes the account (sessions, keys, OAuth links and ledger rows go with it), enqueues the
+ * teardown of its agents and emits `user.deleted`, all in one transaction.
+ */
+export async function deleteUser(userId: string): Promise<void> {
+  await db().begin(async (t) => {
+    const [row] = await t<UserRow[]>`delete from users where id = ${userId} returning *`;
+    if (!row) throw new DomainError(404, "User not found");
+    await sendJob("teardown-instance", { userId }, { db: txExecutor(t) });
+    await emitEvent(t, "user.deleted", { id: userId, email: row.email });
+  });
+}

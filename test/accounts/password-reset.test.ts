@@ -1,0 +1,184 @@
+import { type ParsedMail, simpleParser } from "mailparser";
+import { SMTPServer } from "smtp-server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as forgot from "../../app/routes/api.auth.forgot-password.ts";
+import * as reset from "../../app/routes/api.auth.reset-password.ts";
+import * as user from "../../app/routes/api.user.ts";
+import { sha256 } from "../../app/server/accounts/ids.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { rateLimitScopes } from "../../app/server/platform/rate-limit.server.ts";
+import { startWorker, stopWorker } from "../../worker/worker.ts";
+import { call } from "../helpers/api.ts";
+import { as, newUser, signInUser, uniqueEmail } from "./helpers.ts";
+
+// The reset email travels web → pg-boss → worker → nodemailer → a real SMTP server here.
+const inbox: ParsedMail[] = [];
+let smtp: SMTPServer;
+let ipCounter = 0;
+const freshIp = () => `192.0.2.${++ipCounter}`;
+
+beforeAll(async () => {
+  smtp = new SMTPServer({
+    disabledCommands: ["STARTTLS"],
+    authOptional: true,
+    onData(stream, _session, callback) {
+      simpleParser(stream)
+        .then((mail) => {
+          inbox.push(mail);
+          callback();
+        })
+        .catch(callback);
+    },
+  });
+  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
+  const address = smtp.server.address();
+  process.env.SMTP_URL = `smtp://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  process.env.APP_URL = "http://app.test";
+  resetEnvCache();
+  await startWorker();
+});
+
+afterAll(async () => {
+  await stopWorker(5_000);
+  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  delete process.env.SMTP_URL;
+  delete process.env.APP_URL;
+  resetEnvCache();
+});
+
+const mailTo = (address: string) =>
+  inbox.find((m) => (m.to && "text" in m.to ? m.to.text : "") === address);
+
+const requestReset = (
+  email: string,
+  opts: { ip?: string; headers?: Record<string, string> } = {},
+) =>
+  call(forgot, "/api/auth/forgot-password", {
+    method: "POST",
+    body: { email },
+    remoteAddress: opts.ip ?? freshIp(),
+    ...(opts.headers ? { headers: opts.headers } : {}),
+  });
+
+const doReset = (body: unknown) =>
+  call(reset, "/api/auth/reset-password", { method: "POST", body, remoteAddress: freshIp() });
+
+async function resetLink(email: string): Promise<URL> {
+  await expect.poll(() => mailTo(email), { timeout: 20_000 }).toBeDefined();
+  const text = mailTo(email)!.text ?? "";
+  const link = text.match(/http:\/\/app\.test\/reset-password\?token=[A-Za-z0-9_-]+/)?.[0];
+  expect(link).toBeDefined();
+  return new URL(link!);
+}
+
+describe("password reset", () => {
+  it("emails a link whose token resets the password once and revokes every session", async () => {
+    const u = await newUser();
+    const res = await requestReset(u.email.toUpperCase());
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ message: "If an account exists, a reset link has been sent" });
+    const link = await resetLink(u.email);
+    expect(mailTo(u.email)!.subject).toMatch(/Reset your/);
+    const token = link.searchParams.get("token")!;
+    // Stored hashed only.
+    const [row] = await db()`select token_hash, expires_at from password_reset_tokens
+      where user_id = ${u.id}`;
+    expect(Buffer.compare(row!.token_hash, sha256(token))).toBe(0);
+    const minutes = ((row!.expires_at as Date).getTime() - Date.now()) / 60_000;
+    expect(minutes).toBeGreaterThan(58);
+    expect(minutes).toBeLessThanOrEqual(60);
+
+    const done = await doReset({ token, password: "sixsix" });
+    expect(done.status).toBe(200);
+    expect(done.json).toEqual({ message: "Password reset successfully" });
+    expect((await as(u, user, "/api/user")).status).toBe(401); // sessions revoked
+    expect((await signInUser(u.email, u.password)).status).toBe(401);
+    expect((await signInUser(u.email, "sixsix")).status).toBe(200);
+    // Works once.
+    const again = await doReset({ token, password: "another1" });
+    expect(again.status).toBe(400);
+  });
+
+  it("answers the same message for an unknown email, and sends nothing", async () => {
+    const email = uniqueEmail("ghost");
+    const res = await requestReset(email);
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ message: "If an account exists, a reset link has been sent" });
+    expect(await db()`select 1 from password_reset_tokens where user_id is null`).toHaveLength(0);
+  });
+
+  it("answers 400 for a missing or invalid email, 403 for bots, 429 over the per-IP limit", async () => {
+    const missing = await call(forgot, "/api/auth/forgot-password", {
+      method: "POST",
+      body: {},
+      remoteAddress: freshIp(),
+    });
+    expect(missing.status).toBe(400);
+    expect(missing.json.error).toMatch(/^email: /);
+    expect((await requestReset("nope")).status).toBe(400);
+    expect(
+      (await requestReset(uniqueEmail(), { headers: { "user-agent": "python-requests/2.32" } }))
+        .status,
+    ).toBe(403);
+    const honeypot = await call(forgot, "/api/auth/forgot-password", {
+      method: "POST",
+      body: { email: uniqueEmail(), website: "x" },
+      remoteAddress: freshIp(),
+    });
+    expect(honeypot.status).toBe(403);
+    const ip = freshIp();
+    for (let i = 0; i < rateLimitScopes["forgot-password"].points; i++) {
+      expect((await requestReset(uniqueEmail(), { ip })).status).toBe(200);
+    }
+    expect((await requestReset(uniqueEmail(), { ip })).status).toBe(429);
+  });
+
+  it("answers 400 for a missing token or password, a short password, an unknown or expired token", async () => {
+    const u = await newUser();
+    await requestReset(u.email);
+    const token = (await resetLink(u.email)).searchParams.get("token")!;
+    for (const [body, message] of [
+      [{ password: "sixsix" }, /^token: /],
+      [{ token }, /^password: /],
+      [{ token, password: "five5" }, /^password: must be at least 6/],
+      [{ token: "made-up", password: "sixsix" }, /^token: invalid/],
+    ] as const) {
+      const res = await doReset(body);
+      expect(res.status).toBe(400);
+      expect(res.json.error).toMatch(message);
+    }
+    await db()`update password_reset_tokens set expires_at = now() - interval '1 second'
+      where token_hash = ${sha256(token)}`;
+    const expired = await doReset({ token, password: "sixsix" });
+    expect(expired.status).toBe(400);
+    expect(expired.json.error).toBe("token: expired");
+  });
+
+  it("answers 404 when the token's user is gone", async () => {
+    const u = await newUser();
+    await requestReset(u.email);
+    const token = (await resetLink(u.email)).searchParams.get("token")!;
+    await as(u, user, "/api/user", { method: "DELETE" });
+    const res = await doReset({ token, password: "sixsix" });
+    expect(res.status).toBe(404);
+    expect(res.json).toEqual({ error: "User not found" });
+  });
+
+  it("answers 429 over the per-IP limit of reset attempts", async () => {
+    const ip = freshIp();
+    for (let i = 0; i < rateLimitScopes["reset-password"].points; i++) {
+      await call(reset, "/api/auth/reset-password", {
+        method: "POST",
+        body: { token: "x", password: "sixsix" },
+        remoteAddress: ip,
+      });
+    }
+    const res = await call(reset, "/api/auth/reset-password", {
+      method: "POST",
+      body: { token: "x", password: "sixsix" },
+      remoteAddress: ip,
+    });
+    expect(res.status).toBe(429);
+  });
+});
