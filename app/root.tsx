@@ -85,6 +85,7 @@ function AccountNav() {
 
 const nav = [
   { to: "/", label: "Home" },
+  { to: "/models", label: "Models" },
   { to: "/api/openapi.json", label: "API", reload: true },
 ];
 
