@@ -153,6 +153,32 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
     billingMode: mode,
     stream: options.stream,
   } as const;
+  /** Meters one answered call (a stream when it ends) at its exact cost and settles the hold. */
+  const meterAnswer = (
+    model: CatalogModel,
+    request: ChatBody,
+    usage: Usage | null,
+    text: string,
+    error?: string,
+  ) => {
+    const counted = usageOrCount(request, usage, text);
+    meter(
+      {
+        ...base,
+        provider: model.provider,
+        model: model.id,
+        promptTokens: counted.promptTokens,
+        completionTokens: counted.completionTokens,
+        tokensEstimated: counted.estimated,
+        costMicroUsd: costMicroUsd(model.prices, counted.promptTokens, counted.completionTokens),
+        latencyMs: performance.now() - options.startedAt,
+        status: error && error !== "client disconnected" ? "error" : "ok",
+        httpStatus: 200,
+        error: error ?? null,
+      },
+      reservation,
+    );
+  };
 
   for (const model of available) {
     const config = configs.get(model.provider)!;
@@ -169,27 +195,7 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
           recordSuccess(model.provider);
           const overheadMs = performance.now() - options.startedAt - upstreamMs;
           void result.done.then(({ usage, text, error }) => {
-            const counted = usageOrCount(request, usage, text);
-            meter(
-              {
-                ...base,
-                provider: model.provider,
-                model: model.id,
-                promptTokens: counted.promptTokens,
-                completionTokens: counted.completionTokens,
-                tokensEstimated: counted.estimated,
-                costMicroUsd: costMicroUsd(
-                  model.prices,
-                  counted.promptTokens,
-                  counted.completionTokens,
-                ),
-                latencyMs: performance.now() - options.startedAt,
-                status: error && error !== "client disconnected" ? "error" : "ok",
-                httpStatus: 200,
-                error: error ?? null,
-              },
-              reservation,
-            );
+            meterAnswer(model, request, usage, text, error);
           });
           return { kind: "stream", stream: result.stream, model, mode, overheadMs };
         }
@@ -197,27 +203,7 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
         timeout.clear();
         upstreamMs += performance.now() - t0;
         recordSuccess(model.provider);
-        const counted = usageOrCount(request, completion.usage, completion.text);
-        meter(
-          {
-            ...base,
-            provider: model.provider,
-            model: model.id,
-            promptTokens: counted.promptTokens,
-            completionTokens: counted.completionTokens,
-            tokensEstimated: counted.estimated,
-            costMicroUsd: costMicroUsd(
-              model.prices,
-              counted.promptTokens,
-              counted.completionTokens,
-            ),
-            latencyMs: performance.now() - options.startedAt,
-            status: "ok",
-            httpStatus: 200,
-            error: null,
-          },
-          reservation,
-        );
+        meterAnswer(model, request, completion.usage, completion.text);
         const overheadMs = performance.now() - options.startedAt - upstreamMs;
         return { kind: "json", completion, model, mode, overheadMs };
       } catch (error) {

@@ -5,6 +5,7 @@ import {
   contentText,
   joinUrl,
   type ListedModel,
+  openAiUsage,
   type ProviderClient,
   type ProviderConfig,
   providerFetch,
@@ -146,15 +147,7 @@ export const anthropicClient: ProviderClient = {
             finish_reason: finishReason(native.stop_reason),
           },
         ],
-        ...(usage
-          ? {
-              usage: {
-                prompt_tokens: usage.promptTokens,
-                completion_tokens: usage.completionTokens,
-                total_tokens: usage.promptTokens + usage.completionTokens,
-              },
-            }
-          : {}),
+        ...(usage ? { usage: openAiUsage(usage) } : {}),
       },
     };
   },
@@ -227,11 +220,7 @@ export const anthropicClient: ProviderClient = {
             created: created(),
             model,
             choices: [],
-            usage: {
-              prompt_tokens: input,
-              completion_tokens: output,
-              total_tokens: input + output,
-            },
+            usage: openAiUsage({ promptTokens: input, completionTokens: output }),
           });
         }
       },

@@ -4,6 +4,7 @@ import {
   contentText,
   joinUrl,
   type ListedModel,
+  openAiUsage,
   type ProviderClient,
   type ProviderConfig,
   ProviderError,
@@ -154,15 +155,7 @@ export const googleClient: ProviderClient = {
             finish_reason: finishReason(native.candidates[0]?.finishReason) ?? "stop",
           },
         ],
-        ...(usage
-          ? {
-              usage: {
-                prompt_tokens: usage.promptTokens,
-                completion_tokens: usage.completionTokens,
-                total_tokens: usage.promptTokens + usage.completionTokens,
-              },
-            }
-          : {}),
+        ...(usage ? { usage: openAiUsage(usage) } : {}),
       },
     };
   },
@@ -218,11 +211,7 @@ export const googleClient: ProviderClient = {
             created: created(),
             model: body.model,
             choices: [],
-            usage: {
-              prompt_tokens: u.promptTokens,
-              completion_tokens: u.completionTokens,
-              total_tokens: u.promptTokens + u.completionTokens,
-            },
+            usage: openAiUsage(u),
           });
         }
       },

@@ -39,6 +39,13 @@ export interface Usage {
   completionTokens: number;
 }
 
+/** Usage in OpenAI's wire shape, for answers translated from other providers. */
+export const openAiUsage = (u: Usage) => ({
+  prompt_tokens: u.promptTokens,
+  completion_tokens: u.completionTokens,
+  total_tokens: u.promptTokens + u.completionTokens,
+});
+
 export interface Completion {
   /** The provider's own response body, untouched. */
   native: unknown;
