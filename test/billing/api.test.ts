@@ -1,12 +1,12 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import * as billing from "../../app/routes/api.billing.ts";
+import * as signout from "../../app/routes/api.auth.signout.ts";
 import * as token from "../../app/routes/api.billing.token.ts";
+import * as billing from "../../app/routes/api.billing.ts";
 import * as legacy from "../../app/routes/api.checkout.ts";
 import * as credits from "../../app/routes/api.credits.ts";
 import * as payCheckout from "../../app/routes/api.pay.checkout.ts";
 import * as payCredits from "../../app/routes/api.pay.credits.ts";
 import * as storage from "../../app/routes/api.pay.storage-upgrade.ts";
-import * as signout from "../../app/routes/api.auth.signout.ts";
 import { userKeys } from "../../app/server/ai/byok.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { as, newUser, type TestUser } from "../accounts/helpers.ts";

@@ -1,11 +1,11 @@
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { mswServer } from "../msw/server.ts";
 import {
   createStripeFake,
   STRIPE_TEST_KEY,
   STRIPE_TEST_WEBHOOK_SECRET,
   testPrices,
 } from "../msw/handlers/stripe.ts";
+import { mswServer } from "../msw/server.ts";
 
 /** Configures Stripe for this test file (key, webhook secret, prices) and installs the fake. */
 export function useStripe() {
