@@ -101,7 +101,7 @@ export async function createCheckout(
 /** Credits checkout by Stripe price id (only the configured credit-pack prices). */
 export function creditCheckoutByPrice(user: Pick<User, "id" | "email" | "name">, price: string) {
   const item = itemByPriceId(price);
-  if (!item || item.kind !== "credits") {
+  if (item?.kind !== "credits") {
     throw new DomainError(400, "price: not one of the allowed credit prices");
   }
   return createCheckout(user, "credits", item.id);

@@ -67,7 +67,8 @@ export interface StripeFakeState {
 }
 
 let counter = 0;
-const id = (prefix: string) => `${prefix}_test${Date.now().toString(36)}${(++counter).toString(36)}`;
+const id = (prefix: string) =>
+  `${prefix}_test${Date.now().toString(36)}${(++counter).toString(36)}`;
 const now = () => Math.floor(Date.now() / 1000);
 const MONTH = 30 * 24 * 60 * 60;
 
