@@ -7,6 +7,7 @@ import {
 } from "@remix-run/node";
 import { Form, Link, useActionData, useLoaderData, useSearchParams } from "@remix-run/react";
 import { Card, Notice, Submit } from "../components/forms.tsx";
+import { formatGbp } from "../components/money.ts";
 import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
 import { providerNames } from "../server/ai/providers/shared.server.ts";
 import {
@@ -20,7 +21,6 @@ import {
   addOns,
   creditPacks,
   enterpriseSuite,
-  formatGbp,
   planIds,
   plans,
 } from "../server/billing/catalog.server.ts";

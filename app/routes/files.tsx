@@ -19,7 +19,7 @@ export const meta: MetaFunction = () => [{ title: "Files — Agent Platform" }];
 // file store yet, so "used" is 0 until one lands.
 export async function loader({ request }: LoaderFunctionArgs) {
   const { user } = await requirePageSession(request);
-  return { usedGb: 0, limitGb: await storageLimitGb(user.id) };
+  return { usedGb: 0, limitGb: await storageLimitGb(user.id), upgradeGb: STORAGE_UPGRADE_GB };
 }
 
 export async function action({ request }: ActionFunctionArgs) {
@@ -34,7 +34,7 @@ export async function action({ request }: ActionFunctionArgs) {
 }
 
 export default function Files() {
-  const { usedGb, limitGb } = useLoaderData<typeof loader>();
+  const { usedGb, limitGb, upgradeGb } = useLoaderData<typeof loader>();
   const result = useActionData<typeof action>();
   const [params] = useSearchParams();
   return (
@@ -53,7 +53,7 @@ export default function Files() {
         </p>
         <progress max={limitGb} value={usedGb} className="w-full" />
         <Form method="post">
-          <Submit>Upgrade: +{STORAGE_UPGRADE_GB} GB</Submit>
+          <Submit>Upgrade: +{upgradeGb} GB</Submit>
         </Form>
         <Link to="/billing" className="text-sm text-indigo-700 underline">
           Billing

@@ -1,10 +1,10 @@
 import type { MetaFunction } from "@remix-run/node";
 import { Link, useLoaderData } from "@remix-run/react";
+import { formatGbp } from "../components/money.ts";
 import {
   addOns,
   creditPacks,
   enterpriseSuite,
-  formatGbp,
   plans,
   priceIdOf,
 } from "../server/billing/catalog.server.ts";

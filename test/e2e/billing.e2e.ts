@@ -30,6 +30,8 @@ describe.each([true, false])("billing pages with JavaScript %s", (javaScriptEnab
     await page.goto(`${app.url}/pricing`);
     await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe("Pricing");
     for (const text of [
+      // (checked one by one so a failure names its text)
+
       "£29",
       "£69",
       "£149",

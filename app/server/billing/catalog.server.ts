@@ -264,6 +264,3 @@ export function findItem(kind: ItemKind, id: string): CatalogItem | undefined {
 export function allowedCreditPrices(): string[] {
   return creditPacks.map((c) => priceIdOf(c.priceVar)).filter((p): p is string => Boolean(p));
 }
-
-export const formatGbp = (pence: number) =>
-  `£${(pence / 100).toLocaleString("en-GB", { maximumFractionDigits: 2 })}`;
