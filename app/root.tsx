@@ -63,6 +63,11 @@ function AccountNav() {
   return (
     <ul className="ml-auto flex items-center gap-4">
       <li>
+        <NavLink to="/billing" className={linkClass}>
+          Billing
+        </NavLink>
+      </li>
+      <li>
         <NavLink to="/keys" className={linkClass}>
           API keys
         </NavLink>
@@ -86,6 +91,7 @@ function AccountNav() {
 const nav = [
   { to: "/", label: "Home" },
   { to: "/models", label: "Models" },
+  { to: "/pricing", label: "Pricing" },
   { to: "/api/openapi.json", label: "API", reload: true },
 ];
 

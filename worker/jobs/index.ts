@@ -1,5 +1,6 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
 import { deliverWebhook } from "./deliver-webhook.ts";
+import { processPaymentEvent } from "./process-payment-event.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { sendEmail } from "./send-email.ts";
 import { teardownInstance } from "./teardown-instance.ts";
@@ -18,4 +19,5 @@ export const handlers: Handlers = {
   "refresh-model-catalog": refreshModelCatalog,
   "deliver-webhook": deliverWebhook,
   "teardown-instance": teardownInstance,
+  "process-payment-event": processPaymentEvent,
 };

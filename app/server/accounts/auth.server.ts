@@ -2,6 +2,7 @@ import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { resolveApiKey } from "./api-keys.server.ts";
 import type { User } from "./model.server.ts";
+import { looksLikeJwt, verifySessionJwt } from "./session-jwt.server.ts";
 import { resolveSession } from "./sessions.server.ts";
 
 // How a request proves who it is. The route builder (platform/http.server.ts) and the pages
@@ -11,15 +12,17 @@ import { resolveSession } from "./sessions.server.ts";
 //   none      no credential is read
 //   optional  a session cookie or API key when present (a bad API key is still 401)
 //   user      a session cookie or an API key: every endpoint that takes a session
+//   jwt       what `user` takes, plus the session token as a Bearer JWT (the contract's "JWT"
+//             of the billing endpoints; docs/decisions/0043-billing-jwt.md)
 //   session   a session cookie only: creating/deleting API keys, changing the password,
 //             deleting the account — a stolen key must not be able to mint keys or lock the
 //             owner out
 
-export type AuthMode = "none" | "optional" | "user" | "session";
+export type AuthMode = "none" | "optional" | "user" | "jwt" | "session";
 
 export interface Auth {
   user: User;
-  via: "session" | "apiKey";
+  via: "session" | "apiKey" | "jwt";
   sessionId?: string;
   keyId?: string;
   /** A rolled session cookie to send back. */
@@ -57,11 +60,19 @@ export function assertSameOrigin(request: Request): void {
 }
 
 /** Reads the credential the request carries; throws 401 for an unusable Authorization header. */
-export async function authenticate(request: Request): Promise<Auth | undefined> {
+export async function authenticate(
+  request: Request,
+  options: { jwt?: boolean } = {},
+): Promise<Auth | undefined> {
   const authorization = request.headers.get("authorization");
   if (authorization) {
     const match = /^Bearer\s+(\S+)$/i.exec(authorization);
     if (!match) throw new DomainError(401, "Authorization must be 'Bearer sk_…'");
+    if (options.jwt && looksLikeJwt(match[1]!)) {
+      const verified = await verifySessionJwt(match[1]!);
+      if (!verified) throw new DomainError(401, "Invalid or expired token");
+      return { user: verified.user, via: "jwt", sessionId: verified.sessionId };
+    }
     const resolved = await resolveApiKey(match[1]!);
     if (!resolved) throw new DomainError(401, "Invalid API key");
     return { user: resolved.user, via: "apiKey", keyId: resolved.keyId };
@@ -79,7 +90,7 @@ export async function authenticate(request: Request): Promise<Auth | undefined> 
 /** Applies an auth mode: the credential, its kind, and the cross-site check for cookies. */
 export async function authorize(request: Request, mode: AuthMode): Promise<Auth | undefined> {
   if (mode === "none") return undefined;
-  const auth = await authenticate(request);
+  const auth = await authenticate(request, { jwt: mode === "jwt" });
   if (!auth) {
     if (mode === "optional") return undefined;
     throw new DomainError(401, "Authentication required");

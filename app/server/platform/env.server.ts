@@ -79,6 +79,31 @@ const schema = z.object({
     .string()
     .regex(/^whsec_[A-Za-z0-9+/=]{16,}$/, "WEBHOOK_SIGNING_SECRET must look like whsec_<base64>")
     .optional(),
+  // Payments (issue 7): Stripe. Without STRIPE_SECRET_KEY the payment endpoints answer 503
+  // (storage upgrade: 500, as the contract says) and the pricing page shows prices only.
+  STRIPE_SECRET_KEY: optionalString,
+  STRIPE_WEBHOOK_SECRET: optionalString,
+  /** Stripe's API origin; tests and stripe-mock point it elsewhere. */
+  STRIPE_API_BASE: z.url().default("https://api.stripe.com"),
+  /** Stripe price ids, one per sellable item of the catalog (app/server/billing/catalog.server.ts). */
+  STRIPE_PRICE_SOLO: optionalString,
+  STRIPE_PRICE_COLLECTIVE: optionalString,
+  STRIPE_PRICE_LABEL: optionalString,
+  STRIPE_PRICE_NETWORK: optionalString,
+  STRIPE_PRICE_ADDON_AUDIT_LOGS: optionalString,
+  STRIPE_PRICE_ADDON_SLACK: optionalString,
+  STRIPE_PRICE_ADDON_SALESFORCE: optionalString,
+  STRIPE_PRICE_ADDON_API_ACCESS: optionalString,
+  STRIPE_PRICE_ADDON_CUSTOM_INTEGRATION: optionalString,
+  STRIPE_PRICE_ADDON_ACCOUNT_MANAGER: optionalString,
+  STRIPE_PRICE_ENTERPRISE_SUITE: optionalString,
+  STRIPE_PRICE_API_STARTER: optionalString,
+  STRIPE_PRICE_API_PRO: optionalString,
+  STRIPE_PRICE_API_SCALE: optionalString,
+  STRIPE_PRICE_CREDITS_50: optionalString,
+  STRIPE_PRICE_CREDITS_200: optionalString,
+  STRIPE_PRICE_CREDITS_500: optionalString,
+  STRIPE_PRICE_STORAGE_50GB: optionalString,
 });
 
 export type Env = z.infer<typeof schema> & { APP_URL: string };

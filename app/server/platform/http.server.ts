@@ -28,8 +28,10 @@ declare module "@remix-run/server-runtime" {
 type Schema = z.ZodType;
 type Infer<S> = S extends z.ZodType ? z.infer<S> : undefined;
 
-/** `user` and `session` endpoints always have a credential; `none`/`optional` may not. */
-export type AuthOf<M extends AuthMode> = M extends "user" | "session" ? Auth : Auth | undefined;
+/** `user`, `jwt` and `session` endpoints always have a credential; `none`/`optional` may not. */
+export type AuthOf<M extends AuthMode> = M extends "user" | "jwt" | "session"
+  ? Auth
+  : Auth | undefined;
 
 export interface HandlerContext<P, Q, B, M extends AuthMode = AuthMode> {
   request: Request;

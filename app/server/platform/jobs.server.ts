@@ -64,6 +64,19 @@ export const jobCatalog = {
     retryDelayMax: 3600,
     expireInSeconds: 15 * 60,
   }),
+  // One stored Stripe event (payment_events): the handler re-reads the session, subscription or
+  // invoice from Stripe and applies it idempotently (app/server/billing/webhooks.server.ts).
+  "process-payment-event": define(
+    z.object({ eventId: z.string().min(1) }),
+    {
+      retryLimit: 10,
+      retryDelay: 2,
+      retryBackoff: true,
+      retryDelayMax: 3600,
+      expireInSeconds: 120,
+    },
+    { notifyPollingIntervalSeconds: 2 },
+  ),
 } as const;
 
 export type JobName = keyof typeof jobCatalog;

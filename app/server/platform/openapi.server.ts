@@ -42,6 +42,7 @@ const securityByMode: Record<AuthMode, Record<string, string[]>[]> = {
   none: [],
   optional: [{}, { session: [] }, { apiKey: [] }],
   user: [{ session: [] }, { apiKey: [] }],
+  jwt: [{ session: [] }, { apiKey: [] }, { jwt: [] }],
   session: [{ session: [] }],
 };
 
@@ -90,6 +91,12 @@ export function openApiDocument(routes: Record<string, RouteEntry | undefined>) 
       securitySchemes: {
         session: { type: "apiKey", in: "cookie", name: "__session" },
         apiKey: { type: "http", scheme: "bearer", description: "sk_… API key" },
+        jwt: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description: "session token as a JWT (GET /api/billing/token); billing endpoints",
+        },
       },
       responses: {
         Error: {

@@ -1,0 +1,10 @@
+import { recentCredits } from "../server/billing/account.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "Credit balance (1 credit = 1 USD) and the 20 latest ledger entries",
+    auth: "jwt",
+    handler: ({ auth }) => recentCredits(auth.user.id),
+  }),
+});

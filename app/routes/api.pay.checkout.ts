@@ -1,0 +1,20 @@
+import { redirect } from "@remix-run/node";
+import { z } from "zod";
+import { planIds } from "../server/billing/catalog.server.ts";
+import { createCheckout } from "../server/billing/checkout.server.ts";
+import { signInRedirect } from "../server/billing/pages.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "Start a subscription checkout for a plan: 303 to the payment processor",
+    description: "Signed out: 303 to the sign-in page, which comes back here.",
+    auth: "optional",
+    query: z.object({ plan: z.enum(planIds) }),
+    handler: async ({ auth, request, query }) => {
+      if (!auth) return signInRedirect(request);
+      const { url } = await createCheckout(auth.user, "plan", query.plan);
+      return redirect(url, 303);
+    },
+  }),
+});

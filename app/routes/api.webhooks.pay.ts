@@ -1,0 +1,22 @@
+import { receiveWebhook } from "../server/billing/webhooks.server.ts";
+import { DomainError } from "../server/platform/errors.server.ts";
+import { apiRoute, endpoint, MAX_BODY_BYTES } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  POST: endpoint({
+    summary: "Incoming payment-processor events (Stripe-signed)",
+    description:
+      "Bad or missing signature: 400, nothing stored. Kinds outside the six subscribed: 200, ignored. A replayed event id: 200, no effect.",
+    auth: "none",
+    handler: async ({ request }) => {
+      // The signature covers the exact bytes: read the raw body, never parse it first.
+      const raw = await request.text();
+      if (raw.length > MAX_BODY_BYTES) throw new DomainError(413, "Request body exceeds 1 MiB");
+      const { result, eventId, type } = await receiveWebhook(
+        raw,
+        request.headers.get("stripe-signature"),
+      );
+      return { received: true, result, id: eventId, type };
+    },
+  }),
+});

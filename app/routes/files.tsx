@@ -1,0 +1,64 @@
+import {
+  type ActionFunctionArgs,
+  data,
+  type LoaderFunctionArgs,
+  type MetaFunction,
+  redirect,
+} from "@remix-run/node";
+import { Form, Link, useActionData, useLoaderData, useSearchParams } from "@remix-run/react";
+import { Card, Notice, Submit } from "../components/forms.tsx";
+import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
+import { STORAGE_UPGRADE_GB } from "../server/billing/catalog.server.ts";
+import { createStorageCheckout } from "../server/billing/checkout.server.ts";
+import { storageLimitGb } from "../server/billing/subscriptions.server.ts";
+import { DomainError } from "../server/platform/errors.server.ts";
+
+export const meta: MetaFunction = () => [{ title: "Files — Agent Platform" }];
+
+// The files dashboard: storage used and limit, and the storage upgrade (+50 GB). There is no
+// file store yet, so "used" is 0 until one lands.
+export async function loader({ request }: LoaderFunctionArgs) {
+  const { user } = await requirePageSession(request);
+  return { usedGb: 0, limitGb: await storageLimitGb(user.id), upgradeGb: STORAGE_UPGRADE_GB };
+}
+
+export async function action({ request }: ActionFunctionArgs) {
+  guardAction(request);
+  const { user } = await requirePageSession(request);
+  try {
+    throw redirect((await createStorageCheckout(user)).url, 303);
+  } catch (error) {
+    if (error instanceof DomainError) return data({ error: error.message }, { status: 503 });
+    throw error;
+  }
+}
+
+export default function Files() {
+  const { usedGb, limitGb, upgradeGb } = useLoaderData<typeof loader>();
+  const result = useActionData<typeof action>();
+  const [params] = useSearchParams();
+  return (
+    <div className="space-y-6">
+      <h1 className="text-2xl font-semibold">Files</h1>
+      {params.get("upgrade") === "success" ? (
+        <Notice>
+          Storage upgrade paid: the extra space appears as soon as the payment is confirmed.
+        </Notice>
+      ) : null}
+      {params.get("error") ? <Notice tone="error">The storage upgrade was canceled.</Notice> : null}
+      {result?.error ? <Notice tone="error">{result.error}</Notice> : null}
+      <Card title="Storage">
+        <p data-testid="storage">
+          {usedGb} GB used of {limitGb} GB
+        </p>
+        <progress max={limitGb} value={usedGb} className="w-full" />
+        <Form method="post">
+          <Submit>Upgrade: +{upgradeGb} GB</Submit>
+        </Form>
+        <Link to="/billing" className="text-sm text-indigo-700 underline">
+          Billing
+        </Link>
+      </Card>
+    </div>
+  );
+}

@@ -1,0 +1,148 @@
+import type { User } from "../accounts/model.server.ts";
+import { db } from "../platform/db.server.ts";
+import { env } from "../platform/env.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import {
+  type CatalogItem,
+  type CreditPackId,
+  creditPacks,
+  findItem,
+  type ItemKind,
+  itemByPriceId,
+  priceIdOf,
+  STORAGE_UPGRADE_GB,
+} from "./catalog.server.ts";
+import { type Stripe, stripe, stripeFailure } from "./stripe.server.ts";
+
+// Stripe Checkout: every purchase (plan, add-on, suite, billing-API plan, credit pack, storage)
+// is a Checkout session for the user's one Stripe customer, with the user id in
+// client_reference_id and metadata. Fulfilment happens only from webhooks (webhooks.server.ts).
+
+/** The user's Stripe customer id, created once (Stripe's idempotency key guards a race). */
+export async function ensureCustomer(user: Pick<User, "id" | "email" | "name">): Promise<string> {
+  const [existing] = await db()<{ stripe_customer_id: string }[]>`
+    select stripe_customer_id from billing_customers where user_id = ${user.id}`;
+  if (existing) return existing.stripe_customer_id;
+  let customer: Stripe.Customer;
+  try {
+    customer = await stripe().customers.create(
+      { email: user.email, name: user.name, metadata: { userId: user.id } },
+      { idempotencyKey: `customer-${user.id}` },
+    );
+  } catch (error) {
+    throw stripeFailure(error);
+  }
+  const [row] = await db()<{ stripe_customer_id: string }[]>`
+    insert into billing_customers (user_id, stripe_customer_id) values (${user.id}, ${customer.id})
+    on conflict (user_id) do update set user_id = excluded.user_id
+    returning stripe_customer_id`;
+  return row!.stripe_customer_id;
+}
+
+export async function customerIdOf(userId: string): Promise<string | undefined> {
+  const [row] = await db()<{ stripe_customer_id: string }[]>`
+    select stripe_customer_id from billing_customers where user_id = ${userId}`;
+  return row?.stripe_customer_id;
+}
+
+export async function userIdOfCustomer(customerId: string): Promise<string | undefined> {
+  const [row] = await db()<{ user_id: string }[]>`
+    select user_id from billing_customers where stripe_customer_id = ${customerId}`;
+  return row?.user_id;
+}
+
+const absolute = (path: string) => new URL(path, env().APP_URL).toString();
+
+export interface CheckoutOptions {
+  successPath?: string;
+  cancelPath?: string;
+}
+
+/** A Checkout session for one catalog item; returns its URL. */
+export async function createCheckout(
+  user: Pick<User, "id" | "email" | "name">,
+  kind: ItemKind,
+  id: string,
+  options: CheckoutOptions = {},
+): Promise<{ url: string; sessionId: string }> {
+  const item: CatalogItem | undefined = findItem(kind, id);
+  if (!item) throw new DomainError(400, `Unknown ${kind} '${id}'`);
+  const price = priceIdOf(item.priceVar);
+  const client = stripe();
+  if (!price) {
+    throw new DomainError(
+      503,
+      `No Stripe price is configured for ${kind} '${id}' (${item.priceVar})`,
+    );
+  }
+  const customer = await ensureCustomer(user);
+  const payment = kind === "credits" || kind === "storage";
+  const metadata = { userId: user.id, kind, item: id };
+  const params: Stripe.Checkout.SessionCreateParams = {
+    mode: payment ? "payment" : "subscription",
+    customer,
+    client_reference_id: user.id,
+    line_items: [{ price, quantity: 1 }],
+    metadata,
+    success_url: absolute(options.successPath ?? "/billing?checkout=success"),
+    cancel_url: absolute(options.cancelPath ?? "/billing?checkout=canceled"),
+    ...(payment ? {} : { subscription_data: { metadata } }),
+  };
+  let session: Stripe.Checkout.Session;
+  try {
+    session = await client.checkout.sessions.create(params);
+  } catch (error) {
+    throw stripeFailure(error);
+  }
+  if (!session.url) throw new DomainError(502, "Payment processor returned no checkout URL");
+  return { url: session.url, sessionId: session.id };
+}
+
+/** Credits checkout by Stripe price id (only the configured credit-pack prices). */
+export function creditCheckoutByPrice(user: Pick<User, "id" | "email" | "name">, price: string) {
+  const item = itemByPriceId(price);
+  if (item?.kind !== "credits") {
+    throw new DomainError(400, "price: not one of the allowed credit prices");
+  }
+  return createCheckout(user, "credits", item.id);
+}
+
+export function creditCheckoutByPack(
+  user: Pick<User, "id" | "email" | "name">,
+  pack: CreditPackId,
+) {
+  if (!creditPacks.some((c) => c.id === pack)) throw new DomainError(400, "pack: unknown pack");
+  return createCheckout(user, "credits", pack);
+}
+
+/** The storage upgrade: success and cancel land on the files dashboard. */
+export async function createStorageCheckout(user: Pick<User, "id" | "email" | "name">) {
+  try {
+    return await createCheckout(user, "storage", "storage-50gb", {
+      successPath: `/files?upgrade=success&gb=${STORAGE_UPGRADE_GB}`,
+      cancelPath: "/files?error=upgrade-canceled",
+    });
+  } catch (error) {
+    // The contract: 500 when the processor is not configured or the checkout fails.
+    if (error instanceof DomainError && error.status >= 500) {
+      throw new DomainError(500, error.message);
+    }
+    throw error;
+  }
+}
+
+/** A customer-portal session URL for the user (manage payment methods, cancel, invoices). */
+export async function createPortalSession(userId: string, returnPath = "/billing") {
+  const client = stripe();
+  const customer = await customerIdOf(userId);
+  if (!customer) throw new DomainError(409, "No billing account yet: subscribe or buy first");
+  try {
+    const session = await client.billingPortal.sessions.create({
+      customer,
+      return_url: absolute(returnPath),
+    });
+    return { url: session.url };
+  } catch (error) {
+    throw stripeFailure(error);
+  }
+}

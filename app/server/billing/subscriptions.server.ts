@@ -1,0 +1,247 @@
+import type postgres from "postgres";
+import { db } from "../platform/db.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import { logger } from "../platform/logger.server.ts";
+import {
+  BASE_STORAGE_GB,
+  itemByPriceId,
+  type PlanId,
+  planLimits,
+  planRank,
+  plans,
+  priceIdOf,
+} from "./catalog.server.ts";
+import { customerIdOf, userIdOfCustomer } from "./checkout.server.ts";
+import { type Stripe, stripe, stripeFailure } from "./stripe.server.ts";
+
+// Subscription state as Stripe last said it was. Only syncSubscription writes it, always from a
+// subscription object just re-read from Stripe, under a per-user lock, so any delivery order of
+// webhooks converges on Stripe's current state. Every change is an append-only ledger row, and
+// users.plan follows the user's best live plan subscription.
+
+/** Statuses under which a subscription grants its plan (provisioning needs active/trialing). */
+export const GRANTING_STATUSES = ["active", "trialing"] as const;
+/** Statuses under which the plan stays on the account (Stripe is still retrying payment). */
+const PLAN_KEEPING_STATUSES = ["active", "trialing", "past_due"];
+
+export interface SubscriptionRow {
+  id: string;
+  user_id: string;
+  stripe_customer_id: string;
+  kind: "plan" | "addon" | "suite" | "api";
+  item: string;
+  price_id: string;
+  status: string;
+  current_period_end: Date | null;
+  cancel_at_period_end: boolean;
+  canceled_at: Date | null;
+  updated_at: Date;
+}
+
+const lockUser = (t: postgres.TransactionSql, userId: string) =>
+  t`select pg_advisory_xact_lock(hashtext(${`billing:${userId}`}))`;
+
+/** The period end of a subscription (stripe 23: on the items, not the subscription). */
+function periodEnd(sub: Stripe.Subscription): Date | null {
+  const ends = sub.items.data
+    .map((i) => i.current_period_end)
+    .filter((n): n is number => typeof n === "number");
+  return ends.length ? new Date(Math.max(...ends) * 1000) : null;
+}
+
+const idOf = (value: string | { id: string } | null | undefined) =>
+  typeof value === "string" ? value : value?.id;
+
+/**
+ * Writes what Stripe says about one subscription. Returns the user id it belongs to, or
+ * undefined when the subscription is not ours (no known user, or a price not in the catalog).
+ */
+export async function syncSubscription(
+  sub: Stripe.Subscription,
+  reference: string,
+): Promise<string | undefined> {
+  const customerId = idOf(sub.customer)!;
+  const userId = sub.metadata?.userId || (await userIdOfCustomer(customerId));
+  const priceId = sub.items.data[0]?.price?.id;
+  const item = priceId ? itemByPriceId(priceId) : undefined;
+  if (!userId || !priceId || !item || item.kind === "credits" || item.kind === "storage") {
+    logger().warn(
+      { subscription: sub.id, customer: customerId, price: priceId },
+      "subscription ignored: unknown user or price not in the catalog",
+    );
+    return undefined;
+  }
+  const kind = item.kind;
+  const end = periodEnd(sub);
+  await db().begin(async (t) => {
+    await lockUser(t, userId);
+    const [user] = await t<{ id: string }[]>`select id from users where id = ${userId}`;
+    if (!user) return;
+    const [before] = await t<SubscriptionRow[]>`select * from subscriptions where id = ${sub.id}`;
+    await t`
+      insert into subscriptions (id, user_id, stripe_customer_id, kind, item, price_id, status,
+        current_period_end, cancel_at_period_end, canceled_at)
+      values (${sub.id}, ${userId}, ${customerId}, ${kind}, ${item.id}, ${priceId}, ${sub.status},
+        ${end}, ${sub.cancel_at_period_end ?? false},
+        ${sub.canceled_at ? new Date(sub.canceled_at * 1000) : null})
+      on conflict (id) do update set kind = excluded.kind, item = excluded.item,
+        price_id = excluded.price_id, status = excluded.status,
+        current_period_end = excluded.current_period_end,
+        cancel_at_period_end = excluded.cancel_at_period_end,
+        canceled_at = excluded.canceled_at, updated_at = now()`;
+    const changed =
+      !before ||
+      before.status !== sub.status ||
+      before.item !== item.id ||
+      before.current_period_end?.getTime() !== end?.getTime() ||
+      before.cancel_at_period_end !== (sub.cancel_at_period_end ?? false);
+    if (changed) {
+      const detail = [
+        before && before.item !== item.id ? `${before.item} -> ${item.id}` : undefined,
+        end ? `period end ${end.toISOString()}` : undefined,
+        sub.cancel_at_period_end ? "cancels at period end" : undefined,
+      ]
+        .filter(Boolean)
+        .join("; ");
+      await t`
+        insert into billing_ledger (user_id, subscription_id, kind, item, from_status, to_status,
+          detail, reference)
+        values (${userId}, ${sub.id}, 'subscription', ${item.id}, ${before?.status ?? null},
+          ${sub.status}, ${detail || null}, ${reference})`;
+    }
+    await refreshUserPlan(t, userId);
+  });
+  return userId;
+}
+
+/** users.plan := the best plan among the user's plan/API/suite subscriptions that keep it. */
+async function refreshUserPlan(t: postgres.TransactionSql, userId: string): Promise<void> {
+  const rows = await t<{ item: string }[]>`
+    select item from subscriptions
+    where user_id = ${userId} and kind in ('plan', 'api', 'suite')
+      and status = any(${PLAN_KEEPING_STATUSES})`;
+  const best = rows.map((r) => r.item).sort((a, b) => planRank(b) - planRank(a))[0] ?? "free";
+  await t`update users set plan = ${best}, updated_at = now()
+    where id = ${userId} and plan is distinct from ${best}`;
+}
+
+/** Re-reads a subscription from Stripe and writes it (the webhook job's way of learning). */
+export async function refreshSubscriptionFromStripe(subscriptionId: string, reference: string) {
+  let sub: Stripe.Subscription;
+  try {
+    sub = await stripe().subscriptions.retrieve(subscriptionId);
+  } catch (error) {
+    throw stripeFailure(error);
+  }
+  return syncSubscription(sub, reference);
+}
+
+/**
+ * True when the user has an active or trialing plan (or billing-API plan, or the suite).
+ * Agent provisioning answers 402 otherwise.
+ */
+export async function hasActiveSubscription(userId: string): Promise<boolean> {
+  const [row] = await db()<{ ok: boolean }[]>`
+    select exists (
+      select 1 from subscriptions
+      where user_id = ${userId} and kind in ('plan', 'api', 'suite')
+        and status = any(${GRANTING_STATUSES as unknown as string[]})
+    ) as ok`;
+  return row?.ok ?? false;
+}
+
+/** For provisioning: throws 402 without an active or trialing subscription. */
+export async function requireActiveSubscription(userId: string): Promise<void> {
+  if (!(await hasActiveSubscription(userId))) {
+    throw new DomainError(402, "An active subscription is required: see /pricing");
+  }
+}
+
+export async function listSubscriptions(userId: string): Promise<SubscriptionRow[]> {
+  return db()<SubscriptionRow[]>`
+    select * from subscriptions where user_id = ${userId}
+    order by (status in ('active', 'trialing', 'past_due')) desc, updated_at desc`;
+}
+
+export interface LedgerEntry {
+  kind: string;
+  item: string | null;
+  fromStatus: string | null;
+  toStatus: string | null;
+  detail: string | null;
+  createdAt: string;
+}
+
+export async function billingHistory(userId: string, limit = 20): Promise<LedgerEntry[]> {
+  const rows = await db()<
+    {
+      kind: string;
+      item: string | null;
+      from_status: string | null;
+      to_status: string | null;
+      detail: string | null;
+      created_at: Date;
+    }[]
+  >`select kind, item, from_status, to_status, detail, created_at from billing_ledger
+    where user_id = ${userId} order by created_at desc, id desc limit ${limit}`;
+  return rows.map((r) => ({
+    kind: r.kind,
+    item: r.item,
+    fromStatus: r.from_status,
+    toStatus: r.to_status,
+    detail: r.detail,
+    createdAt: r.created_at.toISOString(),
+  }));
+}
+
+/** Storage limit in GB: the base plus every completed storage upgrade. */
+export async function storageLimitGb(userId: string): Promise<number> {
+  const [row] = await db()<{ gb: number }[]>`
+    select coalesce(sum(gigabytes), 0)::int as gb from storage_grants where user_id = ${userId}`;
+  return BASE_STORAGE_GB + (row?.gb ?? 0);
+}
+
+/** The subscription that carries the user's monthly plan, if any is live. */
+export async function currentPlanSubscription(userId: string) {
+  const [row] = await db()<SubscriptionRow[]>`
+    select * from subscriptions where user_id = ${userId} and kind = 'plan'
+      and status in ('active', 'trialing', 'past_due')
+    order by updated_at desc limit 1`;
+  return row;
+}
+
+/**
+ * Changes the plan of an existing live plan subscription in place (Stripe prorates); the state
+ * follows from the customer.subscription.updated webhook, and is also re-read right away.
+ */
+export async function changePlan(userId: string, plan: PlanId): Promise<void> {
+  const current = await currentPlanSubscription(userId);
+  if (!current) throw new DomainError(409, "No live plan subscription to change");
+  const target = plans.find((p) => p.id === plan)!;
+  const price = priceIdOf(target.priceVar);
+  if (!price) throw new DomainError(503, `No Stripe price is configured for plan '${plan}'`);
+  if (current.item === plan) return;
+  const client = stripe();
+  try {
+    const sub = await client.subscriptions.retrieve(current.id);
+    const itemId = sub.items.data[0]?.id;
+    if (!itemId) throw new DomainError(502, "Subscription has no item to change");
+    const updated = await client.subscriptions.update(current.id, {
+      items: [{ id: itemId, price }],
+      proration_behavior: "create_prorations",
+      metadata: { ...sub.metadata, userId, kind: "plan", item: plan },
+    });
+    await syncSubscription(updated, `change-plan:${plan}`);
+  } catch (error) {
+    throw stripeFailure(error);
+  }
+}
+
+/** What a plan would not cover: agents above its thread count (nothing is stopped for it). */
+export function downgradeWarning(plan: string, agentCount: number): string | undefined {
+  const allowed = planLimits(plan).agentThreads;
+  if (allowed === null || agentCount <= allowed) return undefined;
+  return `You run ${agentCount} agents; the ${plan} plan allows ${allowed}. Nothing is stopped: stop ${agentCount - allowed} yourself, or new ones cannot be started.`;
+}
+
+export { customerIdOf };
