@@ -7,7 +7,6 @@ import {
   type Abi,
   type Address,
   createPublicClient,
-  createTestClient,
   createWalletClient,
   type Hex,
   http,
