@@ -14,7 +14,7 @@ import * as userRoute from "../../app/routes/api.user.ts";
 import { walletEmail } from "../../app/server/identity/siwe.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { registerUser } from "../accounts/helpers.ts";
+import { registerUser, signInUser } from "../accounts/helpers.ts";
 import { call } from "../helpers/api.ts";
 import { type Anvil, type Artifact, compile, startAnvil } from "./anvil.ts";
 
@@ -100,6 +100,9 @@ describe("wallet sign-in with an EOA", () => {
     const res = await post({ message: msg, signature: await eoa.signMessage({ message: msg }) });
     expect(res.status).toBe(200);
     expect(res.json.user.id).toBe(reg.json.id);
+    // The registrant never proved control of the wallet: their password no longer signs in.
+    const signIn = await signInUser(walletEmail(eoa.address), "correct horse battery");
+    expect(signIn.status).toBe(401);
   });
 
   it("redirects a form post to the callback URL (same-site paths only)", async () => {
