@@ -25,6 +25,7 @@ export const { loader, action } = apiRoute({
     description:
       "Body {message, signature, callbackUrl?}. The message must name APP_URL's host, chain id 8453 and a nonce from GET /api/auth/wallet/nonce (single use), and be within its time window; EOA, ERC-1271 and ERC-6492 signatures are verified on the chain. Creates the user (email `<address>@wallet.invalid`) or links the one with that email, sets the session cookie, and redirects (302, form posts) or answers {success, user, url} (JSON) with the callback URL. 401 {error} for a missing field, domain or chain mismatch, unknown/used nonce, expired message or bad signature; 502 when the chain cannot be reached for a smart-wallet signature.",
     auth: "none",
+    rateLimit: "identity",
     body,
     handler: async ({ request, body, ip }) => {
       assertSameOrigin(request);

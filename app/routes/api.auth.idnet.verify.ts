@@ -15,6 +15,7 @@ export const { loader, action } = apiRoute({
     description:
       "Verifies the Quick Auth JWT (issuer's key set, audience = APP_URL's host, expiry) and returns a base64 sessionToken valid 24 h. With an address, the gating token's balance must reach minBalance: otherwise 403 with `required` and `minBalance`. 401 for a missing or invalid token, 400 for a malformed address, 500 when the issuer's keys cannot be fetched or the chain cannot be read.",
     auth: "none",
+    rateLimit: "identity",
     body,
     handler: async ({ body }) => {
       if (!body?.fidToken) throw new DomainError(401, "fidToken is required");

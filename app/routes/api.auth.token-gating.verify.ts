@@ -18,6 +18,7 @@ export const { loader, action } = apiRoute({
     description:
       "ERC-20 balanceOf of the gating token on the configured chain, compared with minBalance (smallest unit). 400 for a missing fid/address or an invalid address; 500 when the chain cannot be read.",
     auth: "none",
+    rateLimit: "identity",
     body: z.object({ fid: fidSchema, address: addressSchema }),
     handler: async ({ body }) => {
       const check = await checkTokenGating(body.address);
@@ -43,6 +44,7 @@ export const { loader, action } = apiRoute({
     description:
       "Same check as POST, without fid; shows the token contract and the (key-free) RPC endpoint. 400 for an invalid address; 500 when the chain cannot be read.",
     auth: "none",
+    rateLimit: "identity",
     query: z.object({ address: addressSchema }),
     handler: async ({ query }) => {
       const check = await checkTokenGating(query.address);

@@ -8,6 +8,7 @@ export const { loader, action } = apiRoute({
     description:
       "Valid for 10 minutes, usable once. Also returns the domain, URI and chain id the SIWE message must name.",
     auth: "none",
+    rateLimit: "identity",
     handler: async () => {
       const { nonce, expiresAt } = await issueNonce();
       const { APP_URL, BASE_CHAIN_ID } = env();

@@ -270,3 +270,14 @@ describe("smart wallets", () => {
     }
   });
 });
+
+describe("nonces", () => {
+  it("are rate limited per client IP (60 a minute)", async () => {
+    const from = (ip: string) => call(nonceRoute, "/api/auth/wallet/nonce", { remoteAddress: ip });
+    const statuses: number[] = [];
+    for (let i = 0; i < 61; i++) statuses.push((await from("198.51.100.7")).status);
+    expect(statuses.slice(0, 60).every((s) => s === 200)).toBe(true);
+    expect(statuses[60]).toBe(429);
+    expect((await from("198.51.100.8")).status).toBe(200);
+  });
+});
