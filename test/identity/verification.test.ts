@@ -10,20 +10,20 @@ import {
   zeroAddress,
   zeroHash,
 } from "viem";
+import { namehash } from "viem/ens";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userForWallet } from "../../app/server/identity/siwe.server.ts";
 import {
   addWebauthnCredential,
   createVerificationChallenge,
   deleteAgentVerification,
-  type EnsResolver,
   getAgentVerification,
   verifyAgent,
 } from "../../app/server/identity/verification.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { DomainError } from "../../app/server/platform/errors.server.ts";
 import { newUser } from "../accounts/helpers.ts";
-import { type Anvil, easArtifact, startAnvil } from "./anvil.ts";
+import { type Anvil, compile, easArtifact, startAnvil } from "./anvil.ts";
 
 const APP = "https://app.example.test";
 let anvil: Anvil;
@@ -56,6 +56,7 @@ afterAll(async () => {
   await anvil?.stop();
   delete process.env.APP_URL;
   delete process.env.EAS_CONTRACT_ADDRESS;
+  delete process.env.ENS_REGISTRY_ADDRESS;
   resetEnvCache();
 });
 
@@ -182,45 +183,66 @@ describe("exchange proofs (the owner's linked wallet signs the challenge)", () =
   });
 });
 
-describe("ens proofs", () => {
+describe("ens proofs against an ENS-compatible registry on anvil", () => {
+  const ens = compile("MiniEns.sol");
+  let registry: Address;
+  let resolver: Address;
   const wallet = () => anvil.account(4);
-  const resolver = (forward: Address): EnsResolver => ({
-    nameOf: async (a) => (a === wallet().address ? "agent-owner.base.eth" : null),
-    addressOf: async (name) => (name === "agent-owner.base.eth" ? forward : null),
+  const NAME = "agent-owner.base.eth";
+
+  async function setRecords(forward: Address) {
+    const reverse = namehash(`${wallet().address.toLowerCase().slice(2)}.80002105.reverse`);
+    const R = ens.MiniEnsRegistry!.abi;
+    const S = ens.MiniEnsResolver!.abi;
+    await anvil.write(registry, R, "setResolver", [reverse, resolver]);
+    await anvil.write(registry, R, "setResolver", [namehash(NAME), resolver]);
+    await anvil.write(resolver, S, "setName", [reverse, NAME]);
+    await anvil.write(resolver, S, "setAddr", [namehash(NAME), forward]);
+  }
+
+  beforeAll(async () => {
+    registry = await anvil.deploy(ens.MiniEnsRegistry!);
+    resolver = await anvil.deploy(ens.MiniEnsResolver!);
+    process.env.ENS_REGISTRY_ADDRESS = registry;
+    resetEnvCache();
   });
 
-  it("accepts walletAddress's signature when its name resolves back to it", async () => {
+  it("accepts walletAddress's signature when its primary name resolves back to it", async () => {
+    await setRecords(wallet().address);
     const agentId = newAgentId();
     const { challenge } = await createVerificationChallenge(agentId);
     const signature = await wallet().signMessage({ message: challenge });
     const record = await verifyAgent(
       { agentId, ownerId },
       { verificationType: "ens", signature, walletAddress: wallet().address.toLowerCase() },
-      { ens: resolver(wallet().address) },
     );
     expect(record).toMatchObject({
       verificationType: "ens",
       verifierAddress: wallet().address,
-      metadata: { ensName: "agent-owner.base.eth" },
+      metadata: { ensName: NAME },
     });
   });
 
-  it("refuses a name resolving elsewhere and a signature by another key", async () => {
+  it("refuses a name resolving elsewhere, a signature by another key, and no name", async () => {
+    await setRecords(owner.address);
     const agentId = newAgentId();
     const { challenge } = await createVerificationChallenge(agentId);
     const signature = await wallet().signMessage({ message: challenge });
     const proof = { verificationType: "ens", signature, walletAddress: wallet().address } as const;
-    expect(
-      await refused(verifyAgent({ agentId, ownerId }, proof, { ens: resolver(owner.address) })),
-    ).toMatch(/does not resolve/);
+    expect(await refused(verifyAgent({ agentId, ownerId }, proof))).toMatch(/does not resolve/);
+    await setRecords(wallet().address);
     const other = await owner.signMessage({ message: challenge });
-    await refused(
-      verifyAgent(
-        { agentId, ownerId },
-        { ...proof, signature: other },
-        { ens: resolver(wallet().address) },
+    await refused(verifyAgent({ agentId, ownerId }, { ...proof, signature: other }));
+    const nameless = anvil.account(7);
+    const signed = await nameless.signMessage({ message: challenge });
+    expect(
+      await refused(
+        verifyAgent(
+          { agentId, ownerId },
+          { verificationType: "ens", signature: signed, walletAddress: nameless.address },
+        ),
       ),
-    );
+    ).toMatch(/no ENS name/);
   });
 });
 

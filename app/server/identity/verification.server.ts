@@ -3,7 +3,8 @@ import {
   type AuthenticationResponseJSON,
   verifyAuthenticationResponse,
 } from "@simplewebauthn/server";
-import { type Address, type Hex, isHex, stringToHex, zeroHash } from "viem";
+import { type Address, type Hex, isHex, stringToHex, zeroAddress, zeroHash } from "viem";
+import { namehash, normalize } from "viem/ens";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -17,8 +18,8 @@ import { linkedWallets, signatureMatches } from "./siwe.server.ts";
 //             (its id in the attestation data, or the agent's own address as recipient) or one
 //             of its owner's linked wallets (recipient)
 //   exchange  a signature over a platform challenge by one of the owner's linked wallets
-//   ens       a signature over the challenge by `walletAddress`, whose ENS name resolves back
-//             to it (reverse + forward resolution)
+//   ens       a signature over the challenge by `walletAddress`, whose primary name (reverse
+//             record in the chain's ENS-compatible registry) resolves back to it
 //   webauthn  an assertion over the challenge by one of the owner's registered authenticators
 // Challenges are issued per agent, expire after 10 minutes and are used once. A proof that does
 // not check is a 400 and nothing is stored. The agents table does not exist yet: agent ids are
@@ -338,7 +339,12 @@ export async function checkProof(
     case "exchange":
       return checkExchangeProof(subject, proof.signature);
     case "ens":
-      return checkEnsProof(subject, proof.signature, proof.walletAddress, deps.ens ?? viemEns());
+      return checkEnsProof(
+        subject,
+        proof.signature,
+        proof.walletAddress,
+        deps.ens ?? registryEns(),
+      );
     case "webauthn":
       return checkWebauthnProof(subject, proof.signature);
     default:
@@ -346,11 +352,73 @@ export async function checkProof(
   }
 }
 
-/** ENS resolution through the configured chain's client (viem's universal resolver). */
-export function viemEns(): EnsResolver {
+const registryAbi = [
+  {
+    type: "function",
+    name: "resolver",
+    stateMutability: "view",
+    inputs: [{ name: "node", type: "bytes32" }],
+    outputs: [{ name: "", type: "address" }],
+  },
+] as const;
+const resolverAbi = [
+  {
+    type: "function",
+    name: "addr",
+    stateMutability: "view",
+    inputs: [{ name: "node", type: "bytes32" }],
+    outputs: [{ name: "", type: "address" }],
+  },
+  {
+    type: "function",
+    name: "name",
+    stateMutability: "view",
+    inputs: [{ name: "node", type: "bytes32" }],
+    outputs: [{ name: "", type: "string" }],
+  },
+] as const;
+
+/**
+ * ENS resolution on the configured chain through an ENS-compatible registry (Basenames' on
+ * Base): reverse record `<address>.<ENS_REVERSE_SUFFIX>` → name, then name → addr.
+ */
+export function registryEns(): EnsResolver {
+  const client = publicClient();
+  const registry = checksum(env().ENS_REGISTRY_ADDRESS);
+  const resolverOf = async (node: Hex) => {
+    const r = await client.readContract({
+      address: registry,
+      abi: registryAbi,
+      functionName: "resolver",
+      args: [node],
+    });
+    return r === zeroAddress ? null : r;
+  };
   return {
-    nameOf: (address) => publicClient().getEnsName({ address }),
-    addressOf: (name) => publicClient().getEnsAddress({ name }),
+    async nameOf(address) {
+      const node = namehash(`${address.toLowerCase().slice(2)}.${env().ENS_REVERSE_SUFFIX}`);
+      const resolver = await resolverOf(node);
+      if (!resolver) return null;
+      const name = await client.readContract({
+        address: resolver,
+        abi: resolverAbi,
+        functionName: "name",
+        args: [node],
+      });
+      return name || null;
+    },
+    async addressOf(name) {
+      const node = namehash(normalize(name));
+      const resolver = await resolverOf(node);
+      if (!resolver) return null;
+      const addr = await client.readContract({
+        address: resolver,
+        abi: resolverAbi,
+        functionName: "addr",
+        args: [node],
+      });
+      return addr === zeroAddress ? null : addr;
+    },
   };
 }
 

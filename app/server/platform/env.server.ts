@@ -91,6 +91,13 @@ const schema = z.object({
     .string()
     .regex(/^0x[0-9a-fA-F]{40}$/, "EAS_CONTRACT_ADDRESS must be 0x + 40 hex")
     .default("0x4200000000000000000000000000000000000021"),
+  /** ENS-compatible registry on the chain (Basenames' registry on Base) for `ens` proofs. */
+  ENS_REGISTRY_ADDRESS: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, "ENS_REGISTRY_ADDRESS must be 0x + 40 hex")
+    .default("0xB94704422c2a1e396835A571837Aa5AE53285a95"),
+  /** Reverse namespace of primary names on the chain (ENSIP-19: Base = 80002105.reverse). */
+  ENS_REVERSE_SUFFIX: z.string().default("80002105.reverse"),
   // Outgoing events (user.created, …): comma-separated endpoint URLs and the Standard Webhooks
   // signing secret (whsec_<base64>). Endpoints without a secret refuse to start.
   WEBHOOK_ENDPOINTS: z
