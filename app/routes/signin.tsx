@@ -10,6 +10,7 @@ import {
 import { Form, Link, useActionData, useLoaderData, useNavigation } from "@remix-run/react";
 import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
+import { WalletSignIn } from "../components/wallet-sign-in.tsx";
 import { signInSchema } from "../schemas/accounts.ts";
 import { isConfigured, oauthProviders, providerLabels } from "../server/accounts/oauth.server.ts";
 import {
@@ -134,6 +135,7 @@ export default function SignIn() {
             ),
           )}
         </div>
+        <WalletSignIn redirectTo={redirectTo} />
       </Card>
       <p className="text-sm text-slate-600">
         New here?{" "}

@@ -27,7 +27,11 @@ export const resetPasswordValue = z
   .max(256, "must be at most 256 characters");
 
 export const registerSchema = z.object({
-  email,
+  // Wallet-only accounts own `<address>@wallet.invalid` (docs/decisions/0051): registering one
+  // would pre-empt the wallet's owner, so the reserved domain is refused here.
+  email: email.refine((e) => !e.toLowerCase().endsWith("@wallet.invalid"), {
+    message: "uses a reserved domain",
+  }),
   password: newPassword,
   name: z.string().trim().max(100, "must be at most 100 characters").optional(),
   referralCode: z

@@ -46,6 +46,7 @@ describe("POST /api/register", () => {
       { email: "a@example.com", password: "longenough", referralCode: "A".repeat(21) },
       /^referralCode: /,
     ],
+    [{ email: "0xabc@Wallet.Invalid", password: "longenough" }, /^email: uses a reserved domain/],
   ])("answers 400 naming the invalid field (%j)", async (body, message) => {
     const res = await call(register, "/api/register", { method: "POST", body });
     expect(res.status).toBe(400);

@@ -46,14 +46,14 @@ describe.each([true, false])("accounts with JavaScript %s", (javaScriptEnabled) 
     // A wrong password is refused with the one message.
     await page.getByLabel("Email").fill(email);
     await page.getByLabel("Password").fill("not the password");
-    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await expect
       .poll(() => page.getByRole("alert").first().textContent())
       .toBe("Invalid email or password");
 
     // Sign in.
     await page.getByLabel("Password").fill(password);
-    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await expect.poll(() => new URL(page.url()).pathname).toBe("/settings");
     await expect.poll(() => heading(page)).toBe("Settings");
     await expect.poll(() => page.getByRole("link", { name: "Eve Tester" }).isVisible()).toBe(true);

@@ -8,6 +8,8 @@ export default defineConfig({
     globalSetup: ["test/setup/global-db.ts"],
     setupFiles: ["test/setup/per-file.ts"],
     pool: "forks",
+    // expect.poll waits on conditions (jobs, containers); a loaded 2-core CI needs more than 1 s.
+    expect: { poll: { timeout: 20_000, interval: 50 } },
     fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -63,6 +63,41 @@ const schema = z.object({
   OAUTH2_AUTHORIZE_URL: z.url().default("https://github.com/login/oauth/authorize"),
   OAUTH2_TOKEN_URL: z.url().default("https://github.com/login/oauth/access_token"),
   OAUTH2_API_URL: z.url().default("https://api.github.com"),
+  // Identity (issue 8): the EVM chain (Base) for wallet sign-in, token gating and EAS proofs,
+  // the identity network's token issuer, and the gating token. docs/decisions/0050–0055.
+  BASE_RPC_URL: z.url().default("https://mainnet.base.org"),
+  /** What GET /api/auth/token-gating/verify shows as rpcEndpoint (default: BASE_RPC_URL's origin). */
+  BASE_RPC_PUBLIC_URL: optionalUrl,
+  BASE_CHAIN_ID: z.coerce.number().int().min(1).default(8453),
+  CHAIN_NAME: z.string().default("Base"),
+  /** ERC-20 whose balance gates access; unset turns gating off (everyone has access). */
+  GATING_TOKEN_ADDRESS: z.preprocess(
+    blank,
+    z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{40}$/, "GATING_TOKEN_ADDRESS must be 0x + 40 hex")
+      .optional(),
+  ),
+  /** Integer in the token's smallest unit (decimal digits, no decimals). */
+  GATING_MIN_BALANCE: z
+    .string()
+    .regex(/^\d+$/, "GATING_MIN_BALANCE must be an integer in the token's smallest unit")
+    .default("1"),
+  GATING_TOKEN_SYMBOL: z.string().default("TOKEN"),
+  /** Farcaster Quick Auth issuer; its keys are read from <origin>/.well-known/jwks.json. */
+  IDNET_ISSUER_ORIGIN: z.url().default("https://auth.farcaster.xyz"),
+  /** EAS contract on the chain (Base's predeploy by default). */
+  EAS_CONTRACT_ADDRESS: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, "EAS_CONTRACT_ADDRESS must be 0x + 40 hex")
+    .default("0x4200000000000000000000000000000000000021"),
+  /** ENS-compatible registry on the chain (Basenames' registry on Base) for `ens` proofs. */
+  ENS_REGISTRY_ADDRESS: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, "ENS_REGISTRY_ADDRESS must be 0x + 40 hex")
+    .default("0xB94704422c2a1e396835A571837Aa5AE53285a95"),
+  /** Reverse namespace of primary names on the chain (ENSIP-19: Base = 80002105.reverse). */
+  ENS_REVERSE_SUFFIX: z.string().default("80002105.reverse"),
   // Outgoing events (user.created, …): comma-separated endpoint URLs and the Standard Webhooks
   // signing secret (whsec_<base64>). Endpoints without a secret refuse to start.
   WEBHOOK_ENDPOINTS: z
