@@ -57,7 +57,7 @@ describe.each([true, false])("billing pages with JavaScript %s", (javaScriptEnab
     await expect.poll(() => new URL(page.url()).pathname).toBe("/signin");
     await page.getByLabel("Email").fill(email);
     await page.getByLabel("Password").fill(password);
-    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await expect.poll(() => new URL(page.url()).pathname).toBe("/settings");
 
     await page.goto(`${app.url}/billing`);
