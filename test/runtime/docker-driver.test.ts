@@ -16,8 +16,10 @@ import {
 const rt = new DockerRuntime({ maxCpus: 1 });
 const network = `agent-test-${testRun}`;
 
-function spec(n: number, extra: Partial<Parameters<DockerRuntime["create"]>[0]> = {}) {
+// Each container's volume is created labelled first (Docker would otherwise create it unlabelled).
+async function spec(n: number, extra: Partial<Parameters<DockerRuntime["create"]>[0]> = {}) {
   const instanceId = `ins_${testRun}_${n}`;
+  await rt.ensureVolume(`agent-${instanceId}-state`, testLabels());
   return {
     instanceId,
     userId: `usr_${testRun}_${n}`,
@@ -45,8 +47,7 @@ describeDocker("Docker driver", () => {
   });
 
   it("creates a hardened container: plan limits, labels, Init, no capabilities, no published port", async () => {
-    const s = spec(1, { limits: limitsForPlan("collective") });
-    await rt.ensureVolume(s.volume, testLabels());
+    const s = await spec(1, { limits: limitsForPlan("collective") });
     const id = await rt.create(s);
     await rt.start(id);
     const info = await rt.inspect(id);
@@ -88,7 +89,7 @@ describeDocker("Docker driver", () => {
   });
 
   it("publishes a port only on 127.0.0.1 when asked", async () => {
-    const id = await rt.create(spec(2, { loopbackPort: 18789 }));
+    const id = await rt.create(await spec(2, { loopbackPort: 18789 }));
     await rt.start(id);
     const info = await waitFor(
       async () => {
@@ -104,7 +105,7 @@ describeDocker("Docker driver", () => {
   });
 
   it("stops, starts, restarts, reports stats, logs and exec, lists by label, removes", async () => {
-    const s = spec(3);
+    const s = await spec(3);
     const id = await rt.create(s);
     await rt.start(id);
     const logs = await waitFor(
@@ -144,7 +145,7 @@ describeDocker("Docker driver", () => {
   });
 
   it("records an out-of-memory kill as OOMKilled", async () => {
-    const s = spec(4, {
+    const s = await spec(4, {
       limits: { ...limitsForPlan("solo"), memoryBytes: 32 * 1024 ** 2 },
       // busybox sh grows a string until the cgroup limit kills it
       cmd: ["sh", "-c", "x=aaaaaaaaaaaaaaaa; while true; do x=$x$x; done"],

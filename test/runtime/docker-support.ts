@@ -38,36 +38,38 @@ export function describeDocker(name: string, fn: () => void): void {
   }
 }
 
-/** Removes every container, volume and network carrying this run's test label. */
+/** Removes every container, volume and network this run created (test or deployment label). */
 export async function cleanupTestObjects(rt: DockerRuntime, run = testRun): Promise<void> {
-  const filters = { label: [`${TEST_LABEL}=${run}`] };
-  const containers = await rt.docker.listContainers({ all: true, filters });
-  await Promise.all(
-    containers.map((c) =>
-      rt.docker
-        .getContainer(c.Id)
-        .remove({ force: true, v: true })
-        .catch(() => {}),
-    ),
-  );
-  const { Volumes } = await rt.docker.listVolumes({ filters });
-  await Promise.all(
-    (Volumes ?? []).map((v) =>
-      rt.docker
-        .getVolume(v.Name)
-        .remove({ force: true })
-        .catch(() => {}),
-    ),
-  );
-  const networks = await rt.docker.listNetworks({ filters });
-  await Promise.all(
-    networks.map((n) =>
-      rt.docker
-        .getNetwork(n.Id)
-        .remove()
-        .catch(() => {}),
-    ),
-  );
+  for (const label of [`${TEST_LABEL}=${run}`, `agent-platform.deployment=${run}`]) {
+    const filters = { label: [label] };
+    const containers = await rt.docker.listContainers({ all: true, filters });
+    await Promise.all(
+      containers.map((c) =>
+        rt.docker
+          .getContainer(c.Id)
+          .remove({ force: true, v: true })
+          .catch(() => {}),
+      ),
+    );
+    const { Volumes } = await rt.docker.listVolumes({ filters });
+    await Promise.all(
+      (Volumes ?? []).map((v) =>
+        rt.docker
+          .getVolume(v.Name)
+          .remove({ force: true })
+          .catch(() => {}),
+      ),
+    );
+    const networks = await rt.docker.listNetworks({ filters });
+    await Promise.all(
+      networks.map((n) =>
+        rt.docker
+          .getNetwork(n.Id)
+          .remove()
+          .catch(() => {}),
+      ),
+    );
+  }
 }
 
 export const testLabels = (): Record<string, string> => ({

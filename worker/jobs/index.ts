@@ -1,6 +1,11 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { instanceAction } from "./instance-action.ts";
+import { provisionInstance } from "./provision-instance.ts";
+import { reconcile } from "./reconcile.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { sendEmail } from "./send-email.ts";
+import { teardownInstance } from "./teardown-instance.ts";
+import { updateImageJob } from "./update-image.ts";
 
 export interface JobContext {
   jobId: string;
@@ -14,4 +19,9 @@ type Handlers = { [N in JobName]: (payload: JobPayload<N>, ctx: JobContext) => P
 export const handlers: Handlers = {
   "send-email": sendEmail,
   "refresh-model-catalog": refreshModelCatalog,
+  "provision-instance": provisionInstance,
+  "update-image": updateImageJob,
+  "instance-action": instanceAction,
+  reconcile,
+  "teardown-instance": teardownInstance,
 };

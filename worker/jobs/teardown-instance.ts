@@ -1,0 +1,7 @@
+import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { teardown } from "../instances.ts";
+
+/** Removes a deleted user's instance: container, state volume, model-endpoint tokens, record. */
+export async function teardownInstance(payload: JobPayload<"teardown-instance">) {
+  return teardown(payload.userId);
+}
