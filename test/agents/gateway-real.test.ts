@@ -1,12 +1,15 @@
-import { http, passthrough, ws } from "msw";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureInstanceRecord, getInstance } from "../../app/server/agents/instances.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { connectPaired, provision } from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
-import { mswServer } from "../msw/server.ts";
-import { cleanupTestObjects, describeDocker, testRun } from "../runtime/docker-support.ts";
+import {
+  allowDockerNetworks,
+  cleanupTestObjects,
+  describeDocker,
+  testRun,
+} from "../runtime/docker-support.ts";
 
 // The real OpenClaw gateway in a container: provision (volume, config, container, pairing by
 // `devices approve` inside the container, /healthz), then the control protocol over the
@@ -20,13 +23,7 @@ describeDocker("real gateway", () => {
     process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
     resetEnvCache();
     setRuntime(rt);
-    // Gateways live on a Docker bridge network: their HTTP and WebSocket go to the real thing.
-    mswServer.use(
-      http.all(/^http:\/\/172\.\d+\.\d+\.\d+:\d+\//, () => passthrough()),
-      ws
-        .link(/^ws:\/\/172\.\d+\.\d+\.\d+:\d+/)
-        .addEventListener("connection", ({ server }) => server.connect()),
-    );
+    allowDockerNetworks();
   });
   afterAll(async () => {
     setRuntime(undefined);

@@ -1,7 +1,10 @@
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { http, passthrough, ws } from "msw";
 import { describe } from "vitest";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { LABELS } from "../../worker/runtime/types.ts";
+import { mswServer } from "../msw/server.ts";
 
 // Docker-backed tests run against the real engine. Without one they are skipped with the reason,
 // unless CI=true or REQUIRE_DOCKER=1: then they run and fail (a CI without Docker must not pass).
@@ -98,4 +101,27 @@ export async function waitFor<T>(
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
+}
+
+/**
+ * A light stand-in for the gateway image: the same image with `sleep` as its command, so
+ * lifecycle tests run containers without starting a gateway (built locally, no pull).
+ */
+export const SLEEPER_IMAGE = "agent-platform-test-sleeper:1";
+export function ensureSleeperImage(): string {
+  execFileSync("docker", ["build", "-q", "-t", SLEEPER_IMAGE, "-"], {
+    input: `FROM ${GATEWAY_IMAGE}\nCMD ["sleep", "3600"]\nHEALTHCHECK NONE\n`,
+    env: { ...process.env, DOCKER_BUILDKIT: "0" },
+    stdio: ["pipe", "ignore", "pipe"],
+  });
+  return SLEEPER_IMAGE;
+}
+
+/** Gateways live on Docker bridge networks (172.16/12): their HTTP and WebSocket are real. */
+export function allowDockerNetworks(): void {
+  const bridge = /^(http|ws):\/\/172\.(1[6-9]|2\d|3[01])\.\d+\.\d+:\d+/;
+  mswServer.use(
+    http.all(bridge, () => passthrough()),
+    ws.link(bridge).addEventListener("connection", ({ server }) => server.connect()),
+  );
 }

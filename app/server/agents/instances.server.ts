@@ -290,3 +290,57 @@ export async function provisionInstance(
   const jobId = await sendJob("provision-instance", { instanceId: instance.id });
   return { instance, jobId };
 }
+
+// --- the lifecycle API's service functions (routes stay thin) ---------------------------------
+// AUTH: the routes are `auth: "none"` until the accounts branch lands; then each checks that
+// :userId is the session's user (else 404) before calling these.
+
+export const instanceParams = z.object({
+  userId: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[A-Za-z0-9_.:-]+$/, "must be a user id"),
+});
+
+export async function startInstance(userId: string) {
+  await runLifecycle(userId, "start");
+  return { success: true, status: "running" };
+}
+
+export async function stopInstance(userId: string) {
+  await runLifecycle(userId, "stop");
+  return { success: true, status: "stopped" };
+}
+
+export async function restartInstance(userId: string) {
+  await runLifecycle(userId, "restart");
+  return { success: true, status: "running" };
+}
+
+export async function updateInstanceImage(userId: string) {
+  await requestImageUpdate(userId);
+  return { success: true, status: "running" };
+}
+
+export async function repairInstance(userId: string) {
+  const outcome = await runLifecycle(userId, "repair");
+  return { success: true, message: outcome.message ?? "Instance repaired" };
+}
+
+export async function resetInstanceMemory(userId: string) {
+  const outcome = await runLifecycle(userId, "reset-memory");
+  return { success: true, message: outcome.message ?? "Memory reset" };
+}
+
+export async function readInstance(userId: string) {
+  return instanceView(await requireInstance(userId));
+}
+
+export async function readInstanceStats(userId: string) {
+  return instanceStatsView(await requireInstance(userId));
+}
+
+export async function readInstanceToken(userId: string) {
+  return { token: await instanceToken(userId) };
+}

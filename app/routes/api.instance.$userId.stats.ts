@@ -1,0 +1,15 @@
+import { instanceParams, readInstanceStats } from "../server/agents/instances.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "Live figures of the user's instance",
+    description:
+      "From the samples the worker records every few seconds. 404 when the user has no instance.",
+    // AUTH: becomes auth: "user" with the accounts branch; :userId ≠ the session's user → 404.
+    auth: "none",
+    rateLimit: "instance",
+    params: instanceParams,
+    handler: ({ params }) => readInstanceStats(params.userId),
+  }),
+});

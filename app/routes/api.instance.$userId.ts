@@ -1,0 +1,15 @@
+import { instanceParams, readInstance } from "../server/agents/instances.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "The user's instance",
+    description:
+      "Status is what the worker last observed (Docker inspect + gateway health). 404 when the user has no instance.",
+    // AUTH: becomes auth: "user" with the accounts branch; :userId ≠ the session's user → 404.
+    auth: "none",
+    rateLimit: "instance",
+    params: instanceParams,
+    handler: ({ params }) => readInstance(params.userId),
+  }),
+});
