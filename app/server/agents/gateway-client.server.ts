@@ -157,6 +157,7 @@ export class GatewayClient {
   #ready: Promise<HelloOk> | undefined;
   #listeners = new Set<(event: string, payload: unknown) => void>();
   #reconnects = 0;
+  #reconnectTimer: NodeJS.Timeout | undefined;
 
   constructor(options: GatewayClientOptions) {
     this.options = options;
@@ -194,6 +195,8 @@ export class GatewayClient {
 
   close(): void {
     this.#closed = true;
+    clearTimeout(this.#reconnectTimer);
+    this.#reconnectTimer = undefined;
     this.#ready = undefined;
     this.#ws?.close();
     this.#ws = undefined;
@@ -356,16 +359,18 @@ export class GatewayClient {
     this.#ws = undefined;
     this.#ready = undefined;
     this.#failAll(new GatewayUnavailableError("connection to the gateway dropped"));
-    if (this.#closed || this.options.reconnect === false) return;
-    // Reconnect with backoff (0.25 s … 5 s); requests made meanwhile wait in connect().
+    if (this.#closed || this.options.reconnect === false || this.#reconnectTimer) return;
+    // Reconnect with backoff (0.25 s … 5 s); a failed attempt's socket close schedules the next.
     const delay = Math.min(250 * 2 ** this.#reconnects, 5_000);
     this.#reconnects += 1;
-    setTimeout(() => {
+    this.#reconnectTimer = setTimeout(() => {
+      this.#reconnectTimer = undefined;
       if (this.#closed || this.#ready) return;
       this.connect().catch(() => {
-        if (!this.#closed && !this.#ws) this.#onDrop();
+        if (!this.#closed && !this.#ws && !this.#reconnectTimer) this.#onDrop();
       });
-    }, delay).unref();
+    }, delay);
+    this.#reconnectTimer.unref();
   }
 }
 
