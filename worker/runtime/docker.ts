@@ -75,7 +75,7 @@ export class DockerRuntime implements AgentRuntime {
 
   constructor(options: DockerDriverOptions = {}) {
     this.docker = new Docker({
-      socketPath: options.socketPath ?? process.env.DOCKER_SOCKET ?? "/var/run/docker.sock",
+      socketPath: options.socketPath || process.env.DOCKER_SOCKET || "/var/run/docker.sock",
     });
     this.maxCpus = options.maxCpus;
   }

@@ -1,3 +1,4 @@
+import { env } from "../../app/server/platform/env.server.ts";
 import { DockerRuntime } from "./docker.ts";
 import type { AgentRuntime } from "./types.ts";
 
@@ -8,9 +9,7 @@ let runtime: AgentRuntime | undefined;
 
 /** The process's runtime driver (Docker; the socket from DOCKER_SOCKET or the default). */
 export function getRuntime(): AgentRuntime {
-  runtime ??= new DockerRuntime({
-    maxCpus: process.env.RUNTIME_MAX_CPUS ? Number(process.env.RUNTIME_MAX_CPUS) : undefined,
-  });
+  runtime ??= new DockerRuntime({ maxCpus: env().RUNTIME_MAX_CPUS });
   return runtime;
 }
 

@@ -61,7 +61,7 @@ const schema = z.object({
   /** Model an instance's gateway uses (through the platform endpoint) unless one is chosen. */
   RUNTIME_DEFAULT_MODEL: z.string().default("openai/gpt-4o-mini"),
   /** Upper bound of CPUs per gateway container (clamped to the engine's CPUs). */
-  RUNTIME_MAX_CPUS: z.coerce.number().min(0.1).optional(),
+  RUNTIME_MAX_CPUS: z.preprocess(blank, z.coerce.number().min(0.1).optional()),
   /** Subdomains of instances: <user id>.<AGENTS_DOMAIN>. */
   AGENTS_DOMAIN: z.string().default("agents.localhost"),
   /** How long a lifecycle request waits for the worker's job before answering 502. */
