@@ -264,6 +264,7 @@ export async function connectPaired(
   address: string,
 ): Promise<{ client: GatewayClient; hello: HelloOk; row: InstanceRow }> {
   const { row: current, device } = await deviceOf(row);
+  const approved = new Set<string>();
   for (let attempt = 0; ; attempt++) {
     const client = clientFor(current, device, address);
     try {
@@ -274,24 +275,30 @@ export async function connectPaired(
       return { client, hello, row: await updateInstance(current.id, patch) };
     } catch (error) {
       client.close();
+      if (!(error instanceof GatewayRequestError) || attempt >= 12) throw error;
+      const notPaired = /NOT_PAIRED|PAIRING/i.test(`${error.code} ${error.message}`);
       const retryable =
-        error instanceof GatewayRequestError &&
-        (error.code === "UNAVAILABLE" || /startup/i.test(String(error.details?.reason ?? "")));
-      const requestId = error instanceof GatewayRequestError ? pairingRequestId(error) : undefined;
-      if (attempt >= 5 || (!requestId && !retryable)) throw error;
-      if (requestId) {
-        const approved = await rt().exec(
+        notPaired ||
+        error.code === "UNAVAILABLE" ||
+        /startup/i.test(String(error.details?.reason ?? ""));
+      if (!retryable) throw error;
+      const requestId = pairingRequestId(error);
+      if (requestId && !approved.has(requestId)) {
+        // Approve once per request; an approval lands asynchronously, so a NOT_PAIRED right
+        // after it (with the same or no request id) is retried after a short wait.
+        const result = await rt().exec(
           current.container_id ?? current.container_name,
           ["node", "openclaw.mjs", "devices", "approve", requestId],
           { timeoutMs: 60_000 },
         );
-        if (approved.exitCode !== 0) {
+        if (result.exitCode !== 0) {
           throw new Error(
-            `devices approve failed: ${(approved.stderr || approved.stdout).slice(0, 500)}`,
+            `devices approve failed: ${(result.stderr || result.stdout).slice(0, 500)}`,
           );
         }
+        approved.add(requestId);
       } else {
-        await new Promise((r) => setTimeout(r, 500 * (attempt + 1)));
+        await new Promise((r) => setTimeout(r, Math.min(250 * (attempt + 1), 3_000)));
       }
     }
   }
@@ -503,9 +510,45 @@ export async function reapplyConfig(row: InstanceRow, address: string): Promise<
 
 // --- update-image -------------------------------------------------------------------------------
 
+/** Copies the state volume into `<volume>-prev` (replacing an older snapshot), or back. */
+export async function snapshotVolume(
+  row: InstanceRow,
+  image: string,
+  direction: "save" | "restore",
+): Promise<void> {
+  const snapshot = `${row.volume_name}-prev`;
+  await rt().ensureVolume(snapshot, {
+    [LABELS.instanceId]: row.id,
+    [LABELS.userId]: row.user_id,
+    [DEPLOYMENT_LABEL]: deployment(),
+  });
+  const [from, to] = direction === "save" ? ["/state", "/snapshot"] : ["/snapshot", "/state"];
+  const copied = await rt().runOnce({
+    image,
+    volume: row.volume_name,
+    volumeTarget: "/state",
+    extraVolumes: { [snapshot]: "/snapshot" },
+    entrypoint: ["sh", "-c"],
+    // As root with only the capabilities a faithful copy needs (owners and modes kept); a new
+    // snapshot volume's root is root-owned. No network, removed at once.
+    user: "0",
+    capAdd: ["CHOWN", "DAC_OVERRIDE", "FOWNER"],
+    cmd: [
+      `rm -rf ${to}/* ${to}/.[!.]* && cp -a ${from}/. ${to}/ && chown 1000:1000 ${to} && chmod 700 ${to}`,
+    ],
+    labels: { [DEPLOYMENT_LABEL]: deployment() },
+    timeoutMs: 300_000,
+  });
+  if (copied.exitCode !== 0) {
+    throw new Error(`volume ${direction} failed: ${copied.stderr.slice(0, 500)}`);
+  }
+}
+
 /**
- * Recreates the container on the configured (newest) image, keeping the volume. When the new
- * gateway is not healthy within the bound, rolls back to the previous image and records why.
+ * Recreates the container on the configured (newest) image, keeping the volume. The state is
+ * snapshotted first (the gateway stopped, so the copy is consistent); when the new gateway is
+ * not healthy within the bound, the previous image and the snapshot come back, and why is
+ * recorded.
  */
 export async function updateImage(instanceId: string) {
   return withInstanceLock(instanceId, async () => {
@@ -516,6 +559,8 @@ export async function updateImage(instanceId: string) {
     const current = await rt().inspect(row.container_name);
     if (current?.running && current.image === target) return { unchanged: target };
     await updateInstance(row.id, { observed_state: "updating", desired_state: "running" });
+    if (current?.running) await rt().stop(current.id, 10); // releases the state lease
+    await snapshotVolume(row, previous, "save");
     try {
       const info = await ensureContainer(row, { image: target, recreate: true });
       await waitHealthy(info);
@@ -524,15 +569,14 @@ export async function updateImage(instanceId: string) {
     } catch (error) {
       const reason = `update to ${target} failed: ${(error as Error).message}`;
       log().warn({ instanceId, err: error }, "update-image failed; rolling back");
-      if (previous !== target) {
-        const info = await ensureContainer(row, { image: previous, recreate: true });
-        await waitHealthy(info).catch(() => {});
-        await observe((await getInstance(row.id)) as InstanceRow);
-        await recordError(row.id, `${reason}; rolled back to ${previous}`);
-        return { rolledBack: previous, reason };
-      }
-      await recordError(row.id, reason, { observed_state: "error" });
-      throw error;
+      const failed = await rt().inspect(row.container_name);
+      if (failed?.running) await rt().stop(failed.id, 10);
+      await snapshotVolume(row, previous, "restore");
+      const info = await ensureContainer(row, { image: previous, recreate: true });
+      await waitHealthy(info).catch(() => {});
+      await observe((await getInstance(row.id)) as InstanceRow);
+      await recordError(row.id, `${reason}; rolled back to ${previous} and the state snapshot`);
+      return { rolledBack: previous, reason };
     }
   });
 }
@@ -674,6 +718,7 @@ export async function teardown(userId: string) {
     const info = await rt().inspect(row.container_name);
     if (info) await rt().remove(info.id);
     await rt().removeVolume(row.volume_name);
+    await rt().removeVolume(`${row.volume_name}-prev`);
     const revoked = await revokeInstanceTokens(row.id);
     await deleteInstanceRecord(row.id);
     return {

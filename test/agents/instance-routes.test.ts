@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as repairRoute from "../../app/routes/api.instance.$userId.repair.ts";
 import * as restartRoute from "../../app/routes/api.instance.$userId.restart.ts";
@@ -23,6 +24,7 @@ import {
   reconcileOne,
   sampleAll,
   teardown,
+  updateImage,
 } from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
@@ -34,6 +36,7 @@ import {
   cleanupTestObjects,
   describeDocker,
   ensureSleeperImage,
+  SLEEPER_IMAGE,
   testRun,
   waitFor,
 } from "../runtime/docker-support.ts";
@@ -286,4 +289,60 @@ describeDocker("instance lifecycle routes (Docker)", () => {
     expect(res.status).toBe(502);
     expect(res.json).toMatchObject({ success: false, status: "error" });
   }, 30_000);
+});
+
+describeDocker("update-image (Docker)", () => {
+  beforeAll(async () => {
+    process.env.RUNTIME_DEPLOYMENT = testRun;
+    process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
+    process.env.AGENT_GATEWAY_IMAGE = ensureSleeperImage();
+    process.env.GATEWAY_HEALTH_TIMEOUT_MS = "3000"; // the stand-in never answers /healthz
+    resetEnvCache();
+    setRuntime(rt);
+    allowDockerNetworks();
+  });
+  afterAll(async () => {
+    process.env.AGENT_GATEWAY_IMAGE = SLEEPER_IMAGE;
+    resetEnvCache();
+    setRuntime(undefined);
+    await cleanupTestObjects(rt);
+  });
+
+  it("snapshots the state, rolls back image and state when the new gateway is not healthy", async () => {
+    const userId = "usr_update";
+    const row = await ensureInstanceRecord(userId);
+    await ensureContainer(row);
+    await rt.exec(row.container_name, ["sh", "-c", "echo before > /home/node/.openclaw/marker"]);
+    // A "new version" whose gateway exits at once and scribbles on the state first.
+    const broken = `${SLEEPER_IMAGE}-broken`;
+    execFileSync("docker", ["build", "-q", "-t", broken, "-"], {
+      input: `FROM ${SLEEPER_IMAGE}\nCMD ["sh", "-c", "echo after > /home/node/.openclaw/marker; exit 1"]\n`,
+      env: { ...process.env, DOCKER_BUILDKIT: "0" },
+      stdio: ["pipe", "ignore", "pipe"],
+    });
+    process.env.AGENT_GATEWAY_IMAGE = broken;
+    resetEnvCache();
+    try {
+      const result = await updateImage(row.id);
+      expect(result).toMatchObject({ rolledBack: SLEEPER_IMAGE });
+      const after = await getInstance(row.id);
+      expect(after?.image).toBe(SLEEPER_IMAGE);
+      expect(after?.last_error).toMatch(/update to .*-broken failed.*rolled back/);
+      const info = await rt.inspect(row.container_name);
+      expect(info?.image).toBe(SLEEPER_IMAGE);
+      expect(info?.running).toBe(true);
+      const marker = await rt.exec(row.container_name, ["cat", "/home/node/.openclaw/marker"]);
+      expect(marker.stdout).toBe("before\n");
+      // The state folder keeps its owner and mode.
+      const mode = await rt.exec(row.container_name, [
+        "stat",
+        "-c",
+        "%u %a",
+        "/home/node/.openclaw",
+      ]);
+      expect(mode.stdout).toBe("1000 700\n");
+    } finally {
+      execFileSync("docker", ["rmi", "-f", broken], { stdio: "ignore" });
+    }
+  }, 120_000);
 });

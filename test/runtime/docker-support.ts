@@ -117,9 +117,9 @@ export function ensureSleeperImage(): string {
   return SLEEPER_IMAGE;
 }
 
-/** Gateways live on Docker bridge networks (172.16/12): their HTTP and WebSocket are real. */
+/** Gateways live on Docker bridge networks (private ranges): their HTTP and WebSocket are real. */
 export function allowDockerNetworks(): void {
-  const bridge = /^(http|ws):\/\/172\.(1[6-9]|2\d|3[01])\.\d+\.\d+:\d+/;
+  const bridge = /^(http|ws):\/\/(10\.\d+|172\.(1[6-9]|2\d|3[01])|192\.168)\.\d+\.\d+:\d+/;
   mswServer.use(
     http.all(bridge, () => passthrough()),
     ws.link(bridge).addEventListener("connection", ({ server }) => server.connect()),

@@ -382,13 +382,22 @@ export class DockerRuntime implements AgentRuntime {
         Cmd: spec.cmd,
         Env: Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`),
         Labels: { ...spec.labels, [LABELS.managed]: "1", [LABELS.role]: "one-shot" },
+        User: spec.user,
         HostConfig: {
           CapDrop: ["ALL"],
+          CapAdd: spec.capAdd,
           SecurityOpt: ["no-new-privileges"],
           NetworkMode: "none",
           Memory: 256 * 1024 ** 2,
           NanoCpus: 500_000_000,
-          Mounts: [{ Type: "volume", Source: spec.volume, Target: spec.volumeTarget }],
+          Mounts: [
+            { Type: "volume", Source: spec.volume, Target: spec.volumeTarget },
+            ...Object.entries(spec.extraVolumes ?? {}).map(([Source, Target]) => ({
+              Type: "volume" as const,
+              Source,
+              Target,
+            })),
+          ],
         },
       }),
     );

@@ -129,6 +129,11 @@ export interface AgentRuntime {
     image: string;
     volume: string;
     volumeTarget: string;
+    /** More volumes (name → mount point), e.g. a snapshot's. */
+    extraVolumes?: Record<string, string>;
+    /** Run as this user (default: the image's) with these capabilities added (default: none). */
+    user?: string;
+    capAdd?: string[];
     cmd: string[];
     env?: Record<string, string>;
     entrypoint?: string[];

@@ -91,7 +91,14 @@ export class GatewayRequestError extends Error {
   readonly code: string;
   readonly details: Record<string, unknown> | undefined;
   constructor(method: string, error: { code?: string; message?: string; details?: unknown }) {
-    super(`${method}: ${error.code ?? "ERROR"} ${error.message ?? ""}`.trim());
+    const details = (error.details ?? {}) as Record<string, unknown>;
+    const hint = ["reason", "requestId", "code"]
+      .filter((k) => typeof details[k] === "string")
+      .map((k) => `${k}=${details[k]}`)
+      .join(" ");
+    super(
+      `${method}: ${error.code ?? "ERROR"} ${error.message ?? ""}${hint ? ` (${hint})` : ""}`.trim(),
+    );
     this.name = "GatewayRequestError";
     this.code = error.code ?? "ERROR";
     this.details = (error.details ?? undefined) as Record<string, unknown> | undefined;
