@@ -210,7 +210,8 @@ export class DockerRuntime implements AgentRuntime {
 
   async remove(id: string): Promise<void> {
     try {
-      await call(() => this.docker.getContainer(id).remove({ force: true, v: false }));
+      // v: anonymous volumes only (the image declares one); named volumes are never removed here.
+      await call(() => this.docker.getContainer(id).remove({ force: true, v: true }));
     } catch (error) {
       const status = statusOf(error);
       if (status !== 404 && status !== 409) throw error; // gone, or removal already in progress
@@ -419,7 +420,7 @@ export class DockerRuntime implements AgentRuntime {
       const { stdout, stderr } = demux(raw);
       return { exitCode: result.StatusCode, stdout, stderr };
     } finally {
-      await container.remove({ force: true }).catch(() => {});
+      await container.remove({ force: true, v: true }).catch(() => {});
     }
   }
 }
