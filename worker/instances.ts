@@ -26,7 +26,9 @@ import {
 import { seal, unseal } from "../app/server/platform/crypto.server.ts";
 import { db } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
+import { sendJob } from "../app/server/platform/jobs.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
+import { adoptFromPool, pooledContainerNames } from "./pool.ts";
 import {
   type AgentRuntime,
   type ContainerInfo,
@@ -114,41 +116,52 @@ function containerLabels(_row: InstanceRow): Record<string, string> {
   return { [DEPLOYMENT_LABEL]: deployment() };
 }
 
-async function writeInitialConfig(row: InstanceRow, image: string, gatewayIp: string | undefined) {
-  // Only on an empty volume: an existing config (and the token inside it) is kept; later changes
-  // go through config.patch. A new model-endpoint token replaces any earlier one.
+/** Writes `config` as the gateway's config file into `volume` unless one is there already. */
+export async function writeConfigIfAbsent(
+  volume: string,
+  image: string,
+  config: () => Promise<unknown>,
+): Promise<boolean> {
+  const labels = { [DEPLOYMENT_LABEL]: deployment() };
   const exists = await rt().runOnce({
     image,
-    volume: row.volume_name,
+    volume,
     volumeTarget: STATE_DIR,
     entrypoint: ["sh", "-c"],
     cmd: [`test -s ${CONFIG_PATH}`],
-    labels: containerLabels(row),
+    labels,
   });
-  if (exists.exitCode === 0) return;
-  await revokeInstanceTokens(row.id);
-  const aiToken = await issueInstanceToken(row.user_id, row.id);
-  const config = gatewayConfig({
-    aiBaseUrl: await platformAiBaseUrl(gatewayIp),
-    aiToken,
-    model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
-  });
+  if (exists.exitCode === 0) return false;
   // The config travels base64-encoded in the one-shot container's environment; that
   // container is removed at once. umask 077: the file is the gateway user's only.
   const written = await rt().runOnce({
     image,
-    volume: row.volume_name,
+    volume,
     volumeTarget: STATE_DIR,
     entrypoint: ["sh", "-c"],
     cmd: [
       `umask 077 && echo "$CONFIG_B64" | base64 -d > ${CONFIG_PATH}.tmp && mv ${CONFIG_PATH}.tmp ${CONFIG_PATH}`,
     ],
-    env: { CONFIG_B64: Buffer.from(JSON.stringify(config)).toString("base64") },
-    labels: containerLabels(row),
+    env: { CONFIG_B64: Buffer.from(JSON.stringify(await config())).toString("base64") },
+    labels,
   });
   if (written.exitCode !== 0) {
     throw new Error(`writing the gateway config failed: ${written.stderr.slice(0, 500)}`);
   }
+  return true;
+}
+
+async function writeInitialConfig(row: InstanceRow, image: string, gatewayIp: string | undefined) {
+  // Only on an empty volume: an existing config (and the token inside it) is kept; later changes
+  // go through config.patch. A new model-endpoint token replaces any earlier one.
+  await writeConfigIfAbsent(row.volume_name, image, async () => {
+    await revokeInstanceTokens(row.id);
+    return gatewayConfig({
+      aiBaseUrl: await platformAiBaseUrl(gatewayIp),
+      aiToken: await issueInstanceToken(row.user_id, row.id),
+      model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
+    });
+  });
 }
 
 /** Creates (when missing) and starts the container; returns its inspect data. */
@@ -259,20 +272,24 @@ export function clientFor(row: InstanceRow, device: DeviceIdentity, address: str
  * it: the gateway answers NOT_PAIRED with a requestId, which `openclaw devices approve` inside
  * the container approves (the CLI reaches the gateway over loopback with the instance token).
  */
-export async function connectPaired(
-  row: InstanceRow,
-  address: string,
-): Promise<{ client: GatewayClient; hello: HelloOk; row: InstanceRow }> {
-  const { row: current, device } = await deviceOf(row);
+export async function connectWithPairing(target: {
+  container: string;
+  address: string;
+  token: string;
+  device: DeviceIdentity;
+}): Promise<{ client: GatewayClient; hello: HelloOk }> {
   const approved = new Set<string>();
   for (let attempt = 0; ; attempt++) {
-    const client = clientFor(current, device, address);
+    const client = new GatewayClient({
+      url: `ws://${target.address}`,
+      token: target.token,
+      device: target.device,
+      connectTimeoutMs: 15_000,
+      requestTimeoutMs: 15_000,
+      reconnect: false,
+    });
     try {
-      const hello = await client.connect();
-      const patch: InstancePatch = { gateway_version: hello.server.version };
-      if (hello.auth?.deviceToken) patch.device_token_sealed = seal(hello.auth.deviceToken);
-      if (!current.paired_at) patch.paired_at = new Date();
-      return { client, hello, row: await updateInstance(current.id, patch) };
+      return { client, hello: await client.connect() };
     } catch (error) {
       client.close();
       if (!(error instanceof GatewayRequestError) || attempt >= 12) throw error;
@@ -287,7 +304,7 @@ export async function connectPaired(
         // Approve once per request; an approval lands asynchronously, so a NOT_PAIRED right
         // after it (with the same or no request id) is retried after a short wait.
         const result = await rt().exec(
-          current.container_id ?? current.container_name,
+          target.container,
           ["node", "openclaw.mjs", "devices", "approve", requestId],
           { timeoutMs: 60_000 },
         );
@@ -304,6 +321,24 @@ export async function connectPaired(
   }
 }
 
+/** connectWithPairing for an instance; records version, device token and pairing time. */
+export async function connectPaired(
+  row: InstanceRow,
+  address: string,
+): Promise<{ client: GatewayClient; hello: HelloOk; row: InstanceRow }> {
+  const { row: current, device } = await deviceOf(row);
+  const { client, hello } = await connectWithPairing({
+    container: current.container_id ?? current.container_name,
+    address,
+    token: gatewayTokenOf(current),
+    device,
+  });
+  const patch: InstancePatch = { gateway_version: hello.server.version };
+  if (hello.auth?.deviceToken) patch.device_token_sealed = seal(hello.auth.deviceToken);
+  if (!current.paired_at) patch.paired_at = new Date();
+  return { client, hello, row: await updateInstance(current.id, patch) };
+}
+
 function pairingRequestId(error: GatewayRequestError): string | undefined {
   const id = error.details?.requestId;
   return typeof id === "string" && id.length > 0 ? id : undefined;
@@ -316,6 +351,19 @@ export async function provision(instanceId: string) {
     if (!row) return { skipped: "no such instance" };
     const t0 = Date.now();
     await updateInstance(row.id, { observed_state: "provisioning", desired_state: "running" });
+    if (!row.container_id) {
+      const adopted = await adoptFromPool(row);
+      if (adopted) {
+        await sendJob("fill-pool", {}).catch(() => {}); // refill in the background
+        return {
+          instanceId,
+          adopted: adopted.container_name,
+          healthyMs: Date.now() - t0,
+          readyMs: Date.now() - t0,
+          version: adopted.gateway_version,
+        };
+      }
+    }
     try {
       const info = await ensureContainer(row);
       await waitHealthy(info);
@@ -659,6 +707,7 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
 export async function reconcileAll() {
   const rows = await listInstances();
   const byId = new Set(rows.map((r) => r.id));
+  const known = new Set([...rows.map((r) => r.container_name), ...(await pooledContainerNames())]);
   const orphans: string[] = [];
   for (const c of await rt().list({
     [LABELS.managed]: "1",
@@ -666,7 +715,7 @@ export async function reconcileAll() {
     [DEPLOYMENT_LABEL]: deployment(),
   })) {
     const instanceId = c.labels[LABELS.instanceId];
-    if (instanceId && byId.has(instanceId)) continue;
+    if ((instanceId && byId.has(instanceId)) || known.has(c.name)) continue;
     await rt().remove(c.id);
     orphans.push(c.name);
   }

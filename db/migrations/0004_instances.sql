@@ -44,3 +44,24 @@ create table instances (
   updated_at timestamptz not null default now()
 );
 create unique index instances_container_name_idx on instances (container_name);
+
+-- Warm pool: generic gateways started and paired ahead of demand (RUNTIME_POOL_SIZE, 0 = off).
+-- provision-instance claims a ready one (delete … skip locked), patches its config for the
+-- tenant and takes over its container, volume, token and device. A pooled gateway has never
+-- served anyone, and a claimed one never returns to the pool.
+create table gateway_pool (
+  id text primary key,                                   -- gwp_…
+  container_name text not null unique,
+  volume_name text not null,
+  container_id text,
+  image text not null,
+  state text not null default 'starting' check (state in ('starting', 'ready')),
+  gateway_token_sealed text not null,
+  device_id text,
+  device_private_key_sealed text,
+  device_token_sealed text,
+  gateway_address text,
+  gateway_version text,
+  created_at timestamptz not null default now(),
+  ready_at timestamptz
+);

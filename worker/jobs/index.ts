@@ -1,4 +1,5 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { fillPoolJob } from "./fill-pool.ts";
 import { instanceAction } from "./instance-action.ts";
 import { provisionInstance } from "./provision-instance.ts";
 import { reconcile } from "./reconcile.ts";
@@ -23,5 +24,6 @@ export const handlers: Handlers = {
   "update-image": updateImageJob,
   "instance-action": instanceAction,
   reconcile,
+  "fill-pool": fillPoolJob,
   "teardown-instance": teardownInstance,
 };

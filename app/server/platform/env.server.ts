@@ -72,6 +72,10 @@ const schema = z.object({
   RECONCILE_CRON: z.string().default("* * * * *"),
   /** Worker's live-sample interval (container stats and state into the instances table). */
   INSTANCE_SAMPLE_INTERVAL_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Warm pool: pre-started, paired generic gateways that provisioning adopts (0 = off). */
+  RUNTIME_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(0),
+  /** pg-boss cron of the fill-pool job (also sent after each adoption). */
+  RUNTIME_POOL_CRON: z.string().default("* * * * *"),
 });
 
 export type Env = z.infer<typeof schema> & { APP_URL: string };

@@ -57,6 +57,8 @@ export const jobCatalog = {
     }),
     { retryLimit: 0, expireInSeconds: 300 },
   ),
+  // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption).
+  "fill-pool": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
   reconcile: define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
   // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user).
@@ -75,6 +77,7 @@ export type JobName = keyof typeof jobCatalog;
 export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
   reconcile: () => env().RECONCILE_CRON,
+  "fill-pool": () => env().RUNTIME_POOL_CRON,
 };
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]["schema"]>;
 export const jobNames = Object.keys(jobCatalog) as JobName[];
