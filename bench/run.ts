@@ -311,3 +311,6 @@ for (const l of latency) {
     `${pad(l.name, 8)} ${pad(f(l.direct.p50, l.direct.p99), 16)} ${pad(f(l.via.p50, l.via.p99), 16)} ${pad(f(l.via.p50 - l.direct.p50, l.via.p99 - l.direct.p99), 16)} ${f(l.overhead.p50, l.overhead.p99)}`,
   );
 }
+
+// The agent runtime's figures (Docker; skipped with a message without an engine).
+if (process.env.BENCH_RUNTIME !== "0") await import("./runtime.ts");

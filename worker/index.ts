@@ -2,6 +2,7 @@ import { closeDb, db, resolveDatabaseUrl } from "../app/server/platform/db.serve
 import { env } from "../app/server/platform/env.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
 import { migrate } from "../db/migrate.ts";
+import { startSampler } from "./sampler.ts";
 import { startWorker, stopWorker } from "./worker.ts";
 
 // The worker process: `npm run start:worker`. Any number may run against one database.
@@ -9,6 +10,7 @@ env();
 await resolveDatabaseUrl();
 await migrate(db());
 await startWorker();
+const stopSampler = await startSampler();
 
 let stopping = false;
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
@@ -16,6 +18,7 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     if (stopping) return;
     stopping = true;
     logger().info({ signal }, "worker stopping: finishing in-flight jobs");
+    stopSampler();
     stopWorker()
       .then(closeDb)
       .then(() => process.exit(0))

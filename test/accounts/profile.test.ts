@@ -115,7 +115,7 @@ describe("DELETE /api/user", () => {
       await db()`select data from events where type = 'user.deleted' and data->>'id' = ${u.id}`;
     expect(event?.data).toEqual({ id: u.id, email: u.email });
 
-    // The teardown job is queued, and its (runtime-less) handler reports that nothing existed.
+    // The teardown job is queued and runs: the user had no instance, so nothing was removed.
     const boss = await getBoss();
     const jobs = await boss.findJobs("teardown-instance", { data: { userId: u.id } });
     expect(jobs).toHaveLength(1);
@@ -124,7 +124,7 @@ describe("DELETE /api/user", () => {
       .poll(async () => (await boss.findJobs("teardown-instance", { id: jobs[0]!.id }))[0]?.state)
       .toBe("completed");
     const [done] = await boss.findJobs("teardown-instance", { id: jobs[0]!.id });
-    expect(done?.output).toMatchObject({ userId: u.id, instancesFound: 0, removed: 0 });
+    expect(done?.output).toMatchObject({ userId: u.id, instancesFound: 0, containersRemoved: 0 });
   });
 
   it("answers 401 without a session and 403 from another site", async () => {

@@ -4,6 +4,7 @@ import { resetAiHealthCache } from "../../app/server/ai/health.server.ts";
 import { resetInstanceTokenCache } from "../../app/server/ai/instance-tokens.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { ensureUser } from "../helpers/users.ts";
 
 // Shared set-up of the AI-layer tests: which providers are configured, and a clean slate.
 
@@ -44,16 +45,6 @@ export const allProviders = {
   GOOGLE_API_KEY: "test-key",
   OPENROUTER_API_KEY: "test-key",
 };
-
-/** A bare account row for tests that only need a user id (the ledger references users). */
-export async function ensureUser(userId: string): Promise<void> {
-  await db()`insert into users (id, email, name, referral_code)
-    values (${userId}, ${`${userId}@example.com`}, ${userId}, ${userId
-      .replace(/[^A-Za-z0-9]/g, "")
-      .slice(-20)
-      .toUpperCase()})
-    on conflict (id) do nothing`;
-}
 
 export async function giveCredits(userId: string, microUsd: number, id = `led_${userId}_grant`) {
   await ensureUser(userId);

@@ -1,9 +1,14 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
 import { deliverWebhook } from "./deliver-webhook.ts";
+import { fillPoolJob } from "./fill-pool.ts";
+import { instanceAction } from "./instance-action.ts";
 import { processPaymentEvent } from "./process-payment-event.ts";
+import { provisionInstance } from "./provision-instance.ts";
+import { reconcile } from "./reconcile.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { sendEmail } from "./send-email.ts";
 import { teardownInstance } from "./teardown-instance.ts";
+import { updateImageJob } from "./update-image.ts";
 
 export interface JobContext {
   jobId: string;
@@ -20,4 +25,9 @@ export const handlers: Handlers = {
   "deliver-webhook": deliverWebhook,
   "teardown-instance": teardownInstance,
   "process-payment-event": processPaymentEvent,
+  "provision-instance": provisionInstance,
+  "update-image": updateImageJob,
+  "instance-action": instanceAction,
+  reconcile,
+  "fill-pool": fillPoolJob,
 };

@@ -139,6 +139,32 @@ const schema = z.object({
   STRIPE_PRICE_CREDITS_200: optionalString,
   STRIPE_PRICE_CREDITS_500: optionalString,
   STRIPE_PRICE_STORAGE_50GB: optionalString,
+  // Agent runtime (issue 4): gateway containers, lifecycle, reconcile.
+  /** Gateway image the worker runs (built by gateway/build.sh). */
+  AGENT_GATEWAY_IMAGE: z.string().default("agent-gateway:2026.9.6"),
+  /** User-defined bridge network the gateways join (created when missing). */
+  RUNTIME_NETWORK: z.string().default("agent-platform"),
+  /** The platform's OpenAI-compatible endpoint as seen from a container; default: the
+   * network's gateway address and PORT (the web must listen there, see README). */
+  RUNTIME_PLATFORM_AI_URL: optionalUrl,
+  /** Model an instance's gateway uses (through the platform endpoint) unless one is chosen. */
+  RUNTIME_DEFAULT_MODEL: z.string().default("openai/gpt-4o-mini"),
+  /** Upper bound of CPUs per gateway container (clamped to the engine's CPUs). */
+  RUNTIME_MAX_CPUS: z.preprocess(blank, z.coerce.number().min(0.1).optional()),
+  /** Subdomains of instances: <user id>.<AGENTS_DOMAIN>. */
+  AGENTS_DOMAIN: z.string().default("agents.localhost"),
+  /** How long a lifecycle request waits for the worker's job before answering 502. */
+  INSTANCE_ACTION_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  /** How long provisioning and updates wait for a gateway's /healthz. */
+  GATEWAY_HEALTH_TIMEOUT_MS: z.coerce.number().int().min(1000).default(180_000),
+  /** pg-boss cron of the reconcile job (desired vs observed state of every instance). */
+  RECONCILE_CRON: z.string().default("* * * * *"),
+  /** Worker's live-sample interval (container stats and state into the instances table). */
+  INSTANCE_SAMPLE_INTERVAL_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Warm pool: pre-started, paired generic gateways that provisioning adopts (0 = off). */
+  RUNTIME_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(0),
+  /** pg-boss cron of the fill-pool job (also sent after each adoption). */
+  RUNTIME_POOL_CRON: z.string().default("* * * * *"),
 });
 
 export type Env = z.infer<typeof schema> & { APP_URL: string };

@@ -55,8 +55,33 @@ export const jobCatalog = {
     { retryLimit: 14, retryDelay: 1, retryBackoff: true, retryDelayMax: 3600, expireInSeconds: 60 },
     { notifyPollingIntervalSeconds: 2 },
   ),
-  // Removes a deleted user's agents. Enqueued by DELETE /api/user; the agent runtime issue
-  // gives its handler real work (worker/jobs/teardown-instance.ts).
+  // Agent runtime (issue 4). Handlers in worker/jobs/*-instance.ts, reconcile.ts; each is
+  // idempotent and holds a per-instance lock, so two deliveries never act at once.
+  "provision-instance": define(z.object({ instanceId: z.string().min(1) }), {
+    retryLimit: 3,
+    retryDelay: 10,
+    retryBackoff: true,
+    expireInSeconds: 600,
+  }),
+  "update-image": define(z.object({ instanceId: z.string().min(1) }), {
+    retryLimit: 1,
+    retryDelay: 30,
+    expireInSeconds: 600,
+  }),
+  // A lifecycle request the web awaits (start, stop, restart, repair, reset-memory): no retry,
+  // the outcome is the job's output.
+  "instance-action": define(
+    z.object({
+      instanceId: z.string().min(1),
+      action: z.enum(["start", "stop", "restart", "repair", "reset-memory"]),
+    }),
+    { retryLimit: 0, expireInSeconds: 300 },
+  ),
+  // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption).
+  "fill-pool": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
+  // Periodic: compares desired with observed state of every instance, heals, removes orphans.
+  reconcile: define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
+  // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user).
   "teardown-instance": define(z.object({ userId: z.string().min(1) }), {
     retryLimit: 10,
     retryDelay: 30,
@@ -84,6 +109,8 @@ export type JobName = keyof typeof jobCatalog;
 /** Periodic jobs: the worker registers these cron schedules (pg-boss `schedule`, UTC). */
 export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
+  reconcile: () => env().RECONCILE_CRON,
+  "fill-pool": () => env().RUNTIME_POOL_CRON,
 };
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]["schema"]>;
 export const jobNames = Object.keys(jobCatalog) as JobName[];

@@ -1,0 +1,14 @@
+import { instanceParams, ownUserId, repairInstance } from "../server/agents/instances.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  POST: endpoint({
+    summary: "Repair the user's instance",
+    description:
+      'Recreates the container from the same volume and re-applies the configuration. 502 {success:false,status:"error"} when Docker or the gateway does not answer, 500 likewise on other failures, 404 when the user has no instance.',
+    auth: "user",
+    rateLimit: "instance",
+    params: instanceParams,
+    handler: ({ params, auth }) => repairInstance(ownUserId(params.userId, auth.user.id)),
+  }),
+});

@@ -1,0 +1,14 @@
+import { instanceParams, ownUserId, restartInstance } from "../server/agents/instances.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  POST: endpoint({
+    summary: "Restart the user's instance",
+    description:
+      'Runs the restart through the worker and waits for it. 502 {success:false,status:"error"} when Docker or the gateway does not answer, 500 likewise on other failures, 404 when the user has no instance.',
+    auth: "user",
+    rateLimit: "instance",
+    params: instanceParams,
+    handler: ({ params, auth }) => restartInstance(ownUserId(params.userId, auth.user.id)),
+  }),
+});

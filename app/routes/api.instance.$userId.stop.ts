@@ -1,0 +1,14 @@
+import { instanceParams, ownUserId, stopInstance } from "../server/agents/instances.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  POST: endpoint({
+    summary: "Stop the user's instance",
+    description:
+      'Runs the stop through the worker and waits for it. 502 {success:false,status:"error"} when Docker or the gateway does not answer, 500 likewise on other failures, 404 when the user has no instance.',
+    auth: "user",
+    rateLimit: "instance",
+    params: instanceParams,
+    handler: ({ params, auth }) => stopInstance(ownUserId(params.userId, auth.user.id)),
+  }),
+});

@@ -1,0 +1,13 @@
+import { instanceParams, ownUserId, readInstanceToken } from "../server/agents/instances.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "The instance's gateway token",
+    description: "Generates one (and the instance record) when none exists. 500 on failure.",
+    auth: "user",
+    rateLimit: "instance",
+    params: instanceParams,
+    handler: ({ params, auth }) => readInstanceToken(ownUserId(params.userId, auth.user.id)),
+  }),
+});

@@ -1,0 +1,352 @@
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { seal, unseal } from "../platform/crypto.server.ts";
+import { db } from "../platform/db.server.ts";
+import { env } from "../platform/env.server.ts";
+import { DomainError, notFound } from "../platform/errors.server.ts";
+import { getBoss, sendJob } from "../platform/jobs.server.ts";
+
+// Instances: one gateway container per user. This module owns the `instances` table and the
+// web side of the lifecycle: the web never calls Docker; it enqueues a job, awaits its
+// completion through PostgreSQL (pg-boss's job row) with a timeout, and reads what the worker
+// observed (state, health, live samples) from the row.
+
+export const OBSERVED_STATES = [
+  "new",
+  "provisioning",
+  "starting",
+  "running",
+  "stopped",
+  "crashed",
+  "oom_killed",
+  "missing",
+  "updating",
+  "error",
+] as const;
+export type ObservedState = (typeof OBSERVED_STATES)[number];
+
+export interface InstanceRow {
+  id: string;
+  user_id: string;
+  driver: "docker";
+  plan: string;
+  container_id: string | null;
+  container_name: string;
+  volume_name: string;
+  desired_state: "running" | "stopped";
+  observed_state: ObservedState;
+  health: "unknown" | "healthy" | "unhealthy";
+  image: string | null;
+  image_id: string | null;
+  gateway_version: string | null;
+  gateway_address: string | null;
+  gateway_token_sealed: string;
+  device_id: string | null;
+  device_private_key_sealed: string | null;
+  device_token_sealed: string | null;
+  paired_at: Date | null;
+  model: string | null;
+  last_error: string | null;
+  last_error_at: Date | null;
+  oom_kills: number;
+  crash_restarts: number;
+  next_restart_at: Date | null;
+  started_at: Date | null;
+  observed_at: Date | null;
+  cpu_percent: number | null;
+  memory_bytes: number | null;
+  memory_limit_bytes: number | null;
+  pids: number | null;
+  sampled_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type InstancePatch = Partial<Omit<InstanceRow, "id" | "user_id" | "created_at">>;
+
+/** Container, hostname and volume names are derived from the instance id (stable). */
+export function runtimeNames(instanceId: string) {
+  const name = `agent-${instanceId}`;
+  return { container: name, hostname: name, volume: `${name}-state` };
+}
+
+export const newGatewayToken = () => randomBytes(32).toString("hex");
+
+export async function getInstanceByUser(userId: string): Promise<InstanceRow | undefined> {
+  const [row] = await db()<InstanceRow[]>`select * from instances where user_id = ${userId}`;
+  return row;
+}
+
+export async function getInstance(id: string): Promise<InstanceRow | undefined> {
+  const [row] = await db()<InstanceRow[]>`select * from instances where id = ${id}`;
+  return row;
+}
+
+export async function listInstances(): Promise<InstanceRow[]> {
+  return db()<InstanceRow[]>`select * from instances order by created_at`;
+}
+
+/** The user's instance record, created (with a fresh sealed gateway token) when none exists. */
+export async function ensureInstanceRecord(
+  userId: string,
+  options: { plan?: string; model?: string } = {},
+): Promise<InstanceRow> {
+  const id = `ins_${randomBytes(9).toString("base64url").replace(/[-_]/g, "x").toLowerCase()}`;
+  const names = runtimeNames(id);
+  const [created] = await db()<InstanceRow[]>`
+    insert into instances (id, user_id, plan, container_name, volume_name, gateway_token_sealed,
+      model, desired_state)
+    values (${id}, ${userId}, ${options.plan ?? "solo"}, ${names.container}, ${names.volume},
+      ${seal(newGatewayToken())}, ${options.model ?? null}, 'running')
+    on conflict (user_id) do nothing
+    returning *`;
+  if (created) return created;
+  const existing = await getInstanceByUser(userId);
+  if (!existing) throw new Error("instance record vanished while being created");
+  return existing;
+}
+
+export async function updateInstance(id: string, patch: InstancePatch): Promise<InstanceRow> {
+  const values = { ...patch, updated_at: new Date() } as Record<string, unknown>;
+  const [row] = await db()<InstanceRow[]>`
+    update instances set ${db()(values as Record<string, never>)} where id = ${id} returning *`;
+  if (!row) throw notFound("Instance");
+  return row;
+}
+
+export async function deleteInstanceRecord(id: string): Promise<void> {
+  await db()`delete from instances where id = ${id}`;
+}
+
+export async function recordError(id: string, message: string, patch: InstancePatch = {}) {
+  return updateInstance(id, {
+    ...patch,
+    last_error: message.slice(0, 2000),
+    last_error_at: new Date(),
+  });
+}
+
+export function gatewayTokenOf(row: InstanceRow): string {
+  return unseal(row.gateway_token_sealed);
+}
+
+// --- views of the contract ----------------------------------------------------------------
+
+/** The contract's `status`: running, stopped or error; transitional states are shown as such. */
+export function contractStatus(row: InstanceRow): string {
+  switch (row.observed_state) {
+    case "running":
+      return row.health === "unhealthy" ? "error" : "running";
+    case "new":
+    case "stopped":
+      return "stopped";
+    case "crashed":
+    case "oom_killed":
+    case "missing":
+    case "error":
+      return "error";
+    default:
+      return row.observed_state; // provisioning, starting, updating
+  }
+}
+
+export function subdomainOf(row: InstanceRow): string {
+  return `${row.user_id.toLowerCase()}.${env().AGENTS_DOMAIN}`;
+}
+
+/** GET /api/instance/:userId (contract "Instance"). */
+export function instanceView(row: InstanceRow) {
+  const subdomain = subdomainOf(row);
+  return {
+    userId: row.user_id,
+    status: contractStatus(row),
+    startedAt: row.started_at?.toISOString() ?? null,
+    subdomain,
+    url: `https://${subdomain}`,
+    plan: row.plan,
+    gatewayVersion: row.gateway_version ?? "unknown",
+  };
+}
+
+const MiB = 1024 ** 2;
+const GiB = 1024 ** 3;
+export function formatBytes(n: number): string {
+  if (n >= GiB) return `${Number((n / GiB).toFixed(2))}GiB`;
+  return `${Number((n / MiB).toFixed(1))}MiB`;
+}
+
+/** GET /api/instance/:userId/stats (contract "Instance stats"), from the worker's last sample. */
+export function instanceStatsView(row: InstanceRow) {
+  const live = row.observed_state === "running" && row.sampled_at !== null;
+  return {
+    userId: row.user_id,
+    cpu: `${live ? (row.cpu_percent ?? 0).toFixed(2) : "0.00"}%`,
+    memory: live
+      ? `${formatBytes(row.memory_bytes ?? 0)} / ${formatBytes(row.memory_limit_bytes ?? 0)}`
+      : `0MiB / ${formatBytes(row.memory_limit_bytes ?? 0)}`,
+    status: contractStatus(row),
+    plan: row.plan,
+    gatewayVersion: row.gateway_version ?? "unknown",
+  };
+}
+
+// --- lifecycle requests (web → job → worker) ------------------------------------------------
+
+export const LIFECYCLE_ACTIONS = ["start", "stop", "restart", "repair", "reset-memory"] as const;
+export type LifecycleAction = (typeof LIFECYCLE_ACTIONS)[number];
+
+/** What the instance-action job returns (stored as the job's output). */
+export const actionOutcomeSchema = z.object({
+  ok: z.boolean(),
+  /** unavailable: Docker or the gateway did not answer (502); internal: anything else (500). */
+  failure: z.enum(["unavailable", "internal"]).optional(),
+  message: z.string().optional(),
+  status: z.string().optional(),
+});
+export type ActionOutcome = z.infer<typeof actionOutcomeSchema>;
+
+const backendUnavailable = () =>
+  new DomainError(502, "Instance backend unavailable", { success: false, status: "error" });
+const internalFailure = () =>
+  new DomainError(500, "Instance operation failed", { success: false, status: "error" });
+
+export async function requireInstance(userId: string): Promise<InstanceRow> {
+  const row = await getInstanceByUser(userId);
+  if (!row) throw notFound("Instance");
+  return row;
+}
+
+/** Polls the job's row until it finishes or the timeout passes (no worker → 502). */
+export async function awaitJob(
+  name: string,
+  jobId: string,
+  timeoutMs: number,
+): Promise<{ state: string; output: unknown } | undefined> {
+  const boss = await getBoss();
+  const deadline = Date.now() + timeoutMs;
+  let delay = 25;
+  while (Date.now() < deadline) {
+    const job = await boss.getJobById(name, jobId);
+    if (job && (job.state === "completed" || job.state === "failed" || job.state === "cancelled")) {
+      return { state: job.state, output: job.output };
+    }
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 250);
+  }
+  return undefined;
+}
+
+/**
+ * Runs a lifecycle action through the worker and waits for it. Returns the job's outcome;
+ * throws 502 when the backend (worker, Docker, gateway) does not answer, 500 on other failures.
+ */
+export async function runLifecycle(
+  userId: string,
+  action: LifecycleAction,
+): Promise<ActionOutcome> {
+  const row = await requireInstance(userId);
+  let jobId: string;
+  try {
+    jobId = await sendJob("instance-action", { instanceId: row.id, action });
+  } catch {
+    throw internalFailure();
+  }
+  const done = await awaitJob("instance-action", jobId, env().INSTANCE_ACTION_TIMEOUT_MS);
+  if (!done) throw backendUnavailable();
+  const parsed = actionOutcomeSchema.safeParse(done.output);
+  if (done.state !== "completed" || !parsed.success) throw internalFailure();
+  if (!parsed.data.ok) {
+    throw parsed.data.failure === "unavailable" ? backendUnavailable() : internalFailure();
+  }
+  return parsed.data;
+}
+
+/** Accepts an image update: the job recreates the container; GET shows its progress. */
+export async function requestImageUpdate(userId: string): Promise<void> {
+  const row = await requireInstance(userId);
+  try {
+    await sendJob("update-image", { instanceId: row.id });
+  } catch {
+    throw internalFailure();
+  }
+}
+
+/** The gateway token, generating the instance record (and its token) when none exists. */
+export async function instanceToken(userId: string, plan?: string): Promise<string> {
+  const row = (await getInstanceByUser(userId)) ?? (await ensureInstanceRecord(userId, { plan }));
+  try {
+    return gatewayTokenOf(row);
+  } catch {
+    throw internalFailure();
+  }
+}
+
+/** Creates the record and enqueues provisioning (the agents' provisioning flow calls this). */
+export async function provisionInstance(
+  userId: string,
+  options: { plan?: string; model?: string } = {},
+): Promise<{ instance: InstanceRow; jobId: string }> {
+  const instance = await ensureInstanceRecord(userId, options);
+  const jobId = await sendJob("provision-instance", { instanceId: instance.id });
+  return { instance, jobId };
+}
+
+// --- the lifecycle API's service functions (routes stay thin) ---------------------------------
+// Every route is `auth: "user"` and passes :userId through `ownUserId` first: another user's id
+// answers 404, exactly like a user without an instance.
+
+/** The path's user id when it is the caller's own; 404 otherwise (never reveal others). */
+export function ownUserId(pathUserId: string, callerId: string): string {
+  if (pathUserId !== callerId) throw new DomainError(404, "Instance not found");
+  return pathUserId;
+}
+
+export const instanceParams = z.object({
+  userId: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[A-Za-z0-9_.:-]+$/, "must be a user id"),
+});
+
+export async function startInstance(userId: string) {
+  await runLifecycle(userId, "start");
+  return { success: true, status: "running" };
+}
+
+export async function stopInstance(userId: string) {
+  await runLifecycle(userId, "stop");
+  return { success: true, status: "stopped" };
+}
+
+export async function restartInstance(userId: string) {
+  await runLifecycle(userId, "restart");
+  return { success: true, status: "running" };
+}
+
+export async function updateInstanceImage(userId: string) {
+  await requestImageUpdate(userId);
+  return { success: true, status: "running" };
+}
+
+export async function repairInstance(userId: string) {
+  const outcome = await runLifecycle(userId, "repair");
+  return { success: true, message: outcome.message ?? "Instance repaired" };
+}
+
+export async function resetInstanceMemory(userId: string) {
+  const outcome = await runLifecycle(userId, "reset-memory");
+  return { success: true, message: outcome.message ?? "Memory reset" };
+}
+
+export async function readInstance(userId: string) {
+  return instanceView(await requireInstance(userId));
+}
+
+export async function readInstanceStats(userId: string) {
+  return instanceStatsView(await requireInstance(userId));
+}
+
+export async function readInstanceToken(userId: string) {
+  return { token: await instanceToken(userId) };
+}

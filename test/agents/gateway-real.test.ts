@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import {
+  deviceIdentityFromPrivateKey,
+  GatewayClient,
+} from "../../app/server/agents/gateway-client.server.ts";
+import {
+  ensureInstanceRecord,
+  gatewayTokenOf,
+  getInstance,
+  type InstanceRow,
+} from "../../app/server/agents/instances.server.ts";
+import { unseal } from "../../app/server/platform/crypto.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { connectPaired, provision, runAction, waitHealthy } from "../../worker/instances.ts";
+import { DockerRuntime } from "../../worker/runtime/docker.ts";
+import { setRuntime } from "../../worker/runtime/index.ts";
+import type { ContainerInfo } from "../../worker/runtime/types.ts";
+import {
+  allowDockerNetworks,
+  cleanupTestObjects,
+  describeDocker,
+  testRun,
+  waitFor,
+} from "../runtime/docker-support.ts";
+
+// The real OpenClaw gateway in a container: provision (volume, config, container, pairing by
+// `devices approve` inside the container, /healthz), then the control protocol over the
+// bridge network: hello-ok version, health, config.get/config.patch; then restart with an
+// automatic reconnect, reset-memory, stop/start and repair, with their timings.
+
+const rt = new DockerRuntime({ maxCpus: 1 });
+const timings: Record<string, number> = {};
+
+describeDocker("real gateway", () => {
+  beforeAll(() => {
+    process.env.RUNTIME_DEPLOYMENT = testRun;
+    process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
+    resetEnvCache();
+    setRuntime(rt);
+    allowDockerNetworks();
+  });
+  afterAll(async () => {
+    setRuntime(undefined);
+    await cleanupTestObjects(rt);
+  });
+
+  it("provisions, pairs, answers health and version, takes a config patch", async () => {
+    const row = await ensureInstanceRecord("usr_gateway_real", { plan: "solo" });
+    const result = await provision(row.id);
+    timings.provisionHealthyMs = result.healthyMs as number;
+    timings.provisionReadyMs = result.readyMs as number;
+    expect(result).toMatchObject({
+      instanceId: row.id,
+      version: expect.stringMatching(/2026\.9\.6/),
+    });
+    process.stdout.write(`provision timings ${JSON.stringify(result)}\n`);
+    const after = await getInstance(row.id);
+    expect(after).toMatchObject({ observed_state: "running", health: "healthy" });
+    expect(after?.device_token_sealed ?? after?.paired_at).toBeTruthy();
+
+    // Provisioning again creates nothing new (same container).
+    const again = await provision(row.id);
+    expect((await getInstance(row.id))?.container_id).toBe(after?.container_id);
+    expect(again).toMatchObject({ instanceId: row.id });
+
+    const { client, hello } = await connectPaired(after!, after!.gateway_address!);
+    try {
+      expect(hello.server.version).toMatch(/2026\.9\.6/);
+      expect(hello.auth?.scopes).toContain("operator.admin");
+      const health = await client.request<{ ok?: boolean }>("health");
+      expect(health).toBeTruthy();
+      const cfg = await client.request<{ hash: string; config?: Record<string, unknown> }>(
+        "config.get",
+      );
+      expect(cfg.hash).toBeTruthy();
+      const patched = await client.request(
+        "config.patch",
+        {
+          baseHash: cfg.hash,
+          raw: JSON.stringify({ agents: { defaults: { timeoutSeconds: 123 } } }),
+        },
+        { timeoutMs: 30_000 },
+      );
+      expect(patched).toBeTruthy();
+      const cfg2 = await client.request<{
+        hash: string;
+        config?: { agents?: { defaults?: { timeoutSeconds?: number } } };
+      }>("config.get");
+      expect(cfg2.hash).not.toBe(cfg.hash);
+    } finally {
+      client.close();
+    }
+
+    // Restart: a client with reconnect on comes back by itself once the gateway is up again.
+    const current = (await getInstance(row.id)) as InstanceRow;
+    const { device } = await connectPaired(current, current.gateway_address as string).then(
+      ({ client: c, row: r }) => {
+        c.close();
+        return {
+          device: deviceIdentityFromPrivateKey(unseal(r.device_private_key_sealed as string)),
+        };
+      },
+    );
+    const live = new GatewayClient({
+      url: `ws://${current.gateway_address}`,
+      token: gatewayTokenOf(current),
+      device,
+      reconnect: true,
+    });
+    try {
+      const first = (await live.connect()).server.connId;
+      const t0 = Date.now();
+      await rt.restart(current.container_name, 10);
+      const restartMs = Date.now() - t0;
+      await waitFor(async () => live.hello?.server.connId !== first && live.hello, {
+        timeoutMs: 180_000,
+        intervalMs: 250,
+        what: "the client to reconnect after the restart",
+      });
+      timings.restartCallMs = restartMs;
+      timings.restartToReconnectMs = Date.now() - t0;
+      expect(await live.request("health")).toBeTruthy();
+    } finally {
+      live.close();
+    }
+
+    // reset-memory through the gateway
+    const reset = await runAction((await getInstance(row.id)) as InstanceRow, "reset-memory");
+    expect(reset).toMatchObject({ ok: true, message: expect.stringMatching(/Memory reset/) });
+
+    // stop and start (the worker's actions), then healthy again
+    let t = Date.now();
+    expect(await runAction((await getInstance(row.id)) as InstanceRow, "stop")).toMatchObject({
+      ok: true,
+    });
+    timings.stopMs = Date.now() - t;
+    t = Date.now();
+    await runAction((await getInstance(row.id)) as InstanceRow, "start");
+    timings.startCallMs = Date.now() - t;
+    const info = await rt.inspect(current.container_name);
+    await waitHealthy(info as ContainerInfo);
+    timings.startToHealthyMs = Date.now() - t;
+
+    // repair: new container on the same volume (paired device and state survive), config re-applied
+    t = Date.now();
+    const repaired = await runAction((await getInstance(row.id)) as InstanceRow, "repair");
+    timings.repairMs = Date.now() - t;
+    expect(repaired).toMatchObject({ ok: true, message: expect.stringMatching(/repaired/) });
+    const afterRepair = (await getInstance(row.id)) as InstanceRow;
+    expect(afterRepair.container_id).not.toBe(after?.container_id);
+    const again2 = await connectPaired(afterRepair, afterRepair.gateway_address as string);
+    again2.client.close();
+    const stats = await rt.stats(afterRepair.container_name);
+    timings.idleMemoryMiB = Math.round(stats.memoryBytes / 1024 ** 2);
+    process.stdout.write(`gateway timings ${JSON.stringify(timings)}\n`);
+  }, 600_000);
+});

@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { DockerRuntime } from "../../worker/runtime/docker.ts";
+import { LABELS, limitsForPlan, RuntimeUnavailableError } from "../../worker/runtime/types.ts";
+import {
+  cleanupTestObjects,
+  describeDocker,
+  GATEWAY_IMAGE,
+  testLabels,
+  testRun,
+  waitFor,
+} from "./docker-support.ts";
+
+// Fast driver tests: the gateway image running busybox `sleep` (no gateway start), so limits,
+// labels, lifecycle, stats, logs and exec are checked in seconds.
+
+const rt = new DockerRuntime({ maxCpus: 1 });
+const network = `agent-test-${testRun}`;
+
+// Each container's volume is created labelled first (Docker would otherwise create it unlabelled).
+async function spec(n: number, extra: Partial<Parameters<DockerRuntime["create"]>[0]> = {}) {
+  const instanceId = `ins_${testRun}_${n}`;
+  await rt.ensureVolume(`agent-${instanceId}-state`, testLabels());
+  return {
+    instanceId,
+    userId: `usr_${testRun}_${n}`,
+    image: GATEWAY_IMAGE,
+    hostname: `agent-${instanceId}`.slice(0, 63),
+    name: `agent-${instanceId}`,
+    volume: `agent-${instanceId}-state`,
+    volumeTarget: "/home/node/.openclaw",
+    network,
+    limits: limitsForPlan("solo"),
+    env: { OPENCLAW_GATEWAY_TOKEN: "instance-own-token" },
+    cmd: ["sh", "-c", "echo hello-from-container; echo oops >&2; exec sleep 600"],
+    labels: testLabels(),
+    ...extra,
+  };
+}
+
+describeDocker("Docker driver", () => {
+  beforeAll(async () => {
+    await rt.ping();
+    await rt.ensureNetwork(network, testLabels());
+  });
+  afterAll(async () => {
+    await cleanupTestObjects(rt);
+  });
+
+  it("creates a hardened container: plan limits, labels, Init, no capabilities, no published port", async () => {
+    const s = await spec(1, { limits: limitsForPlan("collective") });
+    const id = await rt.create(s);
+    await rt.start(id);
+    const info = await rt.inspect(id);
+    expect(info).toBeDefined();
+    if (!info) return;
+    expect(info.running).toBe(true);
+    expect(info.labels[LABELS.instanceId]).toBe(s.instanceId);
+    expect(info.labels[LABELS.userId]).toBe(s.userId);
+    expect(info.limits.memoryBytes).toBe(4 * 1024 ** 3);
+    expect(info.limits.cpuShares).toBe(2048);
+    expect(info.limits.nanoCpus).toBe(1e9); // capped at 1 CPU by the driver option
+    expect(info.limits.pidsLimit).toBe(1024);
+    expect(info.security.init).toBe(true);
+    expect(info.security.capDrop).toEqual(["ALL"]);
+    expect(info.security.securityOpt).toContain("no-new-privileges");
+    expect(info.restartPolicy).toBe("on-failure");
+    expect(info.hostname).toBe(s.hostname);
+    expect(info.mounts).toContainEqual({
+      name: s.volume,
+      destination: s.volumeTarget,
+      type: "volume",
+    });
+    expect(Object.values(info.ports).flat()).toEqual([]);
+    expect(info.address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    // Only the instance's own token in its environment, nothing of the platform's.
+    const own = info.env.filter(
+      (e) =>
+        !e.startsWith("PATH=") &&
+        !/^(HOME|OPENCLAW_(STATE_DIR|CONFIG_PATH|WORKSPACE_DIR|DISABLE_BONJOUR|NO_RESPAWN|NO_AUTO_UPDATE)|XDG_CACHE_HOME|NODE_OPTIONS|MALLOC_ARENA_MAX)=/.test(
+          e,
+        ),
+    );
+    expect(own).toEqual(["OPENCLAW_GATEWAY_TOKEN=instance-own-token"]);
+    // Unknown and free plans get the solo size.
+    expect(limitsForPlan("free").memoryBytes).toBe(2 * 1024 ** 3);
+    expect(limitsForPlan(undefined).memoryBytes).toBe(2 * 1024 ** 3);
+    expect(limitsForPlan("network").memoryBytes).toBe(16 * 1024 ** 3);
+    await rt.remove(id);
+  });
+
+  it("publishes a port only on 127.0.0.1 when asked", async () => {
+    const id = await rt.create(await spec(2, { loopbackPort: 18789 }));
+    await rt.start(id);
+    const info = await waitFor(
+      async () => {
+        const i = await rt.inspect(id);
+        return i && Object.keys(i.ports).length > 0 ? i : undefined;
+      },
+      { what: "port binding" },
+    );
+    const bindings = Object.values(info.ports).flat();
+    expect(bindings.length).toBeGreaterThan(0);
+    for (const b of bindings) expect(b.hostIp).toBe("127.0.0.1");
+    await rt.remove(id);
+  });
+
+  it("stops, starts, restarts, reports stats, logs and exec, lists by label, removes", async () => {
+    const s = await spec(3);
+    const id = await rt.create(s);
+    await rt.start(id);
+    const logs = await waitFor(
+      async () => {
+        const l = await rt.logs(id);
+        return l.includes("hello-from-container") ? l : undefined;
+      },
+      { what: "logs" },
+    );
+    expect(logs).toContain("oops");
+
+    const stats = await rt.stats(id);
+    expect(stats.memoryBytes).toBeGreaterThan(0);
+    expect(stats.memoryLimitBytes).toBe(2 * 1024 ** 3);
+    expect(stats.pids).toBeGreaterThan(0);
+
+    const ex = await rt.exec(id, ["sh", "-c", "id -u; echo err >&2; exit 3"]);
+    expect(ex).toMatchObject({ exitCode: 3, stdout: "1000\n", stderr: "err\n" });
+
+    const listed = await rt.list({ [LABELS.instanceId]: s.instanceId });
+    expect(listed.map((c) => c.id)).toEqual([id]);
+
+    await rt.stop(id, 2);
+    expect((await rt.inspect(id))?.running).toBe(false);
+    await rt.stop(id, 2); // idempotent
+    await rt.start(id);
+    const before = (await rt.inspect(id))?.startedAt;
+    await rt.restart(id, 2);
+    const after = await rt.inspect(id);
+    expect(after?.running).toBe(true);
+    expect(after?.startedAt).not.toBe(before);
+
+    await rt.remove(id);
+    expect(await rt.inspect(id)).toBeUndefined();
+    await rt.remove(id); // idempotent
+    expect(await rt.list({ [LABELS.instanceId]: s.instanceId })).toEqual([]);
+  });
+
+  it("records an out-of-memory kill as OOMKilled", async () => {
+    const s = await spec(4, {
+      limits: { ...limitsForPlan("solo"), memoryBytes: 32 * 1024 ** 2 },
+      // busybox sh grows a string until the cgroup limit kills it
+      cmd: ["sh", "-c", "x=aaaaaaaaaaaaaaaa; while true; do x=$x$x; done"],
+      restartPolicy: "no",
+    });
+    const id = await rt.create(s);
+    await rt.start(id);
+    const info = await waitFor(
+      async () => {
+        const i = await rt.inspect(id);
+        return i && !i.running ? i : undefined;
+      },
+      { what: "the OOM kill", timeoutMs: 30_000 },
+    );
+    expect(info.oomKilled).toBe(true);
+    await rt.remove(id);
+  });
+
+  it("runs one-shot containers against a volume and removes volumes", async () => {
+    const volume = `agent-${testRun}-oneshot`;
+    await rt.ensureVolume(volume, testLabels());
+    await rt.ensureVolume(volume, testLabels()); // idempotent
+    const w = await rt.runOnce({
+      image: GATEWAY_IMAGE,
+      volume,
+      volumeTarget: "/home/node/.openclaw",
+      entrypoint: ["sh", "-c"],
+      cmd: ['echo "$V" > /home/node/.openclaw/f && cat /home/node/.openclaw/f'],
+      env: { V: "written" },
+      labels: testLabels(),
+    });
+    expect(w).toMatchObject({ exitCode: 0, stdout: "written\n" });
+    expect(await rt.volumeExists(volume)).toBe(true);
+    await rt.removeVolume(volume);
+    expect(await rt.volumeExists(volume)).toBe(false);
+  });
+});
+
+it("reports an unreachable engine as RuntimeUnavailableError", async () => {
+  const dead = new DockerRuntime({ socketPath: "/nonexistent/docker.sock" });
+  await expect(dead.ping()).rejects.toBeInstanceOf(RuntimeUnavailableError);
+  await expect(dead.inspect("x")).rejects.toBeInstanceOf(RuntimeUnavailableError);
+});

@@ -1,0 +1,127 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { http, passthrough, ws } from "msw";
+import { describe } from "vitest";
+import { DockerRuntime } from "../../worker/runtime/docker.ts";
+import { LABELS } from "../../worker/runtime/types.ts";
+import { mswServer } from "../msw/server.ts";
+
+// Docker-backed tests run against the real engine. Without one they are skipped with the reason,
+// unless CI=true or REQUIRE_DOCKER=1: then they run and fail (a CI without Docker must not pass).
+
+export const GATEWAY_IMAGE = process.env.AGENT_GATEWAY_IMAGE_TAG ?? "agent-gateway:2026.9.6";
+export const TEST_LABEL = "agent-platform.test";
+/** Marks everything one test file creates, so cleanup finds it even after a crash. */
+export const testRun = `t${process.pid}-${randomBytes(3).toString("hex")}`;
+
+export const dockerRequired = process.env.CI === "true" || process.env.REQUIRE_DOCKER === "1";
+
+async function probe(): Promise<string | undefined> {
+  const rt = new DockerRuntime();
+  try {
+    await rt.ping();
+  } catch (error) {
+    return `no Docker engine answers (${(error as Error).message})`;
+  }
+  if (!(await rt.imageExists(GATEWAY_IMAGE)))
+    return `image ${GATEWAY_IMAGE} is not built (gateway/build.sh)`;
+  return undefined;
+}
+
+export const dockerMissing = await probe();
+
+/** `describe` that needs Docker: skipped locally without it, failing when Docker is required. */
+export function describeDocker(name: string, fn: () => void): void {
+  if (!dockerMissing) {
+    describe(name, fn);
+  } else if (dockerRequired) {
+    describe(name, fn); // its tests run and fail on the missing engine or image
+  } else {
+    describe.skip(`${name} [skipped: ${dockerMissing}; set REQUIRE_DOCKER=1 to fail instead]`, fn);
+  }
+}
+
+/** Removes every container, volume and network this run created (test or deployment label). */
+export async function cleanupTestObjects(rt: DockerRuntime, run = testRun): Promise<void> {
+  for (const label of [`${TEST_LABEL}=${run}`, `agent-platform.deployment=${run}`]) {
+    const filters = { label: [label] };
+    const containers = await rt.docker.listContainers({ all: true, filters });
+    await Promise.all(
+      containers.map((c) =>
+        rt.docker
+          .getContainer(c.Id)
+          .remove({ force: true, v: true })
+          .catch(() => {}),
+      ),
+    );
+    const { Volumes } = await rt.docker.listVolumes({ filters });
+    await Promise.all(
+      (Volumes ?? []).map((v) =>
+        rt.docker
+          .getVolume(v.Name)
+          .remove({ force: true })
+          .catch(() => {}),
+      ),
+    );
+    const networks = await rt.docker.listNetworks({ filters });
+    await Promise.all(
+      networks.map((n) =>
+        rt.docker
+          .getNetwork(n.Id)
+          .remove()
+          .catch(() => {}),
+      ),
+    );
+  }
+}
+
+export const testLabels = (): Record<string, string> => ({
+  [TEST_LABEL]: testRun,
+  [LABELS.managed]: "1",
+});
+
+/** Polls until `check` returns a value (not undefined/false) or the deadline passes. */
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | false>,
+  { timeoutMs = 60_000, intervalMs = 200, what = "condition" } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ""}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/**
+ * A light stand-in for the gateway image: the same image with `sleep` as its command, so
+ * lifecycle tests run containers without starting a gateway (built locally, no pull).
+ */
+export const SLEEPER_IMAGE = "agent-platform-test-sleeper:1";
+export function ensureSleeperImage(): string {
+  execFileSync("docker", ["build", "-q", "-t", SLEEPER_IMAGE, "-"], {
+    input: `FROM ${GATEWAY_IMAGE}\nCMD ["sleep", "3600"]\nHEALTHCHECK NONE\n`,
+    env: { ...process.env, DOCKER_BUILDKIT: "0" },
+    stdio: ["pipe", "ignore", "pipe"],
+  });
+  return SLEEPER_IMAGE;
+}
+
+/** Gateways live on Docker bridge networks (private ranges): their HTTP and WebSocket are real. */
+export function allowDockerNetworks(): void {
+  const bridge = /^(http|ws):\/\/(10\.\d+|172\.(1[6-9]|2\d|3[01])|192\.168)\.\d+\.\d+:\d+/;
+  mswServer.use(
+    http.all(bridge, () => passthrough()),
+    ws.link(bridge).addEventListener("connection", ({ server }) => server.connect()),
+  );
+}

@@ -1,0 +1,783 @@
+import {
+  type DeviceIdentity,
+  deviceIdentityFromPrivateKey,
+  GatewayClient,
+  GatewayRequestError,
+  GatewayUnavailableError,
+  gatewayHealthy,
+  generateDeviceIdentity,
+  type HelloOk,
+} from "../app/server/agents/gateway-client.server.ts";
+import {
+  deleteInstanceRecord,
+  gatewayTokenOf,
+  getInstance,
+  getInstanceByUser,
+  type InstancePatch,
+  type InstanceRow,
+  listInstances,
+  recordError,
+  updateInstance,
+} from "../app/server/agents/instances.server.ts";
+import {
+  issueInstanceToken,
+  revokeInstanceTokens,
+} from "../app/server/ai/instance-tokens.server.ts";
+import { seal, unseal } from "../app/server/platform/crypto.server.ts";
+import { db } from "../app/server/platform/db.server.ts";
+import { env } from "../app/server/platform/env.server.ts";
+import { sendJob } from "../app/server/platform/jobs.server.ts";
+import { logger } from "../app/server/platform/logger.server.ts";
+import { adoptFromPool, pooledContainerNames } from "./pool.ts";
+import {
+  type AgentRuntime,
+  type ContainerInfo,
+  getRuntime,
+  LABELS,
+  limitsForPlan,
+  RuntimeUnavailableError,
+} from "./runtime/index.ts";
+
+// Worker-side instance operations: everything that touches Docker or a gateway. Each is
+// idempotent (looks before it creates; containers are keyed by the instance's name) and runs
+// under a per-instance advisory lock, so two deliveries of a job never act at once.
+
+export const GATEWAY_PORT = 18789;
+export const STATE_DIR = "/home/node/.openclaw";
+const CONFIG_PATH = `${STATE_DIR}/openclaw.json`;
+
+/** Label telling this platform's objects apart from another deployment's on the same engine. */
+export const DEPLOYMENT_LABEL = "agent-platform.deployment";
+export const deployment = () => process.env.RUNTIME_DEPLOYMENT || "default";
+
+export const rt = (): AgentRuntime => getRuntime();
+
+/** Runs `fn` holding a session advisory lock for the instance (one operation at a time). */
+export async function withInstanceLock<T>(instanceId: string, fn: () => Promise<T>): Promise<T> {
+  const conn = await db().reserve();
+  try {
+    await conn`select pg_advisory_lock(hashtext(${`instance:${instanceId}`}))`;
+    try {
+      return await fn();
+    } finally {
+      await conn`select pg_advisory_unlock(hashtext(${`instance:${instanceId}`}))`;
+    }
+  } finally {
+    conn.release();
+  }
+}
+
+/** Is this failure "the backend did not answer" (502) rather than an internal error (500)? */
+export function isUnavailable(error: unknown): boolean {
+  return error instanceof RuntimeUnavailableError || error instanceof GatewayUnavailableError;
+}
+
+function gatewayAddress(info: ContainerInfo | undefined): string | undefined {
+  return info?.address ? `${info.address}:${GATEWAY_PORT}` : undefined;
+}
+
+/** The platform's AI endpoint as a container sees it (the network's gateway IP by default). */
+export async function platformAiBaseUrl(gatewayIp: string | undefined): Promise<string> {
+  const { RUNTIME_PLATFORM_AI_URL, PORT } = env();
+  if (RUNTIME_PLATFORM_AI_URL) return RUNTIME_PLATFORM_AI_URL.replace(/\/$/, "");
+  return `http://${gatewayIp ?? "127.0.0.1"}:${PORT}/api/ai/v1`;
+}
+
+/** The gateway's config: token auth, device auth on, no extra origins, the platform as provider. */
+export function gatewayConfig(options: { aiBaseUrl: string; aiToken: string; model: string }) {
+  const [vendor, ...rest] = options.model.split("/");
+  const modelId = rest.length ? options.model : `${vendor}`;
+  return {
+    gateway: {
+      mode: "local",
+      bind: "lan",
+      port: GATEWAY_PORT,
+      auth: { mode: "token" },
+      http: { endpoints: { chatCompletions: { enabled: true } } },
+      // The platform serves its own UI; OpenClaw's Control UI would add ~53 MB per volume.
+      controlUi: { enabled: false },
+    },
+    agents: { defaults: { skipBootstrap: true, model: { primary: `platform/${modelId}` } } },
+    models: {
+      mode: "merge",
+      providers: {
+        platform: {
+          baseUrl: options.aiBaseUrl,
+          apiKey: options.aiToken,
+          api: "openai-completions",
+          models: [{ id: modelId, name: modelId }],
+        },
+      },
+    },
+  };
+}
+
+function containerLabels(_row: InstanceRow): Record<string, string> {
+  return { [DEPLOYMENT_LABEL]: deployment() };
+}
+
+/** Writes `config` as the gateway's config file into `volume` unless one is there already. */
+export async function writeConfigIfAbsent(
+  volume: string,
+  image: string,
+  config: () => Promise<unknown>,
+): Promise<boolean> {
+  const labels = { [DEPLOYMENT_LABEL]: deployment() };
+  const exists = await rt().runOnce({
+    image,
+    volume,
+    volumeTarget: STATE_DIR,
+    entrypoint: ["sh", "-c"],
+    cmd: [`test -s ${CONFIG_PATH}`],
+    labels,
+  });
+  if (exists.exitCode === 0) return false;
+  // The config travels base64-encoded in the one-shot container's environment; that
+  // container is removed at once. umask 077: the file is the gateway user's only.
+  const written = await rt().runOnce({
+    image,
+    volume,
+    volumeTarget: STATE_DIR,
+    entrypoint: ["sh", "-c"],
+    cmd: [
+      `umask 077 && echo "$CONFIG_B64" | base64 -d > ${CONFIG_PATH}.tmp && mv ${CONFIG_PATH}.tmp ${CONFIG_PATH}`,
+    ],
+    env: { CONFIG_B64: Buffer.from(JSON.stringify(await config())).toString("base64") },
+    labels,
+  });
+  if (written.exitCode !== 0) {
+    throw new Error(`writing the gateway config failed: ${written.stderr.slice(0, 500)}`);
+  }
+  return true;
+}
+
+async function writeInitialConfig(row: InstanceRow, image: string, gatewayIp: string | undefined) {
+  // Only on an empty volume: an existing config (and the token inside it) is kept; later changes
+  // go through config.patch. A new model-endpoint token replaces any earlier one.
+  await writeConfigIfAbsent(row.volume_name, image, async () => {
+    await revokeInstanceTokens(row.id);
+    return gatewayConfig({
+      aiBaseUrl: await platformAiBaseUrl(gatewayIp),
+      aiToken: await issueInstanceToken(row.user_id, row.id),
+      model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
+    });
+  });
+}
+
+/** Creates (when missing) and starts the container; returns its inspect data. */
+export async function ensureContainer(
+  row: InstanceRow,
+  options: { image?: string; recreate?: boolean } = {},
+): Promise<ContainerInfo> {
+  const image = options.image ?? row.image ?? env().AGENT_GATEWAY_IMAGE;
+  const { gatewayIp } = await rt().ensureNetwork(env().RUNTIME_NETWORK, {
+    [DEPLOYMENT_LABEL]: deployment(),
+  });
+  await rt().ensureVolume(row.volume_name, {
+    [LABELS.instanceId]: row.id,
+    [LABELS.userId]: row.user_id,
+    [DEPLOYMENT_LABEL]: deployment(),
+  });
+  let info = await rt().inspect(row.container_name);
+  if (info && (options.recreate || info.image !== image)) {
+    // Graceful stop first: the gateway releases its state lease (gateway/README.md).
+    if (info.running) await rt().stop(info.id, 10);
+    await rt().remove(info.id);
+    info = undefined;
+  }
+  if (!info) {
+    await writeInitialConfig(row, image, gatewayIp);
+    const id = await rt().create({
+      instanceId: row.id,
+      userId: row.user_id,
+      image,
+      name: row.container_name,
+      hostname: row.container_name,
+      volume: row.volume_name,
+      volumeTarget: STATE_DIR,
+      network: env().RUNTIME_NETWORK,
+      limits: limitsForPlan(row.plan),
+      env: { OPENCLAW_GATEWAY_TOKEN: gatewayTokenOf(row) },
+      labels: containerLabels(row),
+      restartPolicy: "on-failure",
+    });
+    info = await rt().inspect(id);
+  }
+  if (!info) throw new Error("container vanished after create");
+  if (!info.running) {
+    await rt().start(info.id);
+    info = (await rt().inspect(info.id)) ?? info;
+  }
+  await updateInstance(row.id, {
+    container_id: info.id,
+    image,
+    image_id: info.imageId,
+    gateway_address: gatewayAddress(info) ?? null,
+    started_at: info.startedAt ? new Date(info.startedAt) : null,
+    observed_state: "starting",
+    observed_at: new Date(),
+  });
+  return info;
+}
+
+export async function waitHealthy(
+  info: ContainerInfo,
+  timeoutMs = env().GATEWAY_HEALTH_TIMEOUT_MS,
+) {
+  const address = gatewayAddress(info);
+  if (!address) throw new GatewayUnavailableError("the container has no network address");
+  // Fail early when the container stops instead of waiting for the whole bound.
+  const started = Date.now();
+  for (;;) {
+    if (await gatewayHealthy(address, 2_000)) return Date.now() - started;
+    const now = await rt().inspect(info.id);
+    if (!now?.running) {
+      throw new GatewayUnavailableError(
+        `the gateway container stopped before /healthz answered (exit ${now?.exitCode}${now?.oomKilled ? ", OOMKilled" : ""})`,
+      );
+    }
+    if (Date.now() - started > timeoutMs) {
+      throw new GatewayUnavailableError(`no /healthz within ${timeoutMs} ms`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** The platform's device identity for this instance (created and sealed on first use). */
+async function deviceOf(row: InstanceRow): Promise<{ row: InstanceRow; device: DeviceIdentity }> {
+  if (row.device_private_key_sealed) {
+    return { row, device: deviceIdentityFromPrivateKey(unseal(row.device_private_key_sealed)) };
+  }
+  const device = generateDeviceIdentity();
+  const next = await updateInstance(row.id, {
+    device_id: device.deviceId,
+    device_private_key_sealed: seal(device.privateKeyPem),
+  });
+  return { row: next, device };
+}
+
+export function clientFor(row: InstanceRow, device: DeviceIdentity, address: string) {
+  return new GatewayClient({
+    url: `ws://${address}`,
+    token: gatewayTokenOf(row),
+    device,
+    connectTimeoutMs: 15_000,
+    requestTimeoutMs: 15_000,
+    reconnect: false,
+  });
+}
+
+/**
+ * Connects as the platform's operator device, pairing it first when the gateway does not know
+ * it: the gateway answers NOT_PAIRED with a requestId, which `openclaw devices approve` inside
+ * the container approves (the CLI reaches the gateway over loopback with the instance token).
+ */
+export async function connectWithPairing(target: {
+  container: string;
+  address: string;
+  token: string;
+  device: DeviceIdentity;
+}): Promise<{ client: GatewayClient; hello: HelloOk }> {
+  const approved = new Set<string>();
+  for (let attempt = 0; ; attempt++) {
+    const client = new GatewayClient({
+      url: `ws://${target.address}`,
+      token: target.token,
+      device: target.device,
+      connectTimeoutMs: 15_000,
+      requestTimeoutMs: 15_000,
+      reconnect: false,
+    });
+    try {
+      return { client, hello: await client.connect() };
+    } catch (error) {
+      client.close();
+      if (!(error instanceof GatewayRequestError) || attempt >= 12) throw error;
+      const notPaired = /NOT_PAIRED|PAIRING/i.test(`${error.code} ${error.message}`);
+      const retryable =
+        notPaired ||
+        error.code === "UNAVAILABLE" ||
+        /startup/i.test(String(error.details?.reason ?? ""));
+      if (!retryable) throw error;
+      const requestId = pairingRequestId(error);
+      if (requestId && !approved.has(requestId)) {
+        // Approve once per request; an approval lands asynchronously, so a NOT_PAIRED right
+        // after it (with the same or no request id) is retried after a short wait.
+        const result = await rt().exec(
+          target.container,
+          ["node", "openclaw.mjs", "devices", "approve", requestId],
+          { timeoutMs: 60_000 },
+        );
+        if (result.exitCode !== 0) {
+          throw new Error(
+            `devices approve failed: ${(result.stderr || result.stdout).slice(0, 500)}`,
+          );
+        }
+        approved.add(requestId);
+      } else {
+        await new Promise((r) => setTimeout(r, Math.min(250 * (attempt + 1), 3_000)));
+      }
+    }
+  }
+}
+
+/** connectWithPairing for an instance; records version, device token and pairing time. */
+export async function connectPaired(
+  row: InstanceRow,
+  address: string,
+): Promise<{ client: GatewayClient; hello: HelloOk; row: InstanceRow }> {
+  const { row: current, device } = await deviceOf(row);
+  const { client, hello } = await connectWithPairing({
+    container: current.container_id ?? current.container_name,
+    address,
+    token: gatewayTokenOf(current),
+    device,
+  });
+  const patch: InstancePatch = { gateway_version: hello.server.version };
+  if (hello.auth?.deviceToken) patch.device_token_sealed = seal(hello.auth.deviceToken);
+  if (!current.paired_at) patch.paired_at = new Date();
+  return { client, hello, row: await updateInstance(current.id, patch) };
+}
+
+function pairingRequestId(error: GatewayRequestError): string | undefined {
+  const id = error.details?.requestId;
+  return typeof id === "string" && id.length > 0 ? id : undefined;
+}
+
+/** provision-instance: volume, config, container, pairing, healthy. Idempotent. */
+export async function provision(instanceId: string) {
+  return withInstanceLock(instanceId, async () => {
+    let row = await getInstance(instanceId);
+    if (!row) return { skipped: "no such instance" };
+    const t0 = Date.now();
+    await updateInstance(row.id, { observed_state: "provisioning", desired_state: "running" });
+    if (!row.container_id) {
+      const adopted = await adoptFromPool(row);
+      if (adopted) {
+        await sendJob("fill-pool", {}).catch(() => {}); // refill in the background
+        return {
+          instanceId,
+          adopted: adopted.container_name,
+          healthyMs: Date.now() - t0,
+          readyMs: Date.now() - t0,
+          version: adopted.gateway_version,
+        };
+      }
+    }
+    try {
+      const info = await ensureContainer(row);
+      await waitHealthy(info);
+      const healthyMs = Date.now() - t0;
+      row = (await getInstance(instanceId)) as InstanceRow;
+      const {
+        client,
+        hello,
+        row: paired,
+      } = await connectPaired(row, gatewayAddress(info) as string);
+      try {
+        await client.request("health");
+      } finally {
+        client.close();
+      }
+      await updateInstance(paired.id, {
+        observed_state: "running",
+        health: "healthy",
+        observed_at: new Date(),
+        crash_restarts: 0,
+        last_error: null,
+      });
+      return { instanceId, healthyMs, readyMs: Date.now() - t0, version: hello.server.version };
+    } catch (error) {
+      await recordError(instanceId, `provision: ${(error as Error).message}`, {
+        observed_state: "error",
+      });
+      throw error;
+    }
+  });
+}
+
+/** Reads the container and gateway state into the row (used after every action). */
+export async function observe(row: InstanceRow): Promise<InstanceRow> {
+  const info = await rt().inspect(row.container_name);
+  if (!info) {
+    return updateInstance(row.id, {
+      observed_state: row.container_id ? "missing" : "new",
+      health: "unknown",
+      observed_at: new Date(),
+    });
+  }
+  const address = gatewayAddress(info);
+  let observed: InstanceRow["observed_state"];
+  let health: InstanceRow["health"] = "unknown";
+  if (info.running) {
+    const ok = address ? await gatewayHealthy(address, 2_000) : false;
+    health = ok ? "healthy" : "unhealthy";
+    observed = ok ? "running" : "starting";
+  } else if (info.oomKilled) observed = "oom_killed";
+  else if (info.state === "exited" && row.desired_state === "running" && info.exitCode !== 0)
+    observed = "crashed";
+  else observed = "stopped";
+  return updateInstance(row.id, {
+    container_id: info.id,
+    observed_state: observed,
+    health,
+    gateway_address: address ?? row.gateway_address,
+    started_at: info.startedAt ? new Date(info.startedAt) : row.started_at,
+    observed_at: new Date(),
+  });
+}
+
+/** Writes one live sample (stats) of a running instance into its row. */
+export async function sample(row: InstanceRow): Promise<void> {
+  if (!row.container_id) return;
+  const info = await rt().inspect(row.container_id);
+  if (!info?.running) return;
+  const s = await rt().stats(info.id);
+  await updateInstance(row.id, {
+    cpu_percent: s.cpuPercent,
+    memory_bytes: s.memoryBytes,
+    memory_limit_bytes: s.memoryLimitBytes,
+    pids: s.pids,
+    sampled_at: new Date(),
+  });
+}
+
+export const log = () => logger().child({ area: "instances" });
+
+// --- lifecycle actions (instance-action job) -------------------------------------------------
+
+export async function runAction(
+  row: InstanceRow,
+  action: "start" | "stop" | "restart" | "repair" | "reset-memory",
+): Promise<{ ok: true; status?: string; message?: string }> {
+  switch (action) {
+    case "start": {
+      row = await updateInstance(row.id, { desired_state: "running", crash_restarts: 0 });
+      await ensureContainer(row);
+      return { ok: true, status: "running" };
+    }
+    case "stop": {
+      row = await updateInstance(row.id, { desired_state: "stopped" });
+      const info = await rt().inspect(row.container_name);
+      if (info?.running) await rt().stop(info.id, 10);
+      await updateInstance(row.id, {
+        observed_state: "stopped",
+        health: "unknown",
+        observed_at: new Date(),
+      });
+      return { ok: true, status: "stopped" };
+    }
+    case "restart": {
+      row = await updateInstance(row.id, { desired_state: "running", crash_restarts: 0 });
+      const info = await rt().inspect(row.container_name);
+      if (info?.running) {
+        await rt().restart(info.id, 10);
+        const now = await rt().inspect(info.id);
+        await updateInstance(row.id, {
+          observed_state: "starting",
+          health: "unknown",
+          gateway_address: gatewayAddress(now) ?? row.gateway_address,
+          started_at: now?.startedAt ? new Date(now.startedAt) : row.started_at,
+          observed_at: new Date(),
+        });
+      } else {
+        await ensureContainer(row);
+      }
+      return { ok: true, status: "running" };
+    }
+    case "repair": {
+      // Recreate the container from the same volume, then re-apply the platform's config.
+      row = await updateInstance(row.id, { desired_state: "running", crash_restarts: 0 });
+      const info = await ensureContainer(row, { recreate: true });
+      await waitHealthy(info);
+      const fresh = (await getInstance(row.id)) as InstanceRow;
+      await reapplyConfig(fresh, gatewayAddress(info) as string);
+      await observe(fresh);
+      return {
+        ok: true,
+        message: "Instance repaired: container recreated, configuration re-applied",
+      };
+    }
+    case "reset-memory": {
+      const info = await rt().inspect(row.container_name);
+      const address = gatewayAddress(info);
+      if (!info?.running || !address) {
+        throw new GatewayUnavailableError("the gateway is not running");
+      }
+      const { client } = await connectPaired(row, address);
+      try {
+        const list = await client.request<{ sessions?: Array<{ key?: string }> }>(
+          "sessions.list",
+          {},
+        );
+        let cleared = 0;
+        for (const s of list.sessions ?? []) {
+          if (!s.key) continue;
+          await client.request("sessions.delete", { key: s.key });
+          cleared++;
+        }
+        await client.request("agents.files.set", {
+          agentId: "main",
+          name: "MEMORY.md",
+          content: "",
+        });
+        return {
+          ok: true,
+          message: `Memory reset: ${cleared} session(s) cleared, MEMORY.md emptied`,
+        };
+      } finally {
+        client.close();
+      }
+    }
+  }
+}
+
+/** Re-applies the platform's part of the config (gateway, provider with a fresh token, model). */
+export async function reapplyConfig(row: InstanceRow, address: string): Promise<void> {
+  const { client } = await connectPaired(row, address);
+  try {
+    const { gatewayIp } = await rt().ensureNetwork(env().RUNTIME_NETWORK, {
+      [DEPLOYMENT_LABEL]: deployment(),
+    });
+    await revokeInstanceTokens(row.id);
+    const config = gatewayConfig({
+      aiBaseUrl: await platformAiBaseUrl(gatewayIp),
+      aiToken: await issueInstanceToken(row.user_id, row.id),
+      model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
+    });
+    const current = await client.request<{ hash: string }>("config.get");
+    await client.request(
+      "config.patch",
+      { baseHash: current.hash, raw: JSON.stringify(config) },
+      { timeoutMs: 30_000 },
+    );
+  } finally {
+    client.close();
+  }
+}
+
+// --- update-image -------------------------------------------------------------------------------
+
+/** Copies the state volume into `<volume>-prev` (replacing an older snapshot), or back. */
+export async function snapshotVolume(
+  row: InstanceRow,
+  image: string,
+  direction: "save" | "restore",
+): Promise<void> {
+  const snapshot = `${row.volume_name}-prev`;
+  await rt().ensureVolume(snapshot, {
+    [LABELS.instanceId]: row.id,
+    [LABELS.userId]: row.user_id,
+    [DEPLOYMENT_LABEL]: deployment(),
+  });
+  const [from, to] = direction === "save" ? ["/state", "/snapshot"] : ["/snapshot", "/state"];
+  const copied = await rt().runOnce({
+    image,
+    volume: row.volume_name,
+    volumeTarget: "/state",
+    extraVolumes: { [snapshot]: "/snapshot" },
+    entrypoint: ["sh", "-c"],
+    // As root with only the capabilities a faithful copy needs (owners and modes kept); a new
+    // snapshot volume's root is root-owned. No network, removed at once.
+    user: "0",
+    capAdd: ["CHOWN", "DAC_OVERRIDE", "FOWNER"],
+    cmd: [
+      `rm -rf ${to}/* ${to}/.[!.]* && cp -a ${from}/. ${to}/ && chown 1000:1000 ${to} && chmod 700 ${to}`,
+    ],
+    labels: { [DEPLOYMENT_LABEL]: deployment() },
+    timeoutMs: 300_000,
+  });
+  if (copied.exitCode !== 0) {
+    throw new Error(`volume ${direction} failed: ${copied.stderr.slice(0, 500)}`);
+  }
+}
+
+/**
+ * Recreates the container on the configured (newest) image, keeping the volume. The state is
+ * snapshotted first (the gateway stopped, so the copy is consistent); when the new gateway is
+ * not healthy within the bound, the previous image and the snapshot come back, and why is
+ * recorded.
+ */
+export async function updateImage(instanceId: string) {
+  return withInstanceLock(instanceId, async () => {
+    const row = await getInstance(instanceId);
+    if (!row) return { skipped: "no such instance" };
+    const target = env().AGENT_GATEWAY_IMAGE;
+    const previous = row.image ?? target;
+    const current = await rt().inspect(row.container_name);
+    if (current?.running && current.image === target) return { unchanged: target };
+    await updateInstance(row.id, { observed_state: "updating", desired_state: "running" });
+    if (current?.running) await rt().stop(current.id, 10); // releases the state lease
+    await snapshotVolume(row, previous, "save");
+    try {
+      const info = await ensureContainer(row, { image: target, recreate: true });
+      await waitHealthy(info);
+      await observe((await getInstance(row.id)) as InstanceRow);
+      return { updated: target, from: previous };
+    } catch (error) {
+      const reason = `update to ${target} failed: ${(error as Error).message}`;
+      log().warn({ instanceId, err: error }, "update-image failed; rolling back");
+      const failed = await rt().inspect(row.container_name);
+      if (failed?.running) await rt().stop(failed.id, 10);
+      await snapshotVolume(row, previous, "restore");
+      const info = await ensureContainer(row, { image: previous, recreate: true });
+      await waitHealthy(info).catch(() => {});
+      await observe((await getInstance(row.id)) as InstanceRow);
+      await recordError(row.id, `${reason}; rolled back to ${previous} and the state snapshot`);
+      return { rolledBack: previous, reason };
+    }
+  });
+}
+
+// --- reconcile ----------------------------------------------------------------------------------
+
+const BACKOFF_BASE_MS = 10_000;
+const BACKOFF_MAX_MS = 10 * 60_000;
+
+/** Like withInstanceLock, but skips (returns undefined) when another operation holds it. */
+async function tryInstanceLock<T>(
+  instanceId: string,
+  fn: () => Promise<T>,
+): Promise<T | undefined> {
+  const conn = await db().reserve();
+  try {
+    const [got] = await conn<{ ok: boolean }[]>`
+      select pg_try_advisory_lock(hashtext(${`instance:${instanceId}`})) as ok`;
+    if (!got?.ok) return undefined;
+    try {
+      return await fn();
+    } finally {
+      await conn`select pg_advisory_unlock(hashtext(${`instance:${instanceId}`}))`;
+    }
+  } finally {
+    conn.release();
+  }
+}
+
+export async function reconcileOne(row: InstanceRow): Promise<string> {
+  if (!row.container_id) return "not provisioned";
+  const info = await rt().inspect(row.container_name);
+  if (row.desired_state === "stopped") {
+    if (info?.running) await rt().stop(info.id, 10);
+    await observe(row);
+    return info?.running ? "stopped" : "ok";
+  }
+  if (info?.running) {
+    const seen = await observe(row);
+    if (seen.health === "healthy" && row.crash_restarts > 0) {
+      await updateInstance(row.id, { crash_restarts: 0, next_restart_at: null });
+    }
+    return "ok";
+  }
+  // Desired running, but the container is gone or not running: record why, then heal with backoff.
+  const patch: InstancePatch = { observed_at: new Date(), health: "unknown" };
+  if (!info) {
+    patch.observed_state = "missing";
+    patch.last_error = "container missing";
+  } else if (info.oomKilled) {
+    patch.observed_state = "oom_killed";
+    const finished = info.finishedAt ? new Date(info.finishedAt) : new Date();
+    // Count each kill once (a later pass sees the same finishedAt).
+    if (!row.last_error_at || row.last_error_at < finished) {
+      patch.oom_kills = row.oom_kills + 1;
+      patch.last_error = `out of memory: the gateway was killed at its ${Math.round(info.limits.memoryBytes / 1024 ** 2)} MiB limit (OOMKilled)`;
+      patch.last_error_at = new Date();
+    }
+  } else {
+    patch.observed_state = "crashed";
+    const finished = info.finishedAt ? new Date(info.finishedAt) : new Date();
+    if (!row.last_error_at || row.last_error_at < finished) {
+      patch.last_error = `gateway exited with code ${info.exitCode}`;
+      patch.last_error_at = new Date();
+    }
+  }
+  const now = Date.now();
+  if (row.next_restart_at && row.next_restart_at.getTime() > now) {
+    await updateInstance(row.id, patch);
+    return `${patch.observed_state}, restart due ${row.next_restart_at.toISOString()}`;
+  }
+  const delay = Math.min(BACKOFF_BASE_MS * 2 ** row.crash_restarts, BACKOFF_MAX_MS);
+  patch.crash_restarts = row.crash_restarts + 1;
+  patch.next_restart_at = new Date(now + delay);
+  const recorded = await updateInstance(row.id, patch);
+  await ensureContainer(recorded);
+  return `${patch.observed_state}, restarted`;
+}
+
+export async function reconcileAll() {
+  const rows = await listInstances();
+  const byId = new Set(rows.map((r) => r.id));
+  const known = new Set([...rows.map((r) => r.container_name), ...(await pooledContainerNames())]);
+  const orphans: string[] = [];
+  for (const c of await rt().list({
+    [LABELS.managed]: "1",
+    [LABELS.role]: "gateway",
+    [DEPLOYMENT_LABEL]: deployment(),
+  })) {
+    const instanceId = c.labels[LABELS.instanceId];
+    if ((instanceId && byId.has(instanceId)) || known.has(c.name)) continue;
+    await rt().remove(c.id);
+    orphans.push(c.name);
+  }
+  const results: Record<string, string> = {};
+  for (const row of rows) {
+    try {
+      results[row.id] =
+        (await tryInstanceLock(row.id, async () => {
+          const fresh = await getInstance(row.id);
+          return fresh ? reconcileOne(fresh) : "gone";
+        })) ?? "busy";
+    } catch (error) {
+      results[row.id] = `error: ${(error as Error).message}`;
+      if (!isUnavailable(error))
+        await recordError(row.id, `reconcile: ${(error as Error).message}`);
+      else throw error; // the engine is down: nothing else will work either
+    }
+  }
+  if (orphans.length) log().warn({ orphans }, "reconcile removed orphan containers");
+  return { instances: results, orphansRemoved: orphans };
+}
+
+/** Live samples for every instance with a container (the worker runs this every few seconds). */
+export async function sampleAll(): Promise<number> {
+  let n = 0;
+  for (const row of await listInstances()) {
+    if (!row.container_id) continue;
+    try {
+      const seen = await observe(row);
+      await sample(seen);
+      n++;
+    } catch (error) {
+      if (isUnavailable(error)) throw error;
+      log().warn({ err: error, instanceId: row.id }, "sampling failed");
+    }
+  }
+  return n;
+}
+
+// --- teardown -----------------------------------------------------------------------------------
+
+/** Removes the user's container(s), state volume, model-endpoint tokens and record. Idempotent. */
+export async function teardown(userId: string) {
+  const row = await getInstanceByUser(userId);
+  const containers = await rt().list({ [LABELS.userId]: userId, [DEPLOYMENT_LABEL]: deployment() });
+  const run = async () => {
+    for (const c of containers) await rt().remove(c.id);
+    if (!row) return { userId, instancesFound: 0, containersRemoved: containers.length };
+    const info = await rt().inspect(row.container_name);
+    if (info) await rt().remove(info.id);
+    await rt().removeVolume(row.volume_name);
+    await rt().removeVolume(`${row.volume_name}-prev`);
+    const revoked = await revokeInstanceTokens(row.id);
+    await deleteInstanceRecord(row.id);
+    return {
+      userId,
+      instancesFound: 1,
+      containersRemoved:
+        containers.length + (info && !containers.some((c) => c.id === info.id) ? 1 : 0),
+      volumeRemoved: row.volume_name,
+      tokensRevoked: revoked,
+    };
+  };
+  return row ? withInstanceLock(row.id, run) : run();
+}

@@ -1,0 +1,26 @@
+import { type ActionOutcome, getInstance } from "../../app/server/agents/instances.server.ts";
+import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { isUnavailable, log, runAction, withInstanceLock } from "../instances.ts";
+
+/**
+ * A lifecycle request the web awaits. The outcome (never a throw) is the job's output, so the
+ * web tells "backend unavailable" (502) from other failures (500).
+ */
+export async function instanceAction(
+  payload: JobPayload<"instance-action">,
+): Promise<ActionOutcome> {
+  try {
+    return await withInstanceLock(payload.instanceId, async () => {
+      const row = await getInstance(payload.instanceId);
+      if (!row) return { ok: false, failure: "internal", message: "no such instance" };
+      return runAction(row, payload.action);
+    });
+  } catch (error) {
+    log().warn({ err: error, ...payload }, "instance action failed");
+    return {
+      ok: false,
+      failure: isUnavailable(error) ? "unavailable" : "internal",
+      message: (error as Error).message.slice(0, 500),
+    };
+  }
+}

@@ -1,0 +1,426 @@
+import { PassThrough } from "node:stream";
+import Docker from "dockerode";
+import {
+  type AgentRuntime,
+  type ContainerInfo,
+  type ContainerSpec,
+  type ContainerState,
+  type ContainerStats,
+  type ContainerSummary,
+  type ExecResult,
+  LABELS,
+  RuntimeUnavailableError,
+} from "./types.ts";
+
+// The Docker driver (dockerode over the engine's socket). Hardening applied to every gateway
+// container: Init (Node as PID 1 ignores SIGTERM), all capabilities dropped, no-new-privileges,
+// a pids limit, memory and CPU from the plan, a named volume for state, a stable hostname, a
+// user-defined bridge network and no published port (or one on 127.0.0.1 only).
+
+const ENGINE_DOWN = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET", "EPIPE"]);
+
+function statusOf(error: unknown): number | undefined {
+  return (error as { statusCode?: number }).statusCode;
+}
+
+/** Maps "the socket does not answer" to RuntimeUnavailableError; other errors pass through. */
+function wrap(error: unknown): never {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code && ENGINE_DOWN.has(code)) {
+    throw new RuntimeUnavailableError(`Docker engine unreachable (${code})`, { cause: error });
+  }
+  throw error;
+}
+
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    return wrap(error);
+  }
+}
+
+/** Splits Docker's multiplexed stdout/stderr stream (8-byte frame headers). */
+export function demux(buffer: Buffer): { stdout: string; stderr: string } {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  let i = 0;
+  while (i + 8 <= buffer.length) {
+    const type = buffer[i];
+    const size = buffer.readUInt32BE(i + 4);
+    const chunk = buffer.subarray(i + 8, i + 8 + size);
+    (type === 2 ? err : out).push(chunk);
+    i += 8 + size;
+  }
+  if (i === 0 && buffer.length > 0 && buffer[0] !== 1 && buffer[0] !== 2) {
+    return { stdout: buffer.toString("utf8"), stderr: "" }; // a TTY stream is not framed
+  }
+  return {
+    stdout: Buffer.concat(out).toString("utf8"),
+    stderr: Buffer.concat(err).toString("utf8"),
+  };
+}
+
+export interface DockerDriverOptions {
+  socketPath?: string;
+  /** Upper bound on a container's CPUs (tests keep gateways at 1). */
+  maxCpus?: number;
+}
+
+export class DockerRuntime implements AgentRuntime {
+  readonly driver = "docker" as const;
+  readonly docker: Docker;
+  readonly maxCpus: number | undefined;
+  #engineCpus: number | undefined;
+
+  constructor(options: DockerDriverOptions = {}) {
+    this.docker = new Docker({
+      socketPath: options.socketPath || process.env.DOCKER_SOCKET || "/var/run/docker.sock",
+    });
+    this.maxCpus = options.maxCpus;
+  }
+
+  async ping(): Promise<void> {
+    await call(() => this.docker.ping());
+  }
+
+  async #cpuCap(wanted: number): Promise<number> {
+    this.#engineCpus ??= (await call(() => this.docker.info())).NCPU as number;
+    return Math.min(wanted, this.#engineCpus ?? wanted, this.maxCpus ?? wanted);
+  }
+
+  async ensureNetwork(
+    name: string,
+    labels: Record<string, string> = {},
+  ): Promise<{ gatewayIp: string | undefined }> {
+    const read = async () => {
+      const info = await this.docker.getNetwork(name).inspect();
+      return { gatewayIp: info.IPAM?.Config?.[0]?.Gateway as string | undefined };
+    };
+    try {
+      return await call(read);
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+    }
+    try {
+      await call(() =>
+        this.docker.createNetwork({
+          Name: name,
+          Driver: "bridge",
+          CheckDuplicate: true,
+          Labels: { ...labels, [LABELS.managed]: "1" },
+        }),
+      );
+    } catch (error) {
+      if (statusOf(error) !== 409) throw error; // created by a concurrent worker
+    }
+    return call(read);
+  }
+
+  async ensureVolume(name: string, labels: Record<string, string>): Promise<void> {
+    // Creating an existing named volume is a no-op in Docker (idempotent).
+    await call(() => this.docker.createVolume({ Name: name, Labels: labels }));
+  }
+
+  async volumeExists(name: string): Promise<boolean> {
+    try {
+      await call(() => this.docker.getVolume(name).inspect());
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 404) return false;
+      throw error;
+    }
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    try {
+      await call(() => this.docker.getVolume(name).remove({ force: true }));
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+    }
+  }
+
+  async imageExists(image: string): Promise<boolean> {
+    try {
+      await call(() => this.docker.getImage(image).inspect());
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 404) return false;
+      throw error;
+    }
+  }
+
+  async create(spec: ContainerSpec): Promise<string> {
+    const cpus = await this.#cpuCap(spec.limits.cpus);
+    const port = spec.loopbackPort;
+    const container = await call(() =>
+      this.docker.createContainer({
+        name: spec.name,
+        Image: spec.image,
+        Hostname: spec.hostname,
+        Cmd: spec.cmd,
+        Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+        Labels: {
+          ...spec.labels,
+          [LABELS.managed]: "1",
+          [LABELS.instanceId]: spec.instanceId,
+          [LABELS.userId]: spec.userId,
+          [LABELS.role]: "gateway",
+        },
+        ExposedPorts: port ? { [`${port}/tcp`]: {} } : undefined,
+        HostConfig: {
+          Init: true,
+          CapDrop: ["ALL"],
+          SecurityOpt: ["no-new-privileges"],
+          Memory: spec.limits.memoryBytes,
+          MemorySwap: spec.limits.memoryBytes, // no swap beyond the limit
+          CpuShares: spec.limits.cpuShares,
+          NanoCpus: Math.round(cpus * 1e9),
+          PidsLimit: spec.limits.pidsLimit,
+          RestartPolicy: { Name: spec.restartPolicy ?? "on-failure", MaximumRetryCount: 0 },
+          NetworkMode: spec.network,
+          Mounts: [{ Type: "volume", Source: spec.volume, Target: spec.volumeTarget }],
+          PortBindings: port ? { [`${port}/tcp`]: [{ HostIp: "127.0.0.1", HostPort: "" }] } : {},
+          LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
+        },
+      }),
+    );
+    return container.id;
+  }
+
+  async start(id: string): Promise<void> {
+    try {
+      await call(() => this.docker.getContainer(id).start());
+    } catch (error) {
+      if (statusOf(error) !== 304) throw error; // already started
+    }
+  }
+
+  async stop(id: string, timeoutSeconds = 10): Promise<void> {
+    try {
+      await call(() => this.docker.getContainer(id).stop({ t: timeoutSeconds }));
+    } catch (error) {
+      if (statusOf(error) !== 304) throw error; // already stopped
+    }
+  }
+
+  async restart(id: string, timeoutSeconds = 10): Promise<void> {
+    await call(() => this.docker.getContainer(id).restart({ t: timeoutSeconds }));
+  }
+
+  async remove(id: string): Promise<void> {
+    try {
+      // v: anonymous volumes only (the image declares one); named volumes are never removed here.
+      await call(() => this.docker.getContainer(id).remove({ force: true, v: true }));
+    } catch (error) {
+      const status = statusOf(error);
+      if (status !== 404 && status !== 409) throw error; // gone, or removal already in progress
+    }
+  }
+
+  async inspect(id: string): Promise<ContainerInfo | undefined> {
+    let c: Docker.ContainerInspectInfo;
+    try {
+      c = await call(() => this.docker.getContainer(id).inspect());
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+    const networks = c.NetworkSettings?.Networks ?? {};
+    const address = Object.values(networks).find((n) => n?.IPAddress)?.IPAddress || undefined;
+    const ports: ContainerInfo["ports"] = {};
+    for (const [key, bindings] of Object.entries(c.NetworkSettings?.Ports ?? {})) {
+      if (!bindings) continue;
+      ports[key] = bindings.map((b) => ({ hostIp: b.HostIp, hostPort: b.HostPort }));
+    }
+    const health = (c.State as { Health?: { Status?: string } }).Health?.Status;
+    const hc = c.HostConfig as Docker.HostConfig;
+    return {
+      id: c.Id,
+      name: c.Name.replace(/^\//, ""),
+      image: c.Config.Image,
+      imageId: c.Image,
+      state: c.State.Status as ContainerState,
+      running: c.State.Running,
+      health:
+        health === "starting" || health === "healthy" || health === "unhealthy"
+          ? health
+          : undefined,
+      oomKilled: c.State.OOMKilled,
+      exitCode: c.State.ExitCode,
+      restartCount: c.RestartCount,
+      startedAt: c.State.StartedAt?.startsWith("0001") ? undefined : c.State.StartedAt,
+      finishedAt: c.State.FinishedAt?.startsWith("0001") ? undefined : c.State.FinishedAt,
+      labels: c.Config.Labels ?? {},
+      address,
+      ports,
+      hostname: c.Config.Hostname,
+      limits: {
+        memoryBytes: hc.Memory ?? 0,
+        cpuShares: hc.CpuShares ?? 0,
+        nanoCpus: hc.NanoCpus ?? 0,
+        pidsLimit: hc.PidsLimit ?? 0,
+      },
+      security: {
+        init: hc.Init === true,
+        capDrop: hc.CapDrop ?? [],
+        securityOpt: hc.SecurityOpt ?? [],
+        readOnly: hc.ReadonlyRootfs === true,
+      },
+      restartPolicy: hc.RestartPolicy?.Name ?? "",
+      env: c.Config.Env ?? [],
+      mounts: (c.Mounts ?? []).map((m) => ({
+        name: m.Name,
+        destination: m.Destination,
+        type: m.Type,
+      })),
+    };
+  }
+
+  async stats(id: string): Promise<ContainerStats> {
+    const s = (await call(() =>
+      this.docker.getContainer(id).stats({ stream: false }),
+    )) as Docker.ContainerStats;
+    const cpuDelta =
+      s.cpu_stats.cpu_usage.total_usage - (s.precpu_stats.cpu_usage?.total_usage ?? 0);
+    const systemDelta =
+      (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0);
+    const online = s.cpu_stats.online_cpus || s.cpu_stats.cpu_usage.percpu_usage?.length || 1;
+    const cpuPercent =
+      systemDelta > 0 && cpuDelta > 0 ? (cpuDelta / systemDelta) * online * 100 : 0;
+    // Like `docker stats`: usage minus the page cache that can be reclaimed.
+    const mem = s.memory_stats;
+    const inactive =
+      (mem.stats as Record<string, number> | undefined)?.inactive_file ??
+      (mem.stats as Record<string, number> | undefined)?.total_inactive_file ??
+      0;
+    let rx = 0;
+    let tx = 0;
+    for (const n of Object.values(s.networks ?? {})) {
+      rx += n.rx_bytes;
+      tx += n.tx_bytes;
+    }
+    return {
+      cpuPercent: Math.round(cpuPercent * 100) / 100,
+      memoryBytes: Math.max(0, (mem.usage ?? 0) - inactive),
+      memoryLimitBytes: mem.limit ?? 0,
+      pids: (s as { pids_stats?: { current?: number } }).pids_stats?.current ?? 0,
+      rxBytes: rx,
+      txBytes: tx,
+    };
+  }
+
+  async logs(id: string, options: { tail?: number } = {}): Promise<string> {
+    const raw = (await call(() =>
+      this.docker.getContainer(id).logs({
+        stdout: true,
+        stderr: true,
+        follow: false,
+        tail: options.tail ?? 200,
+        timestamps: false,
+      }),
+    )) as unknown as Buffer;
+    const { stdout, stderr } = demux(Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw)));
+    return stdout + stderr;
+  }
+
+  async exec(id: string, cmd: string[], options: { timeoutMs?: number } = {}): Promise<ExecResult> {
+    const container = this.docker.getContainer(id);
+    const exec = await call(() =>
+      container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: false }),
+    );
+    const stream = await call(() => exec.start({ hijack: true, stdin: false }));
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    stdout.on("data", (c: Buffer) => out.push(c));
+    stderr.on("data", (c: Buffer) => err.push(c));
+    this.docker.modem.demuxStream(stream, stdout, stderr);
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        stream.destroy();
+        reject(new Error(`exec timed out after ${timeoutMs} ms: ${cmd.join(" ")}`));
+      }, timeoutMs);
+      stream.on("end", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      stream.on("close", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      stream.on("error", (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
+    });
+    const info = await call(() => exec.inspect());
+    return {
+      exitCode: info.ExitCode ?? -1,
+      stdout: Buffer.concat(out).toString("utf8"),
+      stderr: Buffer.concat(err).toString("utf8"),
+    };
+  }
+
+  async list(labels: Record<string, string>): Promise<ContainerSummary[]> {
+    const filters = { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
+    const rows = await call(() => this.docker.listContainers({ all: true, filters }));
+    return rows.map((r) => ({
+      id: r.Id,
+      name: (r.Names[0] ?? "").replace(/^\//, ""),
+      state: r.State,
+      labels: r.Labels ?? {},
+    }));
+  }
+
+  async runOnce(spec: Parameters<AgentRuntime["runOnce"]>[0]): Promise<ExecResult> {
+    const container = await call(() =>
+      this.docker.createContainer({
+        Image: spec.image,
+        Entrypoint: spec.entrypoint,
+        Cmd: spec.cmd,
+        Env: Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`),
+        Labels: { ...spec.labels, [LABELS.managed]: "1", [LABELS.role]: "one-shot" },
+        User: spec.user,
+        HostConfig: {
+          CapDrop: ["ALL"],
+          CapAdd: spec.capAdd,
+          SecurityOpt: ["no-new-privileges"],
+          NetworkMode: "none",
+          Memory: 256 * 1024 ** 2,
+          NanoCpus: 500_000_000,
+          Mounts: [
+            { Type: "volume", Source: spec.volume, Target: spec.volumeTarget },
+            ...Object.entries(spec.extraVolumes ?? {}).map(([Source, Target]) => ({
+              Type: "volume" as const,
+              Source,
+              Target,
+            })),
+          ],
+        },
+      }),
+    );
+    try {
+      await call(() => container.start());
+      const timeoutMs = spec.timeoutMs ?? 60_000;
+      const result = (await Promise.race([
+        call(() => container.wait()),
+        new Promise((_, reject) =>
+          setTimeout(
+            () => reject(new Error(`one-shot timed out after ${timeoutMs} ms`)),
+            timeoutMs,
+          ).unref(),
+        ),
+      ])) as { StatusCode: number };
+      const raw = (await call(() =>
+        container.logs({ stdout: true, stderr: true, follow: false }),
+      )) as unknown as Buffer;
+      const { stdout, stderr } = demux(raw);
+      return { exitCode: result.StatusCode, stdout, stderr };
+    } finally {
+      await container.remove({ force: true, v: true }).catch(() => {});
+    }
+  }
+}

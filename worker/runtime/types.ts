@@ -1,0 +1,166 @@
+// The container runtime behind one interface: the worker drives instances through it and never
+// calls a driver's API directly. Only worker code imports worker/runtime/* (the web never holds
+// the Docker socket, docs/decisions/0030-agent-runtime.md).
+
+/** Labels every object the platform creates carries, so it can find (and clean up) them. */
+export const LABELS = {
+  managed: "agent-platform.managed",
+  instanceId: "agent-platform.instance-id",
+  userId: "agent-platform.user-id",
+  role: "agent-platform.role",
+} as const;
+
+export interface ResourceLimits {
+  memoryBytes: number;
+  /** Relative CPU weight (Docker CpuShares, 1024 = one share). */
+  cpuShares: number;
+  /** Hard CPU cap in CPUs (Docker NanoCpus / 1e9); clamped to the engine's CPU count. */
+  cpus: number;
+  pidsLimit: number;
+}
+
+export interface ContainerSpec {
+  instanceId: string;
+  userId: string;
+  image: string;
+  /** Stable per instance: the gateway's state lease is keyed by hostname (gateway/README.md). */
+  hostname: string;
+  name: string;
+  volume: string;
+  /** Where the volume is mounted in the container. */
+  volumeTarget: string;
+  network: string;
+  limits: ResourceLimits;
+  /** Only the instance's own secrets (gateway token); never a platform secret. */
+  env: Record<string, string>;
+  cmd?: string[];
+  /** Extra labels (tests mark their objects so a cleanup can find them). */
+  labels?: Record<string, string>;
+  /** Publish the container port on 127.0.0.1 only (a random host port). Default: not published. */
+  loopbackPort?: number;
+  restartPolicy?: "no" | "on-failure" | "unless-stopped";
+}
+
+export type ContainerState =
+  | "created"
+  | "running"
+  | "paused"
+  | "restarting"
+  | "removing"
+  | "exited"
+  | "dead";
+
+export interface ContainerInfo {
+  id: string;
+  name: string;
+  image: string;
+  imageId: string;
+  state: ContainerState;
+  running: boolean;
+  /** Docker's health check, when the image defines one. */
+  health: "starting" | "healthy" | "unhealthy" | undefined;
+  oomKilled: boolean;
+  exitCode: number;
+  restartCount: number;
+  startedAt: string | undefined;
+  finishedAt: string | undefined;
+  labels: Record<string, string>;
+  /** The container's address on its network (reach the gateway there). */
+  address: string | undefined;
+  /** Host ports published, e.g. { "18789/tcp": [{hostIp, hostPort}] }. */
+  ports: Record<string, Array<{ hostIp: string; hostPort: string }>>;
+  hostname: string;
+  limits: { memoryBytes: number; cpuShares: number; nanoCpus: number; pidsLimit: number };
+  security: { init: boolean; capDrop: string[]; securityOpt: string[]; readOnly: boolean };
+  restartPolicy: string;
+  env: string[];
+  mounts: Array<{ name: string | undefined; destination: string; type: string }>;
+}
+
+export interface ContainerSummary {
+  id: string;
+  name: string;
+  state: string;
+  labels: Record<string, string>;
+}
+
+export interface ContainerStats {
+  cpuPercent: number;
+  memoryBytes: number;
+  memoryLimitBytes: number;
+  pids: number;
+  rxBytes: number;
+  txBytes: number;
+}
+
+export interface ExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface AgentRuntime {
+  readonly driver: "docker";
+  /** Throws RuntimeUnavailableError when the engine does not answer. */
+  ping(): Promise<void>;
+  ensureNetwork(
+    name: string,
+    labels?: Record<string, string>,
+  ): Promise<{ gatewayIp: string | undefined }>;
+  ensureVolume(name: string, labels: Record<string, string>): Promise<void>;
+  removeVolume(name: string): Promise<void>;
+  volumeExists(name: string): Promise<boolean>;
+  /** Creates the container (not started); returns its id. */
+  create(spec: ContainerSpec): Promise<string>;
+  start(id: string): Promise<void>;
+  stop(id: string, timeoutSeconds?: number): Promise<void>;
+  restart(id: string, timeoutSeconds?: number): Promise<void>;
+  /** Removes the container (forcefully); a missing container is not an error. */
+  remove(id: string): Promise<void>;
+  /** undefined when the container does not exist. */
+  inspect(id: string): Promise<ContainerInfo | undefined>;
+  stats(id: string): Promise<ContainerStats>;
+  logs(id: string, options?: { tail?: number }): Promise<string>;
+  exec(id: string, cmd: string[], options?: { timeoutMs?: number }): Promise<ExecResult>;
+  /** Containers (running or not) carrying every given label. */
+  list(labels: Record<string, string>): Promise<ContainerSummary[]>;
+  /** A one-shot container on the image (volume mounted), removed afterwards. */
+  runOnce(spec: {
+    image: string;
+    volume: string;
+    volumeTarget: string;
+    /** More volumes (name → mount point), e.g. a snapshot's. */
+    extraVolumes?: Record<string, string>;
+    /** Run as this user (default: the image's) with these capabilities added (default: none). */
+    user?: string;
+    capAdd?: string[];
+    cmd: string[];
+    env?: Record<string, string>;
+    entrypoint?: string[];
+    labels?: Record<string, string>;
+    timeoutMs?: number;
+  }): Promise<ExecResult>;
+  imageExists(image: string): Promise<boolean>;
+}
+
+/** The engine (Docker socket) does not answer: the lifecycle API maps this to 502. */
+export class RuntimeUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "RuntimeUnavailableError";
+  }
+}
+
+const GB = 1024 ** 3;
+
+/** Memory and CPU per plan (the contract's plan table); unknown and free plans get solo's. */
+export const PLAN_LIMITS: Record<string, ResourceLimits> = {
+  solo: { memoryBytes: 2 * GB, cpuShares: 1024, cpus: 1, pidsLimit: 512 },
+  collective: { memoryBytes: 4 * GB, cpuShares: 2048, cpus: 2, pidsLimit: 1024 },
+  label: { memoryBytes: 8 * GB, cpuShares: 4096, cpus: 4, pidsLimit: 2048 },
+  network: { memoryBytes: 16 * GB, cpuShares: 8192, cpus: 8, pidsLimit: 4096 },
+};
+
+export function limitsForPlan(plan: string | null | undefined): ResourceLimits {
+  return PLAN_LIMITS[plan ?? ""] ?? (PLAN_LIMITS.solo as ResourceLimits);
+}
