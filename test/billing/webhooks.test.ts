@@ -13,6 +13,8 @@ import {
   storageLimitGb,
 } from "../../app/server/billing/subscriptions.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import { getBoss } from "../../app/server/platform/jobs.server.ts";
+import { stopUnpaidInstance } from "../../worker/jobs/stop-unpaid-instance.ts";
 import { startWorker, stopWorker } from "../../worker/worker.ts";
 import { as, newUser, type TestUser } from "../accounts/helpers.ts";
 import { call } from "../helpers/api.ts";
@@ -128,6 +130,27 @@ describe("subscriptions follow Stripe", () => {
     expect(await subscriptionOf(user.id)).toMatchObject({ status: "canceled" });
     expect(await planOf(user.id)).toBe("free");
     await expect(requireActiveSubscription(user.id)).rejects.toMatchObject({ status: 402 });
+
+    // The instance is stopped at the end of the paid period: a job scheduled for then, which
+    // checks the subscription again when it runs.
+    const boss = await getBoss();
+    const [stop] = await boss.findJobs("stop-unpaid-instance", { data: { userId: user.id } });
+    expect(stop).toBeDefined();
+    const [row] =
+      await db()`select current_period_end from subscriptions where user_id = ${user.id}`;
+    const periodEnd = (row?.current_period_end as Date).getTime();
+    const startAfter = new Date(stop!.startAfter).getTime();
+    expect(Math.abs(startAfter - Math.max(periodEnd, Date.now()))).toBeLessThan(60_000);
+    expect(await stopUnpaidInstance({ userId: user.id })).toEqual({
+      userId: user.id,
+      stopped: false,
+      reason: "no instance",
+    });
+    const again = await subscribe(user, "solo");
+    const renewed = await deliver("checkout.session.completed", again.session);
+    await expect.poll(() => processed(renewed.json.id)).toBe(true);
+    expect(await hasActiveSubscription(user.id)).toBe(true);
+    expect(await stopUnpaidInstance({ userId: user.id })).toMatchObject({ reason: "subscribed" });
   });
 
   it("replaying one event 10 times changes state once", async () => {

@@ -7,6 +7,7 @@ import { provisionInstance } from "./provision-instance.ts";
 import { reconcile } from "./reconcile.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { sendEmail } from "./send-email.ts";
+import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
 import { teardownInstance } from "./teardown-instance.ts";
 import { updateImageJob } from "./update-image.ts";
 
@@ -30,4 +31,5 @@ export const handlers: Handlers = {
   "instance-action": instanceAction,
   reconcile,
   "fill-pool": fillPoolJob,
+  "stop-unpaid-instance": stopUnpaidInstance,
 };

@@ -1,6 +1,7 @@
 import type postgres from "postgres";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { sendJob } from "../platform/jobs.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import {
   BASE_STORAGE_GB,
@@ -73,6 +74,7 @@ export async function syncSubscription(
   }
   const kind = item.kind;
   const end = periodEnd(sub);
+  let canceledNow = false;
   await db().begin(async (t) => {
     await lockUser(t, userId);
     const [user] = await t<{ id: string }[]>`select id from users where id = ${userId}`;
@@ -110,8 +112,19 @@ export async function syncSubscription(
           ${sub.status}, ${detail || null}, ${reference})`;
     }
     await refreshUserPlan(t, userId);
+    if (sub.status === "canceled" && before?.status !== "canceled") canceledNow = true;
   });
+  if (canceledNow) await scheduleInstanceStop(userId, end);
   return userId;
+}
+
+/**
+ * A canceled plan stops the user's instance at the end of the paid period (now, when that has
+ * passed). The job checks the subscription again when it runs.
+ */
+async function scheduleInstanceStop(userId: string, periodEnd: Date | null | undefined) {
+  const startAfter = periodEnd && periodEnd.getTime() > Date.now() ? periodEnd : new Date();
+  await sendJob("stop-unpaid-instance", { userId }, { startAfter });
 }
 
 /** users.plan := the best plan among the user's plan/API/suite subscriptions that keep it. */

@@ -89,6 +89,14 @@ export const jobCatalog = {
     retryDelayMax: 3600,
     expireInSeconds: 15 * 60,
   }),
+  // A canceled subscription stops the user's instance at its period end (scheduled with
+  // startAfter); the handler re-checks the subscription then, so a renewal in between wins.
+  "stop-unpaid-instance": define(z.object({ userId: z.string().min(1) }), {
+    retryLimit: 5,
+    retryDelay: 60,
+    retryBackoff: true,
+    expireInSeconds: 300,
+  }),
   // One stored Stripe event (payment_events): the handler re-reads the session, subscription or
   // invoice from Stripe and applies it idempotently (app/server/billing/webhooks.server.ts).
   "process-payment-event": define(
