@@ -138,7 +138,7 @@ describe("subscriptions follow Stripe", () => {
     expect(stop).toBeDefined();
     const [row] =
       await db()`select current_period_end from subscriptions where user_id = ${user.id}`;
-    const periodEnd = (row?.current_period_end as Date).getTime();
+    const periodEnd = (row!.current_period_end as Date).getTime();
     const startAfter = new Date(stop!.startAfter).getTime();
     expect(Math.abs(startAfter - Math.max(periodEnd, Date.now()))).toBeLessThan(60_000);
     expect(await stopUnpaidInstance({ userId: user.id })).toEqual({
