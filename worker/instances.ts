@@ -532,25 +532,37 @@ export async function runAction(
   }
 }
 
-/** Re-applies the platform's part of the config (gateway, provider with a fresh token, model). */
+/**
+ * Patches the platform's part of a gateway's config over a paired connection: the gateway
+ * settings, the platform AI endpoint with a fresh model-endpoint token (older ones revoked), and
+ * the instance's model.
+ */
+export async function applyPlatformConfig(
+  client: ReturnType<typeof clientFor>,
+  row: Pick<InstanceRow, "id" | "user_id" | "model">,
+): Promise<void> {
+  const { gatewayIp } = await rt().ensureNetwork(env().RUNTIME_NETWORK, {
+    [DEPLOYMENT_LABEL]: deployment(),
+  });
+  await revokeInstanceTokens(row.id);
+  const config = gatewayConfig({
+    aiBaseUrl: await platformAiBaseUrl(gatewayIp),
+    aiToken: await issueInstanceToken(row.user_id, row.id),
+    model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
+  });
+  const current = await client.request<{ hash: string }>("config.get");
+  await client.request(
+    "config.patch",
+    { baseHash: current.hash, raw: JSON.stringify(config) },
+    { timeoutMs: 30_000 },
+  );
+}
+
+/** Re-applies the platform's part of the config (repair, reset). */
 export async function reapplyConfig(row: InstanceRow, address: string): Promise<void> {
   const { client } = await connectPaired(row, address);
   try {
-    const { gatewayIp } = await rt().ensureNetwork(env().RUNTIME_NETWORK, {
-      [DEPLOYMENT_LABEL]: deployment(),
-    });
-    await revokeInstanceTokens(row.id);
-    const config = gatewayConfig({
-      aiBaseUrl: await platformAiBaseUrl(gatewayIp),
-      aiToken: await issueInstanceToken(row.user_id, row.id),
-      model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
-    });
-    const current = await client.request<{ hash: string }>("config.get");
-    await client.request(
-      "config.patch",
-      { baseHash: current.hash, raw: JSON.stringify(config) },
-      { timeoutMs: 30_000 },
-    );
+    await applyPlatformConfig(client, row);
   } finally {
     client.close();
   }

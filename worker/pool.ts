@@ -8,14 +8,11 @@ import {
   newGatewayToken,
   updateInstance,
 } from "../app/server/agents/instances.server.ts";
-import {
-  issueInstanceToken,
-  revokeInstanceTokens,
-} from "../app/server/ai/instance-tokens.server.ts";
 import { seal, unseal } from "../app/server/platform/crypto.server.ts";
 import { db } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
 import {
+  applyPlatformConfig,
   connectWithPairing,
   DEPLOYMENT_LABEL,
   deployment,
@@ -157,19 +154,7 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
       device,
     });
     try {
-      const { gatewayIp } = await rt().ensureNetwork(env().RUNTIME_NETWORK);
-      await revokeInstanceTokens(row.id);
-      const config = gatewayConfig({
-        aiBaseUrl: await platformAiBaseUrl(gatewayIp),
-        aiToken: await issueInstanceToken(row.user_id, row.id),
-        model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
-      });
-      const current = await client.request<{ hash: string }>("config.get");
-      await client.request(
-        "config.patch",
-        { baseHash: current.hash, raw: JSON.stringify(config) },
-        { timeoutMs: 30_000 },
-      );
+      await applyPlatformConfig(client, row);
     } finally {
       client.close();
     }
