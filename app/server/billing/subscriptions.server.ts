@@ -170,6 +170,15 @@ export async function requireActiveSubscription(userId: string): Promise<void> {
   }
 }
 
+/** The items (plan ids) of the user's active or trialing plan, API-plan and suite subscriptions. */
+export async function activePlanItems(userId: string): Promise<string[]> {
+  const rows = await db()<{ item: string }[]>`
+    select item from subscriptions
+    where user_id = ${userId} and kind in ('plan', 'api', 'suite')
+      and status = any(${GRANTING_STATUSES as unknown as string[]})`;
+  return rows.map((r) => r.item);
+}
+
 export async function listSubscriptions(userId: string): Promise<SubscriptionRow[]> {
   return db()<SubscriptionRow[]>`
     select * from subscriptions where user_id = ${userId}
