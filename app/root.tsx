@@ -63,6 +63,11 @@ function AccountNav() {
   return (
     <ul className="ml-auto flex items-center gap-4">
       <li>
+        <NavLink to="/agents" className={linkClass}>
+          Agents
+        </NavLink>
+      </li>
+      <li>
         <NavLink to="/billing" className={linkClass}>
           Billing
         </NavLink>

@@ -1,0 +1,85 @@
+import { Form, useNavigation, useRevalidator } from "@remix-run/react";
+import { useEffect } from "react";
+
+// Pieces of the agents dashboard. Lifecycle buttons are plain POST forms (they work without
+// JavaScript); with JavaScript the page re-reads its loader every few seconds so status and
+// stats change without a reload.
+
+/** Re-runs the page's loaders every `intervalMs` while the tab is visible and nothing is pending. */
+export function useLiveRefresh(intervalMs = 3_000) {
+  const revalidator = useRevalidator();
+  const navigation = useNavigation();
+  const busy = revalidator.state !== "idle" || navigation.state !== "idle";
+  useEffect(() => {
+    if (busy) return;
+    const timer = setTimeout(() => {
+      if (document.visibilityState === "visible") revalidator.revalidate();
+    }, intervalMs);
+    return () => clearTimeout(timer);
+  }, [busy, intervalMs, revalidator]);
+}
+
+const tones: Record<string, string> = {
+  running: "bg-emerald-100 text-emerald-800",
+  stopped: "bg-slate-200 text-slate-700",
+  error: "bg-red-100 text-red-800",
+};
+
+export function StatusBadge({ status, testId }: { status: string; testId?: string }) {
+  return (
+    <span
+      data-testid={testId}
+      className={`inline-block rounded-full px-2 py-0.5 text-xs font-medium ${tones[status] ?? "bg-amber-100 text-amber-800"}`}
+    >
+      {status}
+    </span>
+  );
+}
+
+const labels = {
+  start: "Start",
+  stop: "Stop",
+  restart: "Restart",
+  update: "Update image",
+} as const;
+
+/** One form per operation, `intent` names it; the pending one says so while the worker acts. */
+export function LifecycleButtons({ status }: { status: string }) {
+  const navigation = useNavigation();
+  const pending = navigation.state === "submitting" ? navigation.formData?.get("intent") : null;
+  const running = status === "running" || status === "starting";
+  const shown: Array<keyof typeof labels> = running
+    ? ["stop", "restart", "update"]
+    : ["start", "restart", "update"];
+  return (
+    <div className="flex flex-wrap gap-2">
+      {shown.map((intent) => (
+        <Form method="post" key={intent}>
+          <input type="hidden" name="intent" value={intent} />
+          <button
+            type="submit"
+            disabled={Boolean(pending)}
+            className={
+              intent === "stop"
+                ? "rounded-md border border-red-300 bg-white px-3 py-1.5 text-sm text-red-700 hover:bg-red-50 disabled:opacity-60"
+                : "rounded-md border border-slate-300 bg-white px-3 py-1.5 text-sm hover:bg-slate-50 disabled:opacity-60"
+            }
+          >
+            {pending === intent ? `${labels[intent]}…` : labels[intent]}
+          </button>
+        </Form>
+      ))}
+    </div>
+  );
+}
+
+export function formatUptime(ms: number): string {
+  if (ms <= 0) return "—";
+  const s = Math.floor(ms / 1000);
+  const d = Math.floor(s / 86_400);
+  const h = Math.floor((s % 86_400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d > 0) return `${d}d ${h}h`;
+  if (h > 0) return `${h}h ${m}m`;
+  return `${m}m ${s % 60}s`;
+}

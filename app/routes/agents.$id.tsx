@@ -1,0 +1,330 @@
+import { getFormProps, getTextareaProps, useForm } from "@conform-to/react";
+import { parseWithZod } from "@conform-to/zod/v4";
+import {
+  type ActionFunctionArgs,
+  data,
+  type LoaderFunctionArgs,
+  type MetaFunction,
+  redirect,
+} from "@remix-run/node";
+import {
+  Form,
+  Link,
+  useActionData,
+  useLoaderData,
+  useNavigation,
+  useSearchParams,
+} from "@remix-run/react";
+import type { z } from "zod";
+import {
+  formatUptime,
+  LifecycleButtons,
+  StatusBadge,
+  useLiveRefresh,
+} from "../components/agents.tsx";
+import { Card, Errors, Notice, Submit } from "../components/forms.tsx";
+import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
+import { getOwnedAgent } from "../server/agents/agents.server.ts";
+import {
+  agentLifecycle,
+  agentPage,
+  agentPageQuery,
+  CONFIG_MAX_BYTES,
+  configFormSchema,
+  LIFECYCLE_INTENTS,
+  type LifecycleIntent,
+  LOG_LEVELS,
+  pageError,
+} from "../server/agents/pages.server.ts";
+import { deleteAgentVerification } from "../server/identity/verification.server.ts";
+import { DomainError } from "../server/platform/errors.server.ts";
+
+export const meta: MetaFunction<typeof loader> = ({ data }) => [
+  { title: `${data?.agent.name ?? "Agent"} — Agent Platform` },
+];
+
+export async function loader({ request, params }: LoaderFunctionArgs) {
+  const { user } = await requirePageSession(request);
+  const query = agentPageQuery.parse(Object.fromEntries(new URL(request.url).searchParams));
+  try {
+    const page = await agentPage(user.id, params.id ?? "", query);
+    return { ...page, level: query.level ?? null };
+  } catch (error) {
+    pageError(error);
+  }
+}
+
+const notices: Record<string, string> = {
+  provisioned: "Agent provisioned: its gateway is being set up.",
+  start: "Agent started.",
+  stop: "Agent stopped.",
+  restart: "Agent restarted.",
+  update: "Image update started: the gateway is recreated in the background.",
+  config: "Configuration saved.",
+  unverified: "Verification removed.",
+};
+
+const back = (id: string, notice: string) =>
+  redirect(`/agents/${encodeURIComponent(id)}?notice=${notice}`, 303);
+
+export async function action({ request, params }: ActionFunctionArgs) {
+  guardAction(request);
+  const { user } = await requirePageSession(request);
+  const agentId = params.id ?? "";
+  const form = await request.formData();
+  const intent = String(form.get("intent") ?? "");
+  try {
+    if ((LIFECYCLE_INTENTS as readonly string[]).includes(intent)) {
+      await agentLifecycle(user.id, agentId, intent as LifecycleIntent);
+      return back(agentId, intent);
+    }
+    if (intent === "config") {
+      await getOwnedAgent(user.id, agentId);
+      const submission = parseWithZod(form, { schema: configFormSchema });
+      if (submission.status !== "success") {
+        return data({ error: null, result: submission.reply() }, { status: 400 });
+      }
+      throw new DomainError(501, "Saving the configuration is not available yet");
+    }
+    if (intent === "unverify") {
+      await getOwnedAgent(user.id, agentId);
+      await deleteAgentVerification(agentId);
+      return back(agentId, "unverified");
+    }
+    throw new DomainError(400, "Unknown action");
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    if (error.status === 404) pageError(error);
+    return data({ error: error.message, result: undefined }, { status: error.status });
+  }
+}
+
+function Row({ label, children }: { label: string; children: React.ReactNode }) {
+  return (
+    <div className="flex gap-4 py-1 text-sm">
+      <dt className="w-36 shrink-0 text-slate-500">{label}</dt>
+      <dd className="min-w-0 break-all">{children}</dd>
+    </div>
+  );
+}
+
+function StatsCard({ stats }: { stats: ReturnType<typeof useLoaderData<typeof loader>>["stats"] }) {
+  if (!stats) return <p className="text-sm text-slate-600">No instance yet.</p>;
+  return (
+    <dl data-testid="agent-stats">
+      <Row label="CPU">{stats.cpu}</Row>
+      <Row label="Memory">{stats.memory}</Row>
+      <Row label="Processes">{stats.pids}</Row>
+      <Row label="Uptime">{formatUptime(stats.uptime)}</Row>
+      <Row label="Sampled">
+        {stats.sampledAt ? new Date(stats.sampledAt).toUTCString() : "not yet"}
+      </Row>
+    </dl>
+  );
+}
+
+export default function AgentPage() {
+  const page = useLoaderData<typeof loader>();
+  const actionData = useActionData<typeof action>();
+  const navigation = useNavigation();
+  const [searchParams] = useSearchParams();
+  useLiveRefresh();
+  const { agent, stats, verification, messages, config, level } = page;
+  const notice = notices[searchParams.get("notice") ?? ""];
+  const [configForm, configFields] = useForm<
+    z.input<typeof configFormSchema>,
+    z.output<typeof configFormSchema>
+  >({
+    id: "config",
+    lastResult: actionData?.result,
+    defaultValue: { config: JSON.stringify(config, null, 2) },
+    shouldValidate: "onBlur",
+    onValidate: ({ formData }) => parseWithZod(formData, { schema: configFormSchema }),
+  });
+  const pageLink = (offset: number) => {
+    const next = new URLSearchParams(searchParams);
+    next.delete("notice");
+    next.set("offset", String(offset));
+    next.set("limit", String(messages.limit));
+    return `?${next.toString()}`;
+  };
+  const shownTo = messages.offset + messages.messages.length;
+  return (
+    <div className="space-y-6">
+      <header className="flex flex-wrap items-center gap-3">
+        <h1 className="text-2xl font-semibold">{agent.name}</h1>
+        <StatusBadge status={agent.status} testId="agent-status" />
+        <span className="ml-auto flex gap-4 text-sm">
+          <Link to={`/agents/${agent.id}/chat`} className="text-indigo-700 underline">
+            Chat
+          </Link>
+          <Link to="/agents" className="text-indigo-700 underline">
+            All agents
+          </Link>
+        </span>
+      </header>
+      {notice ? <Notice>{notice}</Notice> : null}
+      {actionData?.error ? <Notice tone="error">{actionData.error}</Notice> : null}
+      {agent.lastError ? <Notice tone="error">Last error: {agent.lastError}</Notice> : null}
+
+      <Card title="Lifecycle">
+        <LifecycleButtons status={agent.status} />
+        <p className="text-xs text-slate-500">
+          Your agents share one gateway: starting or stopping it affects all of them.
+        </p>
+      </Card>
+
+      <div className="grid gap-6 md:grid-cols-2">
+        <Card title="Details">
+          <dl>
+            <Row label="Id">
+              <code>{agent.id}</code>
+            </Row>
+            <Row label="Model">
+              <code>{agent.model}</code>
+            </Row>
+            <Row label="Tier">{agent.tier}</Row>
+            <Row label="Plan">{agent.plan ?? "—"}</Row>
+            <Row label="Address">{agent.url ?? "—"}</Row>
+            <Row label="Gateway version">{agent.gatewayVersion}</Row>
+            <Row label="Started">
+              {agent.startedAt ? new Date(agent.startedAt).toUTCString() : "—"}
+            </Row>
+            <Row label="Created">{new Date(agent.createdAt).toUTCString()}</Row>
+          </dl>
+        </Card>
+        <Card title="Stats">
+          <StatsCard stats={stats} />
+          <p className="text-xs text-slate-500">Refreshes every few seconds.</p>
+        </Card>
+      </div>
+
+      <Card title="Verification">
+        <p data-testid="verification" className="text-sm">
+          {verification.verified ? (
+            <>
+              Verified by <strong>{verification.verificationType}</strong>
+              {verification.verifiedAt
+                ? ` on ${new Date(verification.verifiedAt).toUTCString()}`
+                : ""}
+              {verification.attestationUid ? (
+                <>
+                  {" "}
+                  (attestation <code className="break-all">{verification.attestationUid}</code>)
+                </>
+              ) : null}
+            </>
+          ) : (
+            "Not verified."
+          )}
+        </p>
+        {verification.verified ? (
+          <Form method="post">
+            <input type="hidden" name="intent" value="unverify" />
+            <button type="submit" className="text-sm text-red-700 underline">
+              Remove verification
+            </button>
+          </Form>
+        ) : (
+          <p className="text-xs text-slate-500">
+            Verify with an EAS attestation, an exchange or ENS signature or a passkey through{" "}
+            <code>POST /api/agents/{agent.id}/verify</code>.
+          </p>
+        )}
+      </Card>
+
+      <Card title="Configuration">
+        <Form method="post" {...getFormProps(configForm)} className="space-y-3">
+          <input type="hidden" name="intent" value="config" />
+          <Errors id={configForm.errorId} errors={configForm.errors} />
+          <label htmlFor={configFields.config.id} className="block text-sm font-medium">
+            Configuration (a JSON object, at most {CONFIG_MAX_BYTES / 1024} KiB)
+          </label>
+          <textarea
+            {...getTextareaProps(configFields.config)}
+            key={configFields.config.key}
+            rows={10}
+            spellCheck={false}
+            className="block w-full rounded-md border border-slate-300 px-3 py-2 font-mono text-xs shadow-sm focus:border-indigo-500 focus:outline-none focus:ring-1 focus:ring-indigo-500"
+          />
+          <Errors id={configFields.config.errorId} errors={configFields.config.errors} />
+          <p className="text-xs text-slate-500">
+            {agent.configApplied
+              ? "The gateway runs this configuration."
+              : agent.applyError
+                ? `Not applied: ${agent.applyError}`
+                : "Saved; the gateway picks it up when it is running."}
+          </p>
+          <Submit busy={navigation.formData?.get("intent") === "config"}>Save configuration</Submit>
+        </Form>
+      </Card>
+
+      <Card title="Logs">
+        <Form method="get" className="flex items-end gap-2">
+          <div>
+            <label htmlFor="level" className="block text-sm font-medium">
+              Level
+            </label>
+            <select
+              id="level"
+              name="level"
+              defaultValue={level ?? ""}
+              className="rounded-md border border-slate-300 bg-white px-2 py-1 text-sm"
+            >
+              <option value="">all</option>
+              {LOG_LEVELS.map((l) => (
+                <option key={l} value={l}>
+                  {l}
+                </option>
+              ))}
+            </select>
+          </div>
+          <button
+            type="submit"
+            className="rounded-md border border-slate-300 bg-white px-3 py-1 text-sm"
+          >
+            Filter
+          </button>
+        </Form>
+        <p className="text-sm text-slate-600">Logs are not available yet.</p>
+      </Card>
+
+      <Card title="Messages">
+        {messages.total === 0 ? (
+          <p className="text-sm text-slate-600">No messages yet.</p>
+        ) : (
+          <>
+            <ul className="divide-y divide-slate-100 text-sm" data-testid="messages">
+              {messages.messages.map((m) => (
+                <li key={m.id} className="py-2">
+                  <span className="mr-2 text-xs text-slate-500">
+                    {new Date(m.timestamp).toUTCString()} · {m.platform} · {m.sender}
+                  </span>
+                  <span className="whitespace-pre-wrap">{m.content}</span>
+                </li>
+              ))}
+            </ul>
+            <nav aria-label="Message pages" className="flex items-center gap-4 text-sm">
+              <span className="text-slate-500">
+                {messages.offset + 1}–{shownTo} of {messages.total}
+              </span>
+              {messages.offset > 0 ? (
+                <Link
+                  to={pageLink(Math.max(0, messages.offset - messages.limit))}
+                  className="text-indigo-700 underline"
+                >
+                  Newer
+                </Link>
+              ) : null}
+              {shownTo < messages.total ? (
+                <Link to={pageLink(shownTo)} className="text-indigo-700 underline">
+                  Older
+                </Link>
+              ) : null}
+            </nav>
+          </>
+        )}
+      </Card>
+    </div>
+  );
+}
