@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CUSTOM_MODEL, LOG_LEVELS } from "../../schemas/agents.ts";
 import { frontendModels } from "../ai/models.server.ts";
 import { planRank } from "../billing/catalog.server.ts";
 import { activePlanItems, hasActiveSubscription } from "../billing/subscriptions.server.ts";
@@ -29,9 +30,6 @@ import { listMessages } from "./messages.server.ts";
 
 // What the dashboard pages (app/routes/agents*.tsx) need from the agents service, in one place:
 // every function takes the signed-in user's id and only ever reads that user's rows.
-
-/** The `custom` model: the agent uses its instance's default model. */
-export const CUSTOM_MODEL = "custom";
 
 /** The provision form's model options: the catalog's ids (first = default), then `custom`. */
 export async function modelChoices(): Promise<{ models: Array<{ id: string; name: string }> }> {
@@ -69,17 +67,6 @@ export async function agentStatuses(userId: string) {
   return agents.map((a) => ({ id: a.id, status: a.status }));
 }
 
-/** The provision form (conform + zod, the same schema on the client and the server). */
-export const provisionFormSchema = z.object({
-  name: z
-    .string({ error: "Name is required" })
-    .trim()
-    .min(1, "Name is required")
-    .max(100, "At most 100 characters"),
-  model: z.string({ error: "Choose a model" }).trim().min(1, "Choose a model").max(200),
-  tier: z.enum(TIERS).optional(),
-});
-
 /**
  * Provisions from the dashboard: the agent record under the tier limit (402/429 as the API),
  * then the user's instance when it has none yet (the first agent runs in it).
@@ -97,7 +84,9 @@ export async function provisionFromPage(
   const instance = await getInstanceByUser(userId);
   if (!instance) {
     const plan = [...plans].sort((a, b) => planRank(b) - planRank(a))[0];
-    await provisionInstance(userId, { model: input.model, ...(plan ? { plan } : {}) });
+    // `custom` leaves the instance on the runtime's default model.
+    const model = input.model === CUSTOM_MODEL ? undefined : input.model;
+    await provisionInstance(userId, { ...(model ? { model } : {}), ...(plan ? { plan } : {}) });
   }
   return agent;
 }
@@ -119,8 +108,6 @@ export async function agentLifecycle(userId: string, agentId: string, intent: Li
       return updateInstanceImage(userId);
   }
 }
-
-export const LOG_LEVELS = ["info", "warning", "error", "debug"] as const;
 
 /** Query parameters of the agent page: messages paging and the log level filter. */
 export const agentPageQuery = z.object({
@@ -183,29 +170,6 @@ function agentStats(
     sampledAt: instance.sampled_at?.toISOString() ?? null,
   };
 }
-
-/** The configuration editor: a JSON object, at most CONFIG_MAX_BYTES. */
-export const CONFIG_MAX_BYTES = 64 * 1024;
-
-export const configFormSchema = z.object({
-  config: z
-    .string({ error: "Enter a JSON object" })
-    .max(CONFIG_MAX_BYTES, `At most ${CONFIG_MAX_BYTES / 1024} KiB`)
-    .transform((text, ctx) => {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (error) {
-        ctx.addIssue({ code: "custom", message: `Not valid JSON: ${(error as Error).message}` });
-        return z.NEVER;
-      }
-      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-        ctx.addIssue({ code: "custom", message: "The configuration must be a JSON object" });
-        return z.NEVER;
-      }
-      return parsed as Record<string, unknown>;
-    }),
-});
 
 /** A loader's 404 (another user's agent included) as the page's "not found"; others rethrown. */
 export function pageError(error: unknown): never {

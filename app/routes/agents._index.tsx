@@ -11,16 +11,13 @@ import { Form, Link, useActionData, useLoaderData, useNavigation } from "@remix-
 import type { z } from "zod";
 import { StatusBadge, useLiveRefresh } from "../components/agents.tsx";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
+import { provisionFormSchema } from "../schemas/agents.ts";
 import {
   guardAction,
   replyWithError,
   requirePageSession,
 } from "../server/accounts/pages.server.ts";
-import {
-  agentsOverview,
-  provisionFormSchema,
-  provisionFromPage,
-} from "../server/agents/pages.server.ts";
+import { agentsOverview, provisionFromPage } from "../server/agents/pages.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Agents — Agent Platform" }];
 
@@ -62,7 +59,10 @@ export default function Agents() {
     id: "provision",
     lastResult: actionData?.result,
     constraint: getZodConstraint(provisionFormSchema),
-    shouldValidate: "onBlur",
+    // Errors clear while typing, not on blur: a blur that removes an error line moves the
+    // submit button between mousedown and mouseup, and the click is lost.
+    shouldValidate: "onSubmit",
+    shouldRevalidate: "onInput",
     onValidate: ({ formData }) => parseWithZod(formData, { schema: provisionFormSchema }),
   });
   const { agents, subscribed, tier, tiers, limit, models } = overview;

@@ -23,17 +23,15 @@ import {
   useLiveRefresh,
 } from "../components/agents.tsx";
 import { Card, Errors, Notice, Submit } from "../components/forms.tsx";
+import { CONFIG_MAX_BYTES, configFormSchema, LOG_LEVELS } from "../schemas/agents.ts";
 import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
 import { getOwnedAgent } from "../server/agents/agents.server.ts";
 import {
   agentLifecycle,
   agentPage,
   agentPageQuery,
-  CONFIG_MAX_BYTES,
-  configFormSchema,
   LIFECYCLE_INTENTS,
   type LifecycleIntent,
-  LOG_LEVELS,
   pageError,
 } from "../server/agents/pages.server.ts";
 import { deleteAgentVerification } from "../server/identity/verification.server.ts";
@@ -138,7 +136,10 @@ export default function AgentPage() {
     id: "config",
     lastResult: actionData?.result,
     defaultValue: { config: JSON.stringify(config, null, 2) },
-    shouldValidate: "onBlur",
+    // Errors clear while typing, not on blur: a blur that removes an error line moves the
+    // submit button between mousedown and mouseup, and the click is lost.
+    shouldValidate: "onSubmit",
+    shouldRevalidate: "onInput",
     onValidate: ({ formData }) => parseWithZod(formData, { schema: configFormSchema }),
   });
   const pageLink = (offset: number) => {
