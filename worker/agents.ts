@@ -12,7 +12,15 @@ import {
 } from "../app/server/agents/instances.server.ts";
 import { db } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
-import { connectPaired, GATEWAY_PORT, log, rt, withInstanceLock } from "./instances.ts";
+import { sendJob } from "../app/server/platform/jobs.server.ts";
+import {
+  connectPaired,
+  GATEWAY_PORT,
+  log,
+  rt,
+  waitHealthy,
+  withInstanceLock,
+} from "./instances.ts";
 
 // sync-agents: writes ALL of a user's agents into their gateway's config
 // (agents.entries.<gateway_agent_id>) with config.get + config.patch over the paired
@@ -105,6 +113,8 @@ export async function applyAgents(client: GatewayClient, row: InstanceRow) {
 export async function syncAgentsOf(row: InstanceRow) {
   const info = await rt().inspect(row.container_name);
   if (!info?.running || !info.address) return { skipped: "the gateway is not running" };
+  // Right after a start the gateway may still be booting.
+  await waitHealthy(info);
   const { client, row: paired } = await connectPaired(row, `${info.address}:${GATEWAY_PORT}`);
   try {
     return await applyAgents(client, paired);
@@ -124,4 +134,25 @@ export async function syncAgents(userId: string) {
     log().info({ userId, ...result }, "agents synced");
     return result;
   });
+}
+
+/** Queues a sync for the instance's user (an instance came back: start, repair, reconcile). */
+export async function queueAgentSync(instanceId: string): Promise<void> {
+  const row = await getInstance(instanceId);
+  if (!row) return;
+  await sendJob("sync-agents", { userId: row.user_id }).catch((error) =>
+    log().warn({ err: error, instanceId }, "sync-agents could not be enqueued"),
+  );
+}
+
+/** Right after provisioning: the agents go in at once; a failure leaves a retrying job. */
+export async function syncAfterProvision(instanceId: string): Promise<void> {
+  const row = await getInstance(instanceId);
+  if (!row) return;
+  try {
+    await syncAgents(row.user_id);
+  } catch (error) {
+    log().warn({ err: error, instanceId }, "agents sync after provisioning failed; queued");
+    await queueAgentSync(instanceId);
+  }
 }
