@@ -161,6 +161,10 @@ const schema = z.object({
   RECONCILE_CRON: z.string().default("* * * * *"),
   /** Worker's live-sample interval (container stats and state into the instances table). */
   INSTANCE_SAMPLE_INTERVAL_MS: z.coerce.number().int().min(0).default(10_000),
+  /** How long PUT /api/agents/:id/config waits for the gateway to take the change (`applied`). */
+  AGENT_CONFIG_APPLY_WAIT_MS: z.coerce.number().int().min(0).default(5_000),
+  /** Worker's chat recorder: gateway connections per running instance (0 disables). */
+  AGENT_MESSAGE_RECORDER: z.enum(["on", "off"]).default("on"),
   /** Warm pool: pre-started, paired generic gateways that provisioning adopts (0 = off). */
   RUNTIME_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(0),
   /** pg-boss cron of the fill-pool job (also sent after each adoption). */

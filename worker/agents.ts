@@ -1,0 +1,158 @@
+import { CUSTOM_MODEL, gatewayEntryOf } from "../app/server/agents/agent-config.server.ts";
+import {
+  type AgentRow,
+  FIRST_GATEWAY_AGENT_ID,
+  listAgents,
+} from "../app/server/agents/agents.server.ts";
+import type { GatewayClient } from "../app/server/agents/gateway-client.server.ts";
+import {
+  getInstance,
+  getInstanceByUser,
+  type InstanceRow,
+} from "../app/server/agents/instances.server.ts";
+import { db } from "../app/server/platform/db.server.ts";
+import { env } from "../app/server/platform/env.server.ts";
+import { sendJob } from "../app/server/platform/jobs.server.ts";
+import {
+  connectPaired,
+  GATEWAY_PORT,
+  log,
+  rt,
+  waitHealthy,
+  withInstanceLock,
+} from "./instances.ts";
+
+// sync-agents: writes ALL of a user's agents into their gateway's config
+// (agents.entries.<gateway_agent_id>) with config.get + config.patch over the paired
+// connection. The platform's rows are the truth: the patch is computed from them alone, so
+// running it again changes nothing, and it is re-run whenever an instance (re)starts.
+
+interface GatewayConfigSnapshot {
+  hash: string;
+  config?: {
+    agents?: { entries?: Record<string, unknown>; ownership?: string };
+    models?: { providers?: { platform?: { models?: Array<{ id: string }> } } };
+  };
+}
+
+/** Gateway agent ids the platform created (`main`, `agt-…`); others are left alone. */
+const isPlatformAgentId = (id: string) => id === FIRST_GATEWAY_AGENT_ID || id.startsWith("agt-");
+
+/** The config.patch that makes the gateway's agents exactly the user's agents. */
+export function agentsPatch(
+  agents: AgentRow[],
+  instance: Pick<InstanceRow, "model">,
+  current: GatewayConfigSnapshot["config"],
+) {
+  const entries: Record<string, unknown> = {};
+  for (const agent of agents) entries[agent.gateway_agent_id] = gatewayEntryOf(agent);
+  // A deleted agent's entry goes (merge-patch null); entries not made by us are kept.
+  for (const id of Object.keys(current?.agents?.entries ?? {})) {
+    if (!(id in entries) && isPlatformAgentId(id) && id !== FIRST_GATEWAY_AGENT_ID) {
+      entries[id] = null;
+    }
+  }
+  // Every agent's model must be one the platform provider declares.
+  const declared = new Set((current?.models?.providers?.platform?.models ?? []).map((m) => m.id));
+  const wanted = [
+    instance.model ?? env().RUNTIME_DEFAULT_MODEL,
+    ...agents.map((a) => a.model).filter((m) => m !== CUSTOM_MODEL),
+  ];
+  const models = [...new Set([...declared, ...wanted])].map((id) => ({ id, name: id }));
+  const patch: Record<string, unknown> = {
+    agents: {
+      entries,
+      // Several agents in one gateway are an explicit fleet: no implicit default owner.
+      ...(agents.length > 1 ? { ownership: "explicit" } : {}),
+    },
+    models: { providers: { platform: { models } } },
+  };
+  return patch;
+}
+
+async function recordApplied(agents: AgentRow[], error?: string) {
+  for (const agent of agents) {
+    if (error) {
+      await db()`update agents set apply_error = ${error.slice(0, 2000)} where id = ${agent.id}`;
+    } else {
+      // The revision read before the patch: a PUT that landed meanwhile stays unapplied and
+      // has its own job queued.
+      await db()`
+        update agents set applied_revision = greatest(applied_revision, ${agent.config_revision}),
+          applied_at = now(), apply_error = null
+        where id = ${agent.id}`;
+    }
+  }
+}
+
+/** Patches the user's agents into a connected gateway; records the outcome on the rows. */
+export async function applyAgents(client: GatewayClient, row: InstanceRow) {
+  const agents = await listAgents(row.user_id);
+  if (agents.length === 0) return { agents: 0 };
+  try {
+    const current = await client.request<GatewayConfigSnapshot>("config.get");
+    const patch = agentsPatch(agents, row, current.config);
+    await client.request(
+      "config.patch",
+      {
+        baseHash: current.hash,
+        raw: JSON.stringify(patch),
+        replacePaths: ["models.providers.platform.models", "agents.entries.*.skills"],
+      },
+      { timeoutMs: 30_000 },
+    );
+    await recordApplied(agents);
+    return { agents: agents.length };
+  } catch (error) {
+    await recordApplied(agents, (error as Error).message);
+    throw error;
+  }
+}
+
+/** Connects (paired) to a running instance and applies its agents; caller holds the lock. */
+export async function syncAgentsOf(row: InstanceRow) {
+  const info = await rt().inspect(row.container_name);
+  if (!info?.running || !info.address) return { skipped: "the gateway is not running" };
+  // Right after a start the gateway may still be booting.
+  await waitHealthy(info);
+  const { client, row: paired } = await connectPaired(row, `${info.address}:${GATEWAY_PORT}`);
+  try {
+    return await applyAgents(client, paired);
+  } finally {
+    client.close();
+  }
+}
+
+/** The sync-agents job: under the instance lock; a missing or stopped instance is skipped. */
+export async function syncAgents(userId: string) {
+  const found = await getInstanceByUser(userId);
+  if (!found?.container_id) return { skipped: "no provisioned instance" };
+  return withInstanceLock(found.id, async () => {
+    const row = await getInstance(found.id);
+    if (!row) return { skipped: "no such instance" };
+    const result = await syncAgentsOf(row);
+    log().info({ userId, ...result }, "agents synced");
+    return result;
+  });
+}
+
+/** Queues a sync for the instance's user (an instance came back: start, repair, reconcile). */
+export async function queueAgentSync(instanceId: string): Promise<void> {
+  const row = await getInstance(instanceId);
+  if (!row) return;
+  await sendJob("sync-agents", { userId: row.user_id }).catch((error) =>
+    log().warn({ err: error, instanceId }, "sync-agents could not be enqueued"),
+  );
+}
+
+/** Right after provisioning: the agents go in at once; a failure leaves a retrying job. */
+export async function syncAfterProvision(instanceId: string): Promise<void> {
+  const row = await getInstance(instanceId);
+  if (!row) return;
+  try {
+    await syncAgents(row.user_id);
+  } catch (error) {
+    log().warn({ err: error, instanceId }, "agents sync after provisioning failed; queued");
+    await queueAgentSync(instanceId);
+  }
+}
