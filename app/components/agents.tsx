@@ -1,4 +1,4 @@
-import { Form, useNavigation, useRevalidator } from "@remix-run/react";
+import { Form, useFetcher, useNavigation, useRevalidator } from "@remix-run/react";
 import { useEffect } from "react";
 
 // Pieces of the agents dashboard. Lifecycle buttons are plain POST forms (they work without
@@ -17,6 +17,31 @@ export function useLiveRefresh(intervalMs = 3_000) {
     }, intervalMs);
     return () => clearTimeout(timer);
   }, [busy, intervalMs, revalidator]);
+}
+
+/**
+ * Polls a page resource route every `intervalMs` (tab visible, nothing pending) and returns the
+ * fresher of its answer and the loader's copy (both carry `at`), so an action's redirect is not
+ * overwritten by an older poll.
+ */
+export function useLivePoll<T extends { at: string }>(
+  url: string,
+  initial: T,
+  intervalMs = 3_000,
+): T {
+  const fetcher = useFetcher<T>();
+  const navigation = useNavigation();
+  const busy = fetcher.state !== "idle" || navigation.state !== "idle";
+  const load = fetcher.load;
+  useEffect(() => {
+    if (busy) return;
+    const timer = setTimeout(() => {
+      if (document.visibilityState === "visible") load(url);
+    }, intervalMs);
+    return () => clearTimeout(timer);
+  }, [busy, intervalMs, load, url]);
+  const polled = fetcher.data;
+  return polled && polled.at > initial.at ? (polled as T) : initial;
 }
 
 const tones: Record<string, string> = {

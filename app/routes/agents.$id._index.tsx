@@ -16,16 +16,10 @@ import {
   useSearchParams,
 } from "@remix-run/react";
 import type { z } from "zod";
-import {
-  formatUptime,
-  LifecycleButtons,
-  StatusBadge,
-  useLiveRefresh,
-} from "../components/agents.tsx";
+import { LifecycleButtons, StatusBadge, useLivePoll } from "../components/agents.tsx";
 import { Card, Errors, Notice, Submit } from "../components/forms.tsx";
 import { CONFIG_MAX_BYTES, configFormSchema, LOG_LEVELS } from "../schemas/agents.ts";
 import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
-import { getOwnedAgent } from "../server/agents/agents.server.ts";
 import {
   agentLifecycle,
   agentPage,
@@ -33,8 +27,9 @@ import {
   LIFECYCLE_INTENTS,
   type LifecycleIntent,
   pageError,
+  saveAgentConfig,
+  unverifyAgent,
 } from "../server/agents/pages.server.ts";
-import { deleteAgentVerification } from "../server/identity/verification.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 
 export const meta: MetaFunction<typeof loader> = ({ data }) => [
@@ -45,8 +40,7 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
   const { user } = await requirePageSession(request);
   const query = agentPageQuery.parse(Object.fromEntries(new URL(request.url).searchParams));
   try {
-    const page = await agentPage(user.id, params.id ?? "", query);
-    return { ...page, level: query.level ?? null };
+    return await agentPage(user.id, params.id ?? "", query);
   } catch (error) {
     pageError(error);
   }
@@ -58,7 +52,8 @@ const notices: Record<string, string> = {
   stop: "Agent stopped.",
   restart: "Agent restarted.",
   update: "Image update started: the gateway is recreated in the background.",
-  config: "Configuration saved.",
+  config: "Configuration saved; the gateway picks it up when it runs.",
+  "config-applied": "Configuration saved and applied.",
   unverified: "Verification removed.",
 };
 
@@ -77,16 +72,15 @@ export async function action({ request, params }: ActionFunctionArgs) {
       return back(agentId, intent);
     }
     if (intent === "config") {
-      await getOwnedAgent(user.id, agentId);
       const submission = parseWithZod(form, { schema: configFormSchema });
       if (submission.status !== "success") {
         return data({ error: null, result: submission.reply() }, { status: 400 });
       }
-      throw new DomainError(501, "Saving the configuration is not available yet");
+      const saved = await saveAgentConfig(user.id, agentId, submission.value.config);
+      return back(agentId, saved.applied ? "config-applied" : "config");
     }
     if (intent === "unverify") {
-      await getOwnedAgent(user.id, agentId);
-      await deleteAgentVerification(agentId);
+      await unverifyAgent(user.id, agentId);
       return back(agentId, "unverified");
     }
     throw new DomainError(400, "Unknown action");
@@ -106,17 +100,36 @@ function Row({ label, children }: { label: string; children: React.ReactNode }) 
   );
 }
 
-function StatsCard({ stats }: { stats: ReturnType<typeof useLoaderData<typeof loader>>["stats"] }) {
-  if (!stats) return <p className="text-sm text-slate-600">No instance yet.</p>;
+type Live = ReturnType<typeof useLoaderData<typeof loader>>["live"];
+
+function StatsCard({ live }: { live: Live }) {
+  const s = live.stats;
+  if (live.statsStatus !== "ok") {
+    // The contract's mock variant: no live container figures, only what the platform recorded.
+    return (
+      <dl data-testid="agent-stats">
+        <p className="pb-2 text-sm text-slate-600">No live figures: the gateway is not running.</p>
+        <Row label="Messages">{s.messagesProcessed}</Row>
+        <Row label="Last hour">{s.messagesPerHour}</Row>
+      </dl>
+    );
+  }
   return (
     <dl data-testid="agent-stats">
-      <Row label="CPU">{stats.cpu}</Row>
-      <Row label="Memory">{stats.memory}</Row>
-      <Row label="Processes">{stats.pids}</Row>
-      <Row label="Uptime">{formatUptime(stats.uptime)}</Row>
-      <Row label="Sampled">
-        {stats.sampledAt ? new Date(stats.sampledAt).toUTCString() : "not yet"}
+      <Row label="CPU">{s.cpu}</Row>
+      <Row label="Memory">
+        {s.memory} ({s.memoryPercent})
       </Row>
+      <Row label="Network in / out">{s.network}</Row>
+      <Row label="Processes">{s.pids}</Row>
+      <Row label="Uptime">{s.uptimeFormatted}</Row>
+      <Row label="Messages">
+        {s.messagesProcessed} ({s.messagesPerHour} in the last hour)
+      </Row>
+      <Row label="Response time">
+        {s.averageResponseTime === "N/A" ? "N/A" : `${s.averageResponseTime} ms`}
+      </Row>
+      <Row label="Success rate">{s.successRate}</Row>
     </dl>
   );
 }
@@ -126,8 +139,8 @@ export default function AgentPage() {
   const actionData = useActionData<typeof action>();
   const navigation = useNavigation();
   const [searchParams] = useSearchParams();
-  useLiveRefresh();
-  const { agent, stats, verification, messages, config, level } = page;
+  const { agent, verification, messages, logs, config } = page;
+  const live = useLivePoll(`/agents/${agent.id}/live`, page.live);
   const notice = notices[searchParams.get("notice") ?? ""];
   const [configForm, configFields] = useForm<
     z.input<typeof configFormSchema>,
@@ -154,7 +167,7 @@ export default function AgentPage() {
     <div className="space-y-6">
       <header className="flex flex-wrap items-center gap-3">
         <h1 className="text-2xl font-semibold">{agent.name}</h1>
-        <StatusBadge status={agent.status} testId="agent-status" />
+        <StatusBadge status={live.status} testId="agent-status" />
         <span className="ml-auto flex gap-4 text-sm">
           <Link to={`/agents/${agent.id}/chat`} className="text-indigo-700 underline">
             Chat
@@ -166,10 +179,10 @@ export default function AgentPage() {
       </header>
       {notice ? <Notice>{notice}</Notice> : null}
       {actionData?.error ? <Notice tone="error">{actionData.error}</Notice> : null}
-      {agent.lastError ? <Notice tone="error">Last error: {agent.lastError}</Notice> : null}
+      {live.lastError ? <Notice tone="error">Last error: {live.lastError}</Notice> : null}
 
       <Card title="Lifecycle">
-        <LifecycleButtons status={agent.status} />
+        <LifecycleButtons status={live.status} />
         <p className="text-xs text-slate-500">
           Your agents share one gateway: starting or stopping it affects all of them.
         </p>
@@ -186,7 +199,7 @@ export default function AgentPage() {
             </Row>
             <Row label="Tier">{agent.tier}</Row>
             <Row label="Plan">{agent.plan ?? "—"}</Row>
-            <Row label="Address">{agent.url ?? "—"}</Row>
+            <Row label="Address">{agent.url}</Row>
             <Row label="Gateway version">{agent.gatewayVersion}</Row>
             <Row label="Started">
               {agent.startedAt ? new Date(agent.startedAt).toUTCString() : "—"}
@@ -195,7 +208,7 @@ export default function AgentPage() {
           </dl>
         </Card>
         <Card title="Stats">
-          <StatsCard stats={stats} />
+          <StatsCard live={live} />
           <p className="text-xs text-slate-500">Refreshes every few seconds.</p>
         </Card>
       </div>
@@ -269,7 +282,7 @@ export default function AgentPage() {
             <select
               id="level"
               name="level"
-              defaultValue={level ?? ""}
+              defaultValue={logs.level ?? ""}
               className="rounded-md border border-slate-300 bg-white px-2 py-1 text-sm"
             >
               <option value="">all</option>
@@ -287,7 +300,25 @@ export default function AgentPage() {
             Filter
           </button>
         </Form>
-        <p className="text-sm text-slate-600">Logs are not available yet.</p>
+        {logs.unavailable ? (
+          <p className="text-sm text-slate-600">{logs.unavailable}</p>
+        ) : logs.logs.length === 0 ? (
+          <p className="text-sm text-slate-600">
+            No log entries{logs.level ? ` at level ${logs.level}` : ""}.
+          </p>
+        ) : (
+          <ol className="max-h-96 overflow-y-auto font-mono text-xs" data-testid="logs">
+            {logs.logs.map((entry) => (
+              <li key={entry.id} className="py-0.5">
+                <span className="text-slate-500">{entry.timestamp}</span>{" "}
+                <span className={entry.level === "error" ? "text-red-700" : "text-slate-700"}>
+                  {entry.level}
+                </span>{" "}
+                <span className="text-slate-500">[{entry.source}]</span> {entry.message}
+              </li>
+            ))}
+          </ol>
+        )}
       </Card>
 
       <Card title="Messages">

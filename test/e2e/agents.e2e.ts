@@ -3,7 +3,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { GATEWAY_PORT, reconcileAll } from "../../worker/instances.ts";
+import { GATEWAY_PORT, reconcileAll, sampleAll } from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { startWorker, stopWorker } from "../../worker/worker.ts";
@@ -144,7 +144,12 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     // The worker's reconcile observes the healthy container; the page shows it on its own.
     await reconcileAll();
     await expect.poll(() => status(page)).toBe("running");
-    await expect.poll(() => page.getByTestId("agent-stats").textContent()).toMatch(/CPU/);
+    // Stats refresh too: before the worker's first sample there are no live figures.
+    await expect.poll(() => page.getByTestId("agent-stats").textContent()).toMatch(/No live/);
+    await sampleAll();
+    await expect
+      .poll(() => page.getByTestId("agent-stats").textContent())
+      .toMatch(/CPU\d+\.\d\d%Memory[\d.]+MiB \/ 2GiB/);
 
     await page.getByRole("button", { name: "Stop", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent stopped.");

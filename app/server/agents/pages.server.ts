@@ -1,14 +1,11 @@
 import { z } from "zod";
 import { CUSTOM_MODEL, LOG_LEVELS } from "../../schemas/agents.ts";
 import { frontendModels } from "../ai/models.server.ts";
-import { planRank } from "../billing/catalog.server.ts";
-import { activePlanItems, hasActiveSubscription } from "../billing/subscriptions.server.ts";
-import { getAgentVerification } from "../identity/verification.server.ts";
+import { hasActiveSubscription } from "../billing/subscriptions.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import {
   agentStatus,
   agentSummaries,
-  createAgentRecord,
   getOwnedAgent,
   TIER_LIMITS,
   TIERS,
@@ -16,35 +13,43 @@ import {
   tierOfUser,
 } from "./agents.server.ts";
 import {
+  agentDetail,
+  agentLogs,
+  agentMessages,
+  agentStats,
+  readAgentVerification,
+  removeAgentVerification,
+  updateAgentConfig,
+} from "./agents-api.server.ts";
+import {
   contractStatus,
   getInstanceByUser,
-  instanceStatsView,
-  provisionInstance,
   restartInstance,
   startInstance,
   stopInstance,
-  subdomainOf,
   updateInstanceImage,
 } from "./instances.server.ts";
-import { listMessages } from "./messages.server.ts";
+import { modelOptions, provisionAgent } from "./provisioning.server.ts";
 
-// What the dashboard pages (app/routes/agents*.tsx) need from the agents service, in one place:
-// every function takes the signed-in user's id and only ever reads that user's rows.
+// What the dashboard pages (app/routes/agents*.tsx) need, on top of the agents API's service
+// functions: every function takes the signed-in user's id, and another user's agent is 404.
 
-/** The provision form's model options: the catalog's ids (first = default), then `custom`. */
-export async function modelChoices(): Promise<{ models: Array<{ id: string; name: string }> }> {
-  let models: Array<{ id: string; name: string }> = [];
-  try {
-    models = (await frontendModels()).map((m) => ({ id: m.id, name: m.name }));
-  } catch {
-    // The catalog is down: `custom` (the instance's default model) still provisions.
-  }
-  return { models: [...models, { id: CUSTOM_MODEL, name: "Custom (the platform's default)" }] };
+/** The provision form's model options (the API's, first = default) with readable names. */
+export async function modelChoices(): Promise<Array<{ id: string; name: string }>> {
+  const [ids, catalog] = await Promise.all([
+    modelOptions(),
+    frontendModels().catch(() => []), // names only; modelOptions already handles an outage
+  ]);
+  const names = new Map(catalog.map((m) => [m.id, m.name]));
+  return ids.map((id) => ({
+    id,
+    name: id === CUSTOM_MODEL ? "Custom (the instance's default model)" : (names.get(id) ?? id),
+  }));
 }
 
 /** The list page: agents with live status, and what the provision form may offer. */
 export async function agentsOverview(userId: string) {
-  const [agents, subscribed, tier, choices] = await Promise.all([
+  const [agents, subscribed, tier, models] = await Promise.all([
     agentSummaries(userId),
     hasActiveSubscription(userId),
     tierOfUser(userId),
@@ -57,37 +62,16 @@ export async function agentsOverview(userId: string) {
     tier: tier ?? null,
     tiers: tiers.map((t) => ({ id: t, limit: TIER_LIMITS[t] })),
     limit: tier ? TIER_LIMITS[tier] : 0,
-    models: choices.models,
+    models,
   };
 }
 
-/** Statuses only (the list's live refresh asks for these every few seconds). */
-export async function agentStatuses(userId: string) {
-  const agents = await agentSummaries(userId);
-  return agents.map((a) => ({ id: a.id, status: a.status }));
-}
-
-/**
- * Provisions from the dashboard: the agent record under the tier limit (402/429 as the API),
- * then the user's instance when it has none yet (the first agent runs in it).
- */
+/** The provision form's submission, through the API's provisioning (same checks, same errors). */
 export async function provisionFromPage(
   userId: string,
   input: { name: string; model: string; tier?: Tier | undefined },
 ) {
-  const plans = await activePlanItems(userId);
-  const agent = await createAgentRecord(userId, {
-    name: input.name,
-    model: input.model,
-    ...(input.tier ? { tier: input.tier } : {}),
-  });
-  const instance = await getInstanceByUser(userId);
-  if (!instance) {
-    const plan = [...plans].sort((a, b) => planRank(b) - planRank(a))[0];
-    // `custom` leaves the instance on the runtime's default model.
-    const model = input.model === CUSTOM_MODEL ? undefined : input.model;
-    await provisionInstance(userId, { ...(model ? { model } : {}), ...(plan ? { plan } : {}) });
-  }
+  const { agent } = await provisionAgent(userId, input);
   return agent;
 }
 
@@ -109,66 +93,91 @@ export async function agentLifecycle(userId: string, agentId: string, intent: Li
   }
 }
 
-/** Query parameters of the agent page: messages paging and the log level filter. */
+/** Query parameters of the agent page; out-of-range values fall back to the defaults. */
 export const agentPageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).catch(50),
   offset: z.coerce.number().int().min(0).catch(0),
   level: z.enum(LOG_LEVELS).optional().catch(undefined),
 });
 
-/** The agent page: detail, live stats, verification, messages (one page) and configuration. */
+/** Logs come from the running gateway; otherwise the page says why there are none. */
+async function logsFor(
+  userId: string,
+  agentId: string,
+  status: string,
+  level: (typeof LOG_LEVELS)[number] | undefined,
+) {
+  // A stopped gateway would only time out: do not make the page wait for it.
+  if (status !== "running") {
+    return { logs: [], total: 0, unavailable: "Logs are read from the gateway while it runs." };
+  }
+  try {
+    const { logs, total } = await agentLogs(userId, agentId, { limit: 50, level });
+    return { logs, total, unavailable: null };
+  } catch (error) {
+    if (error instanceof DomainError && error.status === 502) {
+      return { logs: [], total: 0, unavailable: `The gateway did not answer (${error.message}).` };
+    }
+    throw error;
+  }
+}
+
+/** The agent page: detail, stats, verification, logs, one page of messages, configuration. */
 export async function agentPage(
   userId: string,
   agentId: string,
-  query: { limit: number; offset: number },
+  query: z.infer<typeof agentPageQuery>,
 ) {
   const row = await getOwnedAgent(userId, agentId);
-  const [instance, verification, messages] = await Promise.all([
-    getInstanceByUser(userId),
-    getAgentVerification(row.id),
-    listMessages(row.id, query),
+  const [{ agent }, live, verification, messages] = await Promise.all([
+    agentDetail(userId, agentId),
+    agentLive(userId, agentId),
+    readAgentVerification(userId, agentId),
+    agentMessages(userId, agentId, { limit: query.limit, offset: query.offset }),
   ]);
-  const subdomain = instance ? subdomainOf(instance) : null;
+  const logs = await logsFor(userId, agentId, agent.status, query.level);
   return {
     agent: {
-      id: row.id,
-      name: row.name,
-      model: row.model,
+      ...agent,
       tier: row.tier,
-      status: agentStatus(instance),
       createdAt: row.created_at.toISOString(),
-      startedAt: instance?.started_at?.toISOString() ?? null,
-      plan: instance?.plan ?? null,
-      subdomain,
-      url: subdomain ? `https://${subdomain}` : null,
-      gatewayVersion: instance?.gateway_version ?? "unknown",
-      lastError: instance && contractStatus(instance) === "error" ? instance.last_error : null,
       configApplied: row.applied_revision >= row.config_revision,
       applyError: row.apply_error,
     },
-    stats: instance ? agentStats(row.id, instance) : null,
+    live,
     verification,
-    messages: { ...messages, limit: query.limit, offset: query.offset },
+    messages,
+    logs: { ...logs, level: query.level ?? null },
     config: row.config,
   };
 }
 
-/** Live container figures from the worker's last sample (the agent page refreshes them). */
-function agentStats(
-  agentId: string,
-  instance: NonNullable<Awaited<ReturnType<typeof getInstanceByUser>>>,
-) {
-  const view = instanceStatsView(instance);
-  const live = instance.observed_state === "running" && instance.started_at !== null;
+/** What the agent page refreshes every few seconds: status and stats (cheap: database only). */
+export async function agentLive(userId: string, agentId: string) {
+  const [{ stats, status }, instance] = await Promise.all([
+    agentStats(userId, agentId),
+    getInstanceByUser(userId),
+  ]);
   return {
-    agentId,
-    cpu: view.cpu,
-    memory: view.memory,
-    pids: instance.pids === null ? "N/A" : String(instance.pids),
-    uptime: live && instance.started_at ? Date.now() - instance.started_at.getTime() : 0,
-    status: view.status,
-    sampledAt: instance.sampled_at?.toISOString() ?? null,
+    status: agentStatus(instance),
+    lastError: instance && contractStatus(instance) === "error" ? instance.last_error : null,
+    statsStatus: status,
+    stats: stats as Record<string, string | number | undefined>,
+    at: new Date().toISOString(),
   };
+}
+
+/** The configuration editor's save: stored as the API's PUT does (applied when running). */
+export async function saveAgentConfig(
+  userId: string,
+  agentId: string,
+  config: Record<string, unknown>,
+) {
+  return updateAgentConfig(userId, agentId, config);
+}
+
+export async function unverifyAgent(userId: string, agentId: string) {
+  return removeAgentVerification(userId, agentId);
 }
 
 /** A loader's 404 (another user's agent included) as the page's "not found"; others rethrown. */
