@@ -66,6 +66,8 @@ const labels = {
   stop: "Stop",
   restart: "Restart",
   update: "Update image",
+  repair: "Repair",
+  "reset-memory": "Reset memory",
 } as const;
 
 /** One form per operation, `intent` names it; the pending one says so while the worker acts. */
@@ -73,13 +75,26 @@ export function LifecycleButtons({ status }: { status: string }) {
   const navigation = useNavigation();
   const pending = navigation.state === "submitting" ? navigation.formData?.get("intent") : null;
   const running = status === "running" || status === "starting";
+  // Reset memory talks to the gateway, so it is offered only while it runs.
   const shown: Array<keyof typeof labels> = running
-    ? ["stop", "restart", "update"]
-    : ["start", "restart", "update"];
+    ? ["stop", "restart", "update", "repair", "reset-memory"]
+    : ["start", "restart", "update", "repair"];
   return (
     <div className="flex flex-wrap gap-2">
       {shown.map((intent) => (
-        <Form method="post" key={intent}>
+        <Form
+          method="post"
+          key={intent}
+          onSubmit={(event) => {
+            // With JavaScript, erasing the agents' sessions asks first (without it, one click).
+            if (
+              intent === "reset-memory" &&
+              !window.confirm("Erase the agents' sessions and memory?")
+            ) {
+              event.preventDefault();
+            }
+          }}
+        >
           <input type="hidden" name="intent" value={intent} />
           <button
             type="submit"

@@ -52,6 +52,8 @@ const notices: Record<string, string> = {
   stop: "Agent stopped.",
   restart: "Agent restarted.",
   update: "Image update started: the gateway is recreated in the background.",
+  repair: "Agent repaired: container recreated, configuration re-applied.",
+  "reset-memory": "Memory reset: sessions cleared.",
   config: "Configuration saved; the gateway picks it up when it runs.",
   "config-applied": "Configuration saved and applied.",
   unverified: "Verification removed.",

@@ -22,7 +22,7 @@ import { launchBrowser, type RunningApp, startApp } from "./app.ts";
 // in this process against the same database and the real Docker engine. Containers run a
 // stand-in of the gateway image that answers /healthz but speaks no gateway protocol, so the
 // lifecycle takes seconds; provisioning therefore ends at pairing with an error, which the page
-// shows. test/agents/gateway-real.test.ts covers the real gateway. docs/decisions/0072-agents-e2e-stand-in.md
+// shows. test/agents/gateway-real.test.ts covers the real gateway. docs/decisions/0071-agents-e2e-stand-in.md
 
 const HEALTHZ_IMAGE = "agent-platform-test-healthz:1";
 function ensureHealthzImage(): string {

@@ -24,6 +24,8 @@ import {
 import {
   contractStatus,
   getInstanceByUser,
+  repairInstance,
+  resetInstanceMemory,
   restartInstance,
   startInstance,
   stopInstance,
@@ -33,6 +35,7 @@ import { modelOptions, provisionAgent } from "./provisioning.server.ts";
 
 // What the dashboard pages (app/routes/agents*.tsx) need, on top of the agents API's service
 // functions: every function takes the signed-in user's id, and another user's agent is 404.
+// docs/decisions/0070-agents-dashboard.md
 
 /** The provision form's model options (the API's, first = default) with readable names. */
 export async function modelChoices(): Promise<Array<{ id: string; name: string }>> {
@@ -75,7 +78,14 @@ export async function provisionFromPage(
   return agent;
 }
 
-export const LIFECYCLE_INTENTS = ["start", "stop", "restart", "update"] as const;
+export const LIFECYCLE_INTENTS = [
+  "start",
+  "stop",
+  "restart",
+  "update",
+  "repair",
+  "reset-memory",
+] as const;
 export type LifecycleIntent = (typeof LIFECYCLE_INTENTS)[number];
 
 /** A lifecycle button: the agent must be the user's (404), then its instance is acted on. */
@@ -90,6 +100,10 @@ export async function agentLifecycle(userId: string, agentId: string, intent: Li
       return restartInstance(userId);
     case "update":
       return updateInstanceImage(userId);
+    case "repair":
+      return repairInstance(userId);
+    case "reset-memory":
+      return resetInstanceMemory(userId);
   }
 }
 
