@@ -164,6 +164,22 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await reconcileAll();
     await expect.poll(() => status(page)).toBe("running");
 
+    // The configuration editor: refused on the client when not an object, saved when it is.
+    const editor = page.getByLabel(/^Configuration/);
+    await editor.fill("[1, 2]");
+    await page.getByRole("button", { name: "Save configuration" }).click();
+    await expect
+      .poll(() => page.getByRole("alert").first().textContent())
+      .toBe("The configuration must be a JSON object");
+    await editor.fill('{"identity": {"name": "Scout"}}');
+    await page.getByRole("button", { name: "Save configuration" }).click();
+    await expect
+      .poll(() => page.getByRole("status").first().textContent())
+      .toMatch(/^Configuration saved/);
+    const [saved] = await db()<
+      { config: unknown }[]
+    >`select config from agents where id = ${agentId}`;
+    expect(saved?.config).toEqual({ identity: { name: "Scout" } });
     // The list shows it too, and its status follows without a reload.
     await page.getByRole("link", { name: "Agents", exact: true }).click();
     await expect.poll(() => page.getByTestId(`status-${agentId}`).textContent()).toBe("running");
@@ -202,6 +218,20 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await page.getByRole("button", { name: "Start", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent started.");
     expect(await status(page)).toBe("starting");
+
+    // The server validates the configuration (400, the error on the field) and keeps the text.
+    await page.getByLabel(/^Configuration/).fill("{ nope");
+    await page.getByRole("button", { name: "Save configuration" }).click();
+    await expect
+      .poll(() => page.getByRole("alert").first().textContent())
+      .toMatch(/^Not valid JSON/);
+    expect(await page.getByLabel(/^Configuration/).inputValue()).toBe("{ nope");
+
+    // The log level filter is a GET form.
+    await page.getByLabel("Level").selectOption("error");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await expect.poll(() => new URL(page.url()).searchParams.get("level")).toBe("error");
+    expect(await page.getByLabel("Level").inputValue()).toBe("error");
 
     // The starter tier allows one agent: the form is replaced by the limit notice.
     await page.goto(`${app.url}/agents`);
