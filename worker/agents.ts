@@ -59,15 +59,14 @@ export function agentsPatch(
     ...agents.map((a) => a.model).filter((m) => m !== CUSTOM_MODEL),
   ];
   const models = [...new Set([...declared, ...wanted])].map((id) => ({ id, name: id }));
-  const patch: Record<string, unknown> = {
+  return {
     agents: {
       entries,
       // Several agents in one gateway are an explicit fleet: no implicit default owner.
-      ...(agents.length > 1 ? { ownership: "explicit" } : {}),
+      ...(agents.length > 1 ? { ownership: "explicit" as const } : {}),
     },
     models: { providers: { platform: { models } } },
   };
-  return patch;
 }
 
 async function recordApplied(agents: AgentRow[], error?: string) {
