@@ -59,15 +59,14 @@ export function agentsPatch(
     ...agents.map((a) => a.model).filter((m) => m !== CUSTOM_MODEL),
   ];
   const models = [...new Set([...declared, ...wanted])].map((id) => ({ id, name: id }));
-  const patch: Record<string, unknown> = {
+  return {
     agents: {
       entries,
       // Several agents in one gateway are an explicit fleet: no implicit default owner.
-      ...(agents.length > 1 ? { ownership: "explicit" } : {}),
+      ...(agents.length > 1 ? { ownership: "explicit" as const } : {}),
     },
     models: { providers: { platform: { models } } },
   };
-  return patch;
 }
 
 async function recordApplied(agents: AgentRow[], error?: string) {
@@ -113,8 +112,6 @@ export async function applyAgents(client: GatewayClient, row: InstanceRow) {
 export async function syncAgentsOf(row: InstanceRow) {
   const info = await rt().inspect(row.container_name);
   if (!info?.running || !info.address) return { skipped: "the gateway is not running" };
-  // Right after a start the gateway may still be booting.
-  await waitHealthy(info);
   const { client, row: paired } = await connectPaired(row, `${info.address}:${GATEWAY_PORT}`);
   try {
     return await applyAgents(client, paired);
@@ -123,10 +120,20 @@ export async function syncAgentsOf(row: InstanceRow) {
   }
 }
 
-/** The sync-agents job: under the instance lock; a missing or stopped instance is skipped. */
+/**
+ * The sync-agents job. A user without agents or a provisioned instance is skipped; right after
+ * a start the gateway may still be booting, so /healthz is awaited before (not under) the
+ * instance lock, which lifecycle actions need.
+ */
 export async function syncAgents(userId: string) {
+  const [agents] = await db()<{ n: number }[]>`
+    select count(*)::int as n from agents where user_id = ${userId}`;
+  if (!agents?.n) return { skipped: "no agents" };
   const found = await getInstanceByUser(userId);
   if (!found?.container_id) return { skipped: "no provisioned instance" };
+  const info = await rt().inspect(found.container_name);
+  if (!info?.running) return { skipped: "the gateway is not running" };
+  await waitHealthy(info, SYNC_HEALTH_WAIT_MS);
   return withInstanceLock(found.id, async () => {
     const row = await getInstance(found.id);
     if (!row) return { skipped: "no such instance" };
@@ -135,6 +142,9 @@ export async function syncAgents(userId: string) {
     return result;
   });
 }
+
+/** How long a sync waits for a booting gateway (the job retries after that). */
+const SYNC_HEALTH_WAIT_MS = 120_000;
 
 /** Queues a sync for the instance's user (an instance came back: start, repair, reconcile). */
 export async function queueAgentSync(instanceId: string): Promise<void> {

@@ -84,7 +84,7 @@ describe("POST /api/agents/provision", () => {
       },
     });
     const instance = await getInstanceByUser(user.id);
-    expect(instance).toMatchObject({ desired_state: "running", model: models[0] });
+    expect(instance).toMatchObject({ desired_state: "running", model: models[0], plan: "solo" });
     const jobs = await db()<{ name: string; data: { userId?: string; instanceId?: string } }[]>`
       select name, data from pgboss.job
       where name in ('provision-instance', 'sync-agents')
@@ -108,6 +108,8 @@ describe("POST /api/agents/provision", () => {
     const bad = await provision(user, { name: "C", model: "acme/unknown-9" });
     expect(bad.status).toBe(400);
     expect(bad.json.error).toMatch(/Unknown model acme\/unknown-9/);
+    // The instance's resources follow the monthly plan.
+    expect((await getInstanceByUser(user.id))?.plan).toBe("collective");
   });
 
   it("answers 400 for a missing name and invalid tier or config, 401 signed out", async () => {

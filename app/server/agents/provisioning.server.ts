@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { frontendModels } from "../ai/models.server.ts";
+import { currentPlanSubscription } from "../billing/subscriptions.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { logger } from "../platform/logger.server.ts";
@@ -67,8 +68,13 @@ export async function provisionAgent(userId: string, rawInput: ProvisionInput) {
   let instance = await getInstanceByUser(userId);
   if (!instance?.container_id) {
     // No instance yet (or never provisioned): provisioning also applies the agents at its end.
+    // The container's resources follow the user's monthly plan (solo when it is an API plan).
+    const plan = (await currentPlanSubscription(userId))?.item;
     instance = (
-      await provisionInstance(userId, { model: model === CUSTOM_MODEL ? undefined : model })
+      await provisionInstance(userId, {
+        plan,
+        model: model === CUSTOM_MODEL ? undefined : model,
+      })
     ).instance;
   }
   await requestAgentSync(userId);
