@@ -110,7 +110,11 @@ function StatsCard({ live }: { live: Live }) {
     // The contract's mock variant: no live container figures, only what the platform recorded.
     return (
       <dl data-testid="agent-stats">
-        <p className="pb-2 text-sm text-slate-600">No live figures: the gateway is not running.</p>
+        <p className="pb-2 text-sm text-slate-600">
+          {live.status === "running"
+            ? "No live figures yet: the worker has not sampled the gateway."
+            : "No live figures: the gateway is not running."}
+        </p>
         <Row label="Messages">{s.messagesProcessed}</Row>
         <Row label="Last hour">{s.messagesPerHour}</Row>
       </dl>
@@ -169,7 +173,9 @@ export default function AgentPage() {
     <div className="space-y-6">
       <header className="flex flex-wrap items-center gap-3">
         <h1 className="text-2xl font-semibold">{agent.name}</h1>
-        <StatusBadge status={live.status} testId="agent-status" />
+        <span aria-live="polite">
+          <StatusBadge status={live.status} testId="agent-status" />
+        </span>
         <span className="ml-auto flex gap-4 text-sm">
           <Link to={`/agents/${agent.id}/chat`} className="text-indigo-700 underline">
             Chat

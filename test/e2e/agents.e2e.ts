@@ -119,6 +119,22 @@ describeDocker("agents dashboard (browser, Docker)", () => {
       .toBe("error");
   }
 
+  /** The worker's reconcile pass, repeated until it has seen the gateway answer /healthz. */
+  async function reconcileUntilRunning(userId: string) {
+    await expect
+      .poll(
+        async () => {
+          await reconcileAll();
+          return (
+            await db()<{ observed_state: string }[]>`
+              select observed_state from instances where user_id = ${userId}`
+          )[0]?.observed_state;
+        },
+        { interval: 500 },
+      )
+      .toBe("running");
+  }
+
   it("with JavaScript: provision, then stop and start; status changes appear without a reload", async () => {
     const userId = `usr_e2e_js_${testRun}`.replace(/-/g, "_");
     const context = await subscribedContext(userId, true);
@@ -142,7 +158,7 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent started.");
     await expect.poll(() => status(page)).toBe("starting");
     // The worker's reconcile observes the healthy container; the page shows it on its own.
-    await reconcileAll();
+    await reconcileUntilRunning(userId);
     await expect.poll(() => status(page)).toBe("running");
     // Stats refresh too: before the worker's first sample there are no live figures.
     await expect.poll(() => page.getByTestId("agent-stats").textContent()).toMatch(/No live/);
@@ -161,7 +177,7 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await page.getByRole("button", { name: "Start", exact: true }).click();
     await expect.poll(() => status(page)).toBe("starting");
     expect((await rt.inspect(row!.container_name))?.running).toBe(true);
-    await reconcileAll();
+    await reconcileUntilRunning(userId);
     await expect.poll(() => status(page)).toBe("running");
 
     // The configuration editor: refused on the client when not an object, saved when it is.
@@ -188,7 +204,7 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await expect
       .poll(() => page.getByTestId(`status-${agentId}`).textContent())
       .not.toBe("running");
-    await reconcileAll();
+    await reconcileUntilRunning(userId);
     await expect.poll(() => page.getByTestId(`status-${agentId}`).textContent()).toBe("running");
     expect(await sameDocument()).toBe(true);
     expect(errors).toEqual([]);
@@ -207,7 +223,7 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await page.getByRole("button", { name: "Start", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent started.");
     expect(await status(page)).toBe("starting");
-    await reconcileAll();
+    await reconcileUntilRunning(userId);
     await page.reload();
     await expect.poll(() => status(page)).toBe("running");
 
