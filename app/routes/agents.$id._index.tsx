@@ -15,6 +15,7 @@ import {
   useNavigation,
   useSearchParams,
 } from "@remix-run/react";
+import type { ReactNode } from "react";
 import type { z } from "zod";
 import { LifecycleButtons, StatusBadge, useLivePoll } from "../components/agents.tsx";
 import { Card, Errors, Notice, Submit } from "../components/forms.tsx";
@@ -93,7 +94,7 @@ export async function action({ request, params }: ActionFunctionArgs) {
   }
 }
 
-function Row({ label, children }: { label: string; children: React.ReactNode }) {
+function Row({ label, children }: { label: string; children: ReactNode }) {
   return (
     <div className="flex gap-4 py-1 text-sm">
       <dt className="w-36 shrink-0 text-slate-500">{label}</dt>
@@ -109,15 +110,17 @@ function StatsCard({ live }: { live: Live }) {
   if (live.statsStatus !== "ok") {
     // The contract's mock variant: no live container figures, only what the platform recorded.
     return (
-      <dl data-testid="agent-stats">
+      <div data-testid="agent-stats">
         <p className="pb-2 text-sm text-slate-600">
           {live.status === "running"
             ? "No live figures yet: the worker has not sampled the gateway."
             : "No live figures: the gateway is not running."}
         </p>
-        <Row label="Messages">{s.messagesProcessed}</Row>
-        <Row label="Last hour">{s.messagesPerHour}</Row>
-      </dl>
+        <dl>
+          <Row label="Messages">{s.messagesProcessed}</Row>
+          <Row label="Last hour">{s.messagesPerHour}</Row>
+        </dl>
+      </div>
     );
   }
   return (
@@ -147,7 +150,8 @@ export default function AgentPage() {
   const [searchParams] = useSearchParams();
   const { agent, verification, messages, logs, config } = page;
   const live = useLivePoll(`/agents/${agent.id}/live`, page.live);
-  const notice = notices[searchParams.get("notice") ?? ""];
+  // An error of this submission replaces the notice of an earlier one (still in the URL).
+  const notice = actionData?.error ? undefined : notices[searchParams.get("notice") ?? ""];
   const [configForm, configFields] = useForm<
     z.input<typeof configFormSchema>,
     z.output<typeof configFormSchema>

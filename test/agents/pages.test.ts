@@ -7,6 +7,7 @@ import { CONFIG_MAX_BYTES, configFormSchema } from "../../app/schemas/agents.ts"
 import { getOwnedAgent } from "../../app/server/agents/agents.server.ts";
 import { recordMessages } from "../../app/server/agents/messages.server.ts";
 import { setAgentVerification } from "../../app/server/identity/verification.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { agentUser } from "./support.ts";
 
@@ -257,6 +258,21 @@ describe("agent page", () => {
     const unknown = await page(agentRoute, `/agents/${id}`, who, { intent: "explode" }, { id });
     expect(unknown.status).toBe(400);
     expect(unknown.body).toMatchObject({ error: "Unknown action" });
+  });
+
+  it("shows a lifecycle failure on the page (no worker answers: 502) instead of an error page", async () => {
+    process.env.INSTANCE_ACTION_TIMEOUT_MS = "200";
+    resetEnvCache();
+    try {
+      const who = await agentUser("solo");
+      const id = await provisionThroughPage(who);
+      const res = await page(agentRoute, `/agents/${id}`, who, { intent: "stop" }, { id });
+      expect(res.status).toBe(502);
+      expect(res.body).toEqual({ error: "Instance backend unavailable", result: undefined });
+    } finally {
+      delete process.env.INSTANCE_ACTION_TIMEOUT_MS;
+      resetEnvCache();
+    }
   });
 
   it("refuses a cross-site post", async () => {
