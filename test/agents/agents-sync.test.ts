@@ -87,6 +87,34 @@ describe("agentsPatch", () => {
   });
 });
 
+describe("removals", () => {
+  it("nulls what the stored configuration no longer has, and leaves the gateway's own keys", () => {
+    const patch = agentsPatch(
+      [agent({ model: "custom", config: { identity: { name: "Sam" } } })],
+      { model: "openai/gpt-4o" },
+      {
+        agents: {
+          entries: {
+            main: {
+              name: "A",
+              model: "platform/openai/gpt-4o",
+              identity: { name: "Old", emoji: "x" },
+              thinkingDefault: "low",
+              workspace: "/home/node/.openclaw/workspace",
+            },
+          },
+        },
+      },
+    );
+    expect(patch.agents.entries.main).toEqual({
+      name: "A",
+      model: null,
+      identity: { name: "Sam", emoji: null },
+      thinkingDefault: null,
+    });
+  });
+});
+
 describe("messagesOfHistory", () => {
   it("keeps user and assistant text with stable dedupe keys", () => {
     const history = [
