@@ -225,7 +225,11 @@ describeDocker("agents API with the real gateway", () => {
       method: "PUT",
       body: { thinkingDefault: "not-a-level" },
     });
-    expect(bad.json).toMatchObject({ status: "updated", applied: false });
+    expect(bad.json).toMatchObject({
+      status: "updated",
+      applied: false,
+      applyError: expect.stringMatching(/refused/),
+    });
     const [refused] = await db()<{ apply_error: string | null }[]>`
       select apply_error from agents where id = ${second!.id}`;
     expect(refused?.apply_error).toMatch(/refused/);

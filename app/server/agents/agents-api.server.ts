@@ -93,6 +93,7 @@ export async function updateAgentConfig(
   if (!row) throw new DomainError(404, "Agent not found");
   const instance = await getInstanceByUser(userId);
   let applied = false;
+  let applyError: string | undefined;
   if (instance?.container_id) {
     let jobId: string | undefined;
     try {
@@ -102,12 +103,14 @@ export async function updateAgentConfig(
     }
     if (jobId && instance.observed_state === "running") {
       await awaitJob("sync-agents", jobId, env().AGENT_CONFIG_APPLY_WAIT_MS);
-      const [now] = await db()<{ applied_revision: number }[]>`
-        select applied_revision from agents where id = ${agentId}`;
+      const [now] = await db()<{ applied_revision: number; apply_error: string | null }[]>`
+        select applied_revision, apply_error from agents where id = ${agentId}`;
       applied = (now?.applied_revision ?? 0) >= row.config_revision;
+      if (!applied && now?.apply_error) applyError = now.apply_error;
     }
   }
-  return { config: row.config, status: "updated", applied };
+  // `applyError`: why the running gateway did not take it (the stored revision stays).
+  return { config: row.config, status: "updated", applied, ...(applyError ? { applyError } : {}) };
 }
 
 // --- stats --------------------------------------------------------------------------------
