@@ -232,6 +232,13 @@ try {
     }
     await agentsSql.end();
     const keyHeaders = { authorization: `Bearer ${account.key}` };
+    for (const probe of ["/api/agents", `/api/agents/${agentIds[0]}/stats`]) {
+      const t0 = performance.now();
+      const res = await fetch(`${web.url}${probe}`, { headers: keyHeaders });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`${probe}: ${res.status} ${text.slice(0, 300)}`);
+      console.warn(`${probe}: one request ${(performance.now() - t0).toFixed(1)} ms`);
+    }
     agentRows.push(rows.find((r) => r.name === "GET /api/health (fast path)")!);
     agentRows.push(
       await measure("GET /api/agents (API key, 20 agents)", `${web.url}/api/agents`, 200, {

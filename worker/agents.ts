@@ -1,10 +1,18 @@
-import { CUSTOM_MODEL, gatewayEntryOf } from "../app/server/agents/agent-config.server.ts";
+import {
+  CUSTOM_MODEL,
+  GATEWAY_CONFIG_KEYS,
+  gatewayEntryOf,
+  gatewayPartOf,
+} from "../app/server/agents/agent-config.server.ts";
 import {
   type AgentRow,
   FIRST_GATEWAY_AGENT_ID,
   listAgents,
 } from "../app/server/agents/agents.server.ts";
-import type { GatewayClient } from "../app/server/agents/gateway-client.server.ts";
+import {
+  type GatewayClient,
+  GatewayRequestError,
+} from "../app/server/agents/gateway-client.server.ts";
 import {
   getInstance,
   getInstanceByUser,
@@ -38,6 +46,31 @@ interface GatewayConfigSnapshot {
 /** Gateway agent ids the platform created (`main`, `agt-…`); others are left alone. */
 const isPlatformAgentId = (id: string) => id === FIRST_GATEWAY_AGENT_ID || id.startsWith("agt-");
 
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * The merge patch (RFC 7386, what config.patch applies) turning `current` into `desired`:
+ * keys that are gone become null, nested objects are diffed, anything else is replaced.
+ */
+export function mergeDiff(current: unknown, desired: unknown): unknown {
+  if (!isObject(current) || !isObject(desired)) return desired;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(desired)) out[k] = mergeDiff(current[k], v);
+  for (const k of Object.keys(current)) if (!(k in desired)) out[k] = null;
+  return out;
+}
+
+/** Keys of an entry the platform owns (the gateway adds its own, e.g. workspace). */
+const OWNED_KEYS = new Set<string>(["name", "model", ...GATEWAY_CONFIG_KEYS]);
+
+/** Arrays the patch replaces (config.patch refuses destructive array changes elsewhere). */
+export const REPLACE_PATHS = [
+  "models.providers.platform.models",
+  "agents.entries.*.skills",
+  "agents.entries.*.groupChat.mentionPatterns",
+];
+
 /** The config.patch that makes the gateway's agents exactly the user's agents. */
 export function agentsPatch(
   agents: AgentRow[],
@@ -45,7 +78,14 @@ export function agentsPatch(
   current: GatewayConfigSnapshot["config"],
 ) {
   const entries: Record<string, unknown> = {};
-  for (const agent of agents) entries[agent.gateway_agent_id] = gatewayEntryOf(agent);
+  for (const agent of agents) {
+    const existing = current?.agents?.entries?.[agent.gateway_agent_id];
+    const owned = Object.fromEntries(
+      Object.entries(isObject(existing) ? existing : {}).filter(([k]) => OWNED_KEYS.has(k)),
+    );
+    // A key removed from the stored configuration is removed from the gateway too.
+    entries[agent.gateway_agent_id] = mergeDiff(owned, gatewayEntryOf(agent));
+  }
   // A deleted agent's entry goes (merge-patch null); entries not made by us are kept.
   for (const id of Object.keys(current?.agents?.entries ?? {})) {
     if (!(id in entries) && isPlatformAgentId(id) && id !== FIRST_GATEWAY_AGENT_ID) {
@@ -84,28 +124,67 @@ async function recordApplied(agents: AgentRow[], error?: string) {
   }
 }
 
-/** Patches the user's agents into a connected gateway; records the outcome on the rows. */
+async function patchAgents(
+  client: GatewayClient,
+  agents: AgentRow[],
+  row: InstanceRow,
+  withConfig: (agent: AgentRow) => boolean,
+) {
+  const current = await client.request<GatewayConfigSnapshot>("config.get");
+  const rows = agents.map((a) => (withConfig(a) ? a : { ...a, config: {} }));
+  await client.request(
+    "config.patch",
+    {
+      baseHash: current.hash,
+      raw: JSON.stringify(agentsPatch(rows, row, current.config)),
+      replacePaths: REPLACE_PATHS,
+    },
+    { timeoutMs: 30_000 },
+  );
+}
+
+/**
+ * Patches the user's agents into a connected gateway; records the outcome on the rows. When
+ * the gateway refuses the patch (an invalid value in some agent's configuration), the agents
+ * are applied without their own keys and then each agent's keys one at a time, so one bad
+ * configuration holds back only its own agent (its apply_error says why).
+ */
 export async function applyAgents(client: GatewayClient, row: InstanceRow) {
   const agents = await listAgents(row.user_id);
   if (agents.length === 0) return { agents: 0 };
   try {
-    const current = await client.request<GatewayConfigSnapshot>("config.get");
-    const patch = agentsPatch(agents, row, current.config);
-    await client.request(
-      "config.patch",
-      {
-        baseHash: current.hash,
-        raw: JSON.stringify(patch),
-        replacePaths: ["models.providers.platform.models", "agents.entries.*.skills"],
-      },
-      { timeoutMs: 30_000 },
-    );
+    await patchAgents(client, agents, row, () => true);
     await recordApplied(agents);
     return { agents: agents.length };
+  } catch (error) {
+    if (!(error instanceof GatewayRequestError)) {
+      await recordApplied(agents, (error as Error).message);
+      throw error;
+    }
+  }
+  try {
+    await patchAgents(client, agents, row, () => false);
   } catch (error) {
     await recordApplied(agents, (error as Error).message);
     throw error;
   }
+  const accepted = new Set<string>();
+  const refused: AgentRow[] = [];
+  for (const agent of agents) {
+    if (Object.keys(gatewayPartOf(agent.config)).length > 0) {
+      try {
+        await patchAgents(client, agents, row, (a) => a.id === agent.id || accepted.has(a.id));
+      } catch (error) {
+        if (!(error instanceof GatewayRequestError)) throw error;
+        await recordApplied([agent], `the gateway refused this configuration: ${error.message}`);
+        refused.push(agent);
+        continue;
+      }
+    }
+    accepted.add(agent.id);
+  }
+  await recordApplied(agents.filter((a) => accepted.has(a.id)));
+  return { agents: agents.length, refused: refused.map((a) => a.id) };
 }
 
 /** Connects (paired) to a running instance and applies its agents; caller holds the lock. */

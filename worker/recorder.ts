@@ -1,15 +1,15 @@
-import { createHash } from "node:crypto";
 import { agentOfSessionKey } from "../app/server/agents/agents.server.ts";
 import {
   deviceIdentityFromPrivateKey,
   GatewayClient,
 } from "../app/server/agents/gateway-client.server.ts";
+import { type HistoryMessage, messagesOfHistory } from "../app/server/agents/history.server.ts";
 import {
   gatewayTokenOf,
   type InstanceRow,
   listInstances,
 } from "../app/server/agents/instances.server.ts";
-import { type MessageInput, recordMessages } from "../app/server/agents/messages.server.ts";
+import { recordMessages } from "../app/server/agents/messages.server.ts";
 import { unseal } from "../app/server/platform/crypto.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
@@ -22,72 +22,6 @@ import { logger } from "../app/server/platform/logger.server.ts";
 // container reset.
 
 const log = () => logger().child({ area: "recorder" });
-
-interface HistoryMessage {
-  role?: string;
-  content?: unknown;
-  text?: unknown;
-  timestamp?: unknown;
-  createdAt?: unknown;
-  id?: unknown;
-  messageId?: unknown;
-  __openclaw?: { id?: unknown; seq?: unknown };
-}
-
-/** The text of a history entry (string content or the text parts of a content array). */
-export function textOf(message: HistoryMessage): string {
-  const { content } = message;
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content
-      .map((part) =>
-        typeof part === "string"
-          ? part
-          : part &&
-              typeof part === "object" &&
-              typeof (part as { text?: unknown }).text === "string"
-            ? (part as { text: string }).text
-            : "",
-      )
-      .filter(Boolean)
-      .join("\n");
-  }
-  return typeof message.text === "string" ? message.text : "";
-}
-
-function timeOf(message: HistoryMessage): Date | undefined {
-  for (const v of [message.timestamp, message.createdAt]) {
-    if (typeof v === "number" && Number.isFinite(v)) return new Date(v);
-    if (typeof v === "string" && !Number.isNaN(Date.parse(v))) return new Date(v);
-  }
-  return undefined;
-}
-
-/** The gateway's identity of an entry: its id, else its time, role and content hash. */
-function identityOf(message: HistoryMessage, time: Date): string {
-  const id = message.id ?? message.messageId ?? message.__openclaw?.id;
-  if (typeof id === "string" || typeof id === "number") return `id:${id}`;
-  const digest = createHash("sha256").update(textOf(message)).digest("hex").slice(0, 16);
-  return `t:${time.getTime()}:${message.role}:${digest}`;
-}
-
-/** chat.history entries → the platform's messages (user and assistant text only). */
-export function messagesOfHistory(sessionKey: string, history: HistoryMessage[]): MessageInput[] {
-  const out: MessageInput[] = [];
-  for (const m of history) {
-    if (m.role !== "user" && m.role !== "assistant") continue;
-    const content = textOf(m).trim();
-    if (!content) continue;
-    const timestamp = timeOf(m) ?? new Date();
-    out.push({
-      sender: m.role === "user" ? "user" : "agent",
-      content,
-      timestamp,
-      dedupeKey: `${sessionKey}|${identityOf(m, timestamp)}`,
-    });
-  }
-  return out;
-}
 
 /** Reads one session's recent history and records it; returns how many messages were new. */
 export async function recordSession(

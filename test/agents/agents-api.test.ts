@@ -14,6 +14,7 @@ import { getInstanceByUser, updateInstance } from "../../app/server/agents/insta
 import { recordMessages } from "../../app/server/agents/messages.server.ts";
 import { userForWallet } from "../../app/server/identity/siwe.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import { openApiDocument } from "../../app/server/platform/openapi.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { configureAi } from "../ai/support.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
@@ -510,5 +511,38 @@ describe("ownership", () => {
       0,
     );
     expect(uniqueUserId()).not.toBe(uniqueUserId());
+  });
+});
+
+describe("the OpenAPI document", () => {
+  it("describes every agents route with the user's auth", () => {
+    const modules: Record<string, unknown> = {
+      "api/agents": listRoute,
+      "api/agents/provision": provisionRoute,
+      "api/agents/:id": detailRoute,
+      "api/agents/:id/config": configRoute,
+      "api/agents/:id/stats": statsRoute,
+      "api/agents/:id/logs": logsRoute,
+      "api/agents/:id/messages": messagesRoute,
+      "api/agents/:id/verify": verifyRoute,
+      "api/agents/:id/verify/challenge": challengeRoute,
+    };
+    const doc = openApiDocument({
+      root: { id: "root", path: "", module: {} },
+      ...Object.fromEntries(
+        Object.entries(modules).map(([path, module]) => [
+          path,
+          { id: path, parentId: "root", path, module: module as never },
+        ]),
+      ),
+    });
+    // biome-ignore lint/suspicious/noExplicitAny: reading a generated JSON document
+    const paths = doc.paths as Record<string, Record<string, any>>;
+    expect(Object.keys(paths)).toHaveLength(9);
+    expect(paths["/api/agents/{id}/config"]!.put.security).toEqual([
+      { session: [] },
+      { apiKey: [] },
+    ]);
+    expect(paths["/api/agents/provision"]!.post).toBeTruthy();
   });
 });

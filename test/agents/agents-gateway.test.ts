@@ -217,7 +217,40 @@ describeDocker("agents API with the real gateway", () => {
     expect(entry.workspace).not.toBe("/etc"); // the gateway's own default stays
     expect(config.gateway?.bind).toBe("lan");
     expect(config.gateway?.auth?.mode).toBe("token");
-  }, 120_000);
+
+    // A value the gateway refuses holds back only its own agent, and says why.
+    const [second] = await db()<{ id: string; gateway_agent_id: string }[]>`
+      select id, gateway_agent_id from agents where user_id = ${user.id} and id <> ${main.id}`;
+    const bad = await onAgent(second!.id, configRoute, "/config", {
+      method: "PUT",
+      body: { thinkingDefault: "not-a-level" },
+    });
+    expect(bad.json).toMatchObject({
+      status: "updated",
+      applied: false,
+      applyError: expect.stringMatching(/refused/),
+    });
+    const [refused] = await db()<{ apply_error: string | null }[]>`
+      select apply_error from agents where id = ${second!.id}`;
+    expect(refused?.apply_error).toMatch(/refused/);
+    const afterBad = await gatewayConfig();
+    expect(afterBad.agents?.entries?.main?.identity).toEqual({ name: "Sam", emoji: "🦥" });
+    expect(afterBad.agents?.entries?.[second!.gateway_agent_id]).not.toHaveProperty(
+      "thinkingDefault",
+    );
+    // Removing keys from the stored configuration removes them from the gateway.
+    const cleared = await onAgent(main.id, configRoute, "/config", { method: "PUT", body: {} });
+    expect(cleared.json).toMatchObject({ config: {}, applied: true });
+    expect((await gatewayConfig()).agents?.entries?.main).not.toHaveProperty("identity");
+    const fixed = await onAgent(second!.id, configRoute, "/config", {
+      method: "PUT",
+      body: { thinkingDefault: "high" },
+    });
+    expect(fixed.json.applied).toBe(true);
+    expect((await gatewayConfig()).agents?.entries?.[second!.gateway_agent_id]).toMatchObject({
+      thinkingDefault: "high",
+    });
+  }, 180_000);
 
   it("answers live stats from the sampler and real log entries", async () => {
     await sampleAll();

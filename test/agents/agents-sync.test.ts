@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AgentRow } from "../../app/server/agents/agents.server.ts";
+import { messagesOfHistory, textOf } from "../../app/server/agents/history.server.ts";
 import { agentsPatch } from "../../worker/agents.ts";
-import { messagesOfHistory, textOf } from "../../worker/recorder.ts";
 
 // The pure parts of the worker's agents sync and chat recorder (the real gateway runs them in
 // agents-gateway.test.ts).
@@ -84,6 +84,34 @@ describe("agentsPatch", () => {
     );
     expect(second).toEqual(first);
     expect(first.agents).not.toHaveProperty("ownership");
+  });
+});
+
+describe("removals", () => {
+  it("nulls what the stored configuration no longer has, and leaves the gateway's own keys", () => {
+    const patch = agentsPatch(
+      [agent({ model: "custom", config: { identity: { name: "Sam" } } })],
+      { model: "openai/gpt-4o" },
+      {
+        agents: {
+          entries: {
+            main: {
+              name: "A",
+              model: "platform/openai/gpt-4o",
+              identity: { name: "Old", emoji: "x" },
+              thinkingDefault: "low",
+              workspace: "/home/node/.openclaw/workspace",
+            },
+          },
+        },
+      },
+    );
+    expect(patch.agents.entries.main).toEqual({
+      name: "A",
+      model: null,
+      identity: { name: "Sam", emoji: null },
+      thinkingDefault: null,
+    });
   });
 });
 

@@ -93,6 +93,7 @@ export async function updateAgentConfig(
   if (!row) throw new DomainError(404, "Agent not found");
   const instance = await getInstanceByUser(userId);
   let applied = false;
+  let applyError: string | undefined;
   if (instance?.container_id) {
     let jobId: string | undefined;
     try {
@@ -102,12 +103,14 @@ export async function updateAgentConfig(
     }
     if (jobId && instance.observed_state === "running") {
       await awaitJob("sync-agents", jobId, env().AGENT_CONFIG_APPLY_WAIT_MS);
-      const [now] = await db()<{ applied_revision: number }[]>`
-        select applied_revision from agents where id = ${agentId}`;
+      const [now] = await db()<{ applied_revision: number; apply_error: string | null }[]>`
+        select applied_revision, apply_error from agents where id = ${agentId}`;
       applied = (now?.applied_revision ?? 0) >= row.config_revision;
+      if (!applied && now?.apply_error) applyError = now.apply_error;
     }
   }
-  return { config: row.config, status: "updated", applied };
+  // `applyError`: why the running gateway did not take it (the stored revision stays).
+  return { config: row.config, status: "updated", applied, ...(applyError ? { applyError } : {}) };
 }
 
 // --- stats --------------------------------------------------------------------------------
@@ -149,18 +152,14 @@ export async function messageFigures(agentId: string): Promise<MessageFigures> {
       avg_ms: number | null;
     }[]
   >`
-    with turns as (
-      select u.created_at,
-        (select min(a.created_at) from agent_messages a
-          where a.agent_id = u.agent_id and a.session_key = u.session_key
-            and a.sender = 'agent' and a.created_at >= u.created_at
-            and not exists (
-              select 1 from agent_messages n
-              where n.agent_id = u.agent_id and n.session_key = u.session_key
-                and n.sender = 'user' and n.created_at > u.created_at
-                and n.created_at < a.created_at)) as replied_at
-      from agent_messages u
-      where u.agent_id = ${agentId} and u.sender = 'user')
+    with ordered as (
+      select sender, created_at,
+        lead(sender) over w as next_sender, lead(created_at) over w as next_at
+      from agent_messages where agent_id = ${agentId}
+      window w as (partition by session_key order by created_at, id)),
+    turns as (
+      select created_at, case when next_sender = 'agent' then next_at end as replied_at
+      from ordered where sender = 'user')
     select count(*)::int as processed,
       count(*) filter (where created_at > now() - interval '1 hour')::int as last_hour,
       count(replied_at)::int as answered,
