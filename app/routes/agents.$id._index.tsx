@@ -57,6 +57,7 @@ const notices: Record<string, string> = {
   "reset-memory": "Memory reset: sessions cleared.",
   config: "Configuration saved; the gateway picks it up when it runs.",
   "config-applied": "Configuration saved and applied.",
+  "config-refused": "Configuration saved, but the gateway refused it (see the configuration).",
   unverified: "Verification removed.",
 };
 
@@ -80,7 +81,12 @@ export async function action({ request, params }: ActionFunctionArgs) {
         return data({ error: null, result: submission.reply() }, { status: 400 });
       }
       const saved = await saveAgentConfig(user.id, agentId, submission.value.config);
-      return back(agentId, saved.applied ? "config-applied" : "config");
+      const outcome = saved.applied
+        ? "config-applied"
+        : "applyError" in saved && saved.applyError
+          ? "config-refused"
+          : "config";
+      return back(agentId, outcome);
     }
     if (intent === "unverify") {
       await unverifyAgent(user.id, agentId);
