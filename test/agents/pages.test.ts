@@ -8,7 +8,7 @@ import { getOwnedAgent } from "../../app/server/agents/agents.server.ts";
 import { recordMessages } from "../../app/server/agents/messages.server.ts";
 import { setAgentVerification } from "../../app/server/identity/verification.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
+import { consume, resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { agentUser } from "./support.ts";
 
 // The dashboard pages' loaders and actions (no browser, no Docker): sign-in redirects,
@@ -273,6 +273,15 @@ describe("agent page", () => {
       delete process.env.INSTANCE_ACTION_TIMEOUT_MS;
       resetEnvCache();
     }
+  });
+
+  it("counts lifecycle posts against the user's instance budget (30/min, shared with the API)", async () => {
+    const who = await agentUser("solo");
+    const id = await provisionThroughPage(who);
+    for (let i = 0; i < 30; i++) await consume("instance", `user:${who.id}`);
+    const res = await page(agentRoute, `/agents/${id}`, who, { intent: "start" }, { id });
+    expect(res.status).toBe(429);
+    expect(res.body).toMatchObject({ error: "Too many requests: limit is 30 per 60 seconds" });
   });
 
   it("refuses a cross-site post", async () => {

@@ -3,6 +3,7 @@ import { CUSTOM_MODEL, LOG_LEVELS } from "../../schemas/agents.ts";
 import { frontendModels } from "../ai/models.server.ts";
 import { hasActiveSubscription } from "../billing/subscriptions.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { consume, rateLimitScopes } from "../platform/rate-limit.server.ts";
 import {
   agentStatus,
   agentSummaries,
@@ -50,6 +51,19 @@ export async function modelChoices(): Promise<Array<{ id: string; name: string }
   }));
 }
 
+/**
+ * Page actions count against the same per-user budgets as the API (`agents` for provisioning,
+ * configuration and verification, `instance` for lifecycle operations), so the dashboard is no
+ * way around them. Loaders are not counted: the live refresh would use the budget up.
+ */
+export async function limitPageAction(userId: string, scope: "agents" | "instance") {
+  const decision = await consume(scope, `user:${userId}`);
+  if (!decision.allowed) {
+    const { points, duration } = rateLimitScopes[scope];
+    throw new DomainError(429, `Too many requests: limit is ${points} per ${duration} seconds`);
+  }
+}
+
 /** The list page: agents with live status, and what the provision form may offer. */
 export async function agentsOverview(userId: string) {
   const [agents, subscribed, tier, models] = await Promise.all([
@@ -74,6 +88,7 @@ export async function provisionFromPage(
   userId: string,
   input: { name: string; model: string; tier?: Tier | undefined },
 ) {
+  await limitPageAction(userId, "agents");
   const { agent } = await provisionAgent(userId, input);
   return agent;
 }
@@ -91,6 +106,7 @@ export type LifecycleIntent = (typeof LIFECYCLE_INTENTS)[number];
 /** A lifecycle button: the agent must be the user's (404), then its instance is acted on. */
 export async function agentLifecycle(userId: string, agentId: string, intent: LifecycleIntent) {
   await getOwnedAgent(userId, agentId);
+  await limitPageAction(userId, "instance");
   switch (intent) {
     case "start":
       return startInstance(userId);
@@ -187,10 +203,12 @@ export async function saveAgentConfig(
   agentId: string,
   config: Record<string, unknown>,
 ) {
+  await limitPageAction(userId, "agents");
   return updateAgentConfig(userId, agentId, config);
 }
 
 export async function unverifyAgent(userId: string, agentId: string) {
+  await limitPageAction(userId, "agents");
   return removeAgentVerification(userId, agentId);
 }
 
