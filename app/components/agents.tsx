@@ -1,22 +1,31 @@
 import { Form, useFetcher, useNavigation, useRevalidator } from "@remix-run/react";
-import { useEffect } from "react";
+import { useEffect, useRef } from "react";
 
 // Pieces of the agents dashboard. Lifecycle buttons are plain POST forms (they work without
-// JavaScript); with JavaScript the page re-reads its loader every few seconds so status and
-// stats change without a reload.
+// JavaScript); with JavaScript the pages refresh their live parts every few seconds, so status
+// and stats change without a reload.
+
+/**
+ * Calls `tick` every `intervalMs` while the tab is visible and `busy` is false. An interval, not
+ * a timeout re-armed by renders: a hidden tab must resume polling when it is shown again.
+ */
+function useInterval(tick: () => void, busy: boolean, intervalMs: number) {
+  const state = useRef({ tick, busy });
+  state.current = { tick, busy };
+  useEffect(() => {
+    const timer = setInterval(() => {
+      if (!state.current.busy && document.visibilityState === "visible") state.current.tick();
+    }, intervalMs);
+    return () => clearInterval(timer);
+  }, [intervalMs]);
+}
 
 /** Re-runs the page's loaders every `intervalMs` while the tab is visible and nothing is pending. */
 export function useLiveRefresh(intervalMs = 3_000) {
   const revalidator = useRevalidator();
   const navigation = useNavigation();
   const busy = revalidator.state !== "idle" || navigation.state !== "idle";
-  useEffect(() => {
-    if (busy) return;
-    const timer = setTimeout(() => {
-      if (document.visibilityState === "visible") revalidator.revalidate();
-    }, intervalMs);
-    return () => clearTimeout(timer);
-  }, [busy, intervalMs, revalidator]);
+  useInterval(() => revalidator.revalidate(), busy, intervalMs);
 }
 
 /**
@@ -32,14 +41,7 @@ export function useLivePoll<T extends { at: string }>(
   const fetcher = useFetcher<T>();
   const navigation = useNavigation();
   const busy = fetcher.state !== "idle" || navigation.state !== "idle";
-  const load = fetcher.load;
-  useEffect(() => {
-    if (busy) return;
-    const timer = setTimeout(() => {
-      if (document.visibilityState === "visible") load(url);
-    }, intervalMs);
-    return () => clearTimeout(timer);
-  }, [busy, intervalMs, load, url]);
+  useInterval(() => fetcher.load(url), busy, intervalMs);
   const polled = fetcher.data;
   return polled && polled.at > initial.at ? (polled as T) : initial;
 }
