@@ -199,6 +199,20 @@ describe("GET /api/agents and /api/agents/:id", () => {
     });
   });
 
+  it("limits each user to 100 requests a minute across the agents routes", async () => {
+    const user = await agentUser();
+    for (let i = 0; i < 60; i++)
+      expect((await asUser(user, listRoute, "/api/agents")).status).toBe(200);
+    for (let i = 0; i < 40; i++) {
+      expect((await asUser(user, provisionRoute, "/api/agents/provision")).status).toBe(200);
+    }
+    const limited = await asUser(user, listRoute, "/api/agents");
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+    // Another user has their own budget.
+    expect((await asUser(await agentUser(), listRoute, "/api/agents")).status).toBe(200);
+  });
+
   it("shows the detail with the instance's facts and the verification fields", async () => {
     const { user, agent } = await provisioned();
     const instance = await getInstanceByUser(user.id);
