@@ -29,6 +29,8 @@ import { agentUser, apiKeyOf, asUser, subscribe, uniqueUserId } from "./support.
 const openai = createOpenAiFake();
 
 beforeAll(async () => {
+  // No worker here: provisioning does not wait for the instance.
+  process.env.AGENT_PROVISION_WAIT_MS = "0";
   mswServer.use(...openai.handlers);
   await configureAi({ OPENAI_API_KEY: "test-key" });
 });
