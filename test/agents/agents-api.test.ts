@@ -29,6 +29,8 @@ import { agentUser, apiKeyOf, asUser, subscribe, uniqueUserId } from "./support.
 const openai = createOpenAiFake();
 
 beforeAll(async () => {
+  // No worker here: provisioning does not wait for the instance.
+  process.env.AGENT_PROVISION_WAIT_MS = "0";
   mswServer.use(...openai.handlers);
   await configureAi({ OPENAI_API_KEY: "test-key" });
 });
@@ -197,6 +199,20 @@ describe("GET /api/agents and /api/agents/:id", () => {
       count: 0,
       status: "ok",
     });
+  });
+
+  it("limits each user to 100 requests a minute across the agents routes", async () => {
+    const user = await agentUser();
+    for (let i = 0; i < 60; i++)
+      expect((await asUser(user, listRoute, "/api/agents")).status).toBe(200);
+    for (let i = 0; i < 40; i++) {
+      expect((await asUser(user, provisionRoute, "/api/agents/provision")).status).toBe(200);
+    }
+    const limited = await asUser(user, listRoute, "/api/agents");
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+    // Another user has their own budget.
+    expect((await asUser(await agentUser(), listRoute, "/api/agents")).status).toBe(200);
   });
 
   it("shows the detail with the instance's facts and the verification fields", async () => {

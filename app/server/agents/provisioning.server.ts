@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { frontendModels } from "../ai/models.server.ts";
 import { currentPlanSubscription } from "../billing/subscriptions.server.ts";
+import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { agentConfigSchema, CUSTOM_MODEL } from "./agent-config.server.ts";
 import { agentSummaries, agentSummary, createAgentRecord, TIERS } from "./agents.server.ts";
-import { getInstanceByUser, provisionInstance } from "./instances.server.ts";
+import { awaitJob, getInstanceByUser, provisionInstance } from "./instances.server.ts";
 
 // POST /api/agents/provision: the agent record under the tier limit, the user's instance when
 // it has none, and a worker job writing the user's agents into the gateway's config.
@@ -70,14 +71,19 @@ export async function provisionAgent(userId: string, rawInput: ProvisionInput) {
     // No instance yet (or never provisioned): provisioning also applies the agents at its end.
     // The container's resources follow the user's monthly plan (solo when it is an API plan).
     const plan = (await currentPlanSubscription(userId))?.item;
-    instance = (
-      await provisionInstance(userId, {
-        plan,
-        model: model === CUSTOM_MODEL ? undefined : model,
-      })
-    ).instance;
+    const started = await provisionInstance(userId, {
+      plan,
+      model: model === CUSTOM_MODEL ? undefined : model,
+    });
+    await requestAgentSync(userId);
+    // A warm-pool adoption takes a second or two: answer `running` then; a cold start answers
+    // `provisioning` and the list shows when it is up.
+    const wait = env().AGENT_PROVISION_WAIT_MS;
+    if (wait > 0) await awaitJob("provision-instance", started.jobId, wait);
+    instance = (await getInstanceByUser(userId)) ?? started.instance;
+  } else {
+    await requestAgentSync(userId);
   }
-  await requestAgentSync(userId);
   const { updatedAt: _updated, ...agent } = agentSummary(row, instance);
   return { success: true, agent };
 }
