@@ -1,5 +1,5 @@
 import type { AppLoadContext } from "@remix-run/node";
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as listRoute from "../../app/routes/agents._index.tsx";
 import * as agentRoute from "../../app/routes/agents.$id._index.tsx";
 import * as liveRoute from "../../app/routes/agents.$id.live.ts";
@@ -66,6 +66,11 @@ async function provisionThroughPage(who: Who, name = "Scout") {
   return id as string;
 }
 
+beforeAll(() => {
+  // No worker runs here: provisioning must not wait for the instance it enqueues.
+  process.env.AGENT_PROVISION_WAIT_MS = "0";
+  resetEnvCache();
+});
 beforeEach(() => resetRateLimiters());
 
 describe("agents list page", () => {
