@@ -3,6 +3,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { getBoss } from "../../app/server/platform/jobs.server.ts";
 import { GATEWAY_PORT, reconcileAll, sampleAll } from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
@@ -105,7 +106,10 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     return new URL(page.url()).pathname.split("/").pop()!;
   }
 
-  /** Provisioning runs in the worker: container up, /healthz, then pairing (the stand-in fails it). */
+  /**
+   * Provisioning runs in the worker: container up, /healthz, then pairing, which the stand-in
+   * fails. Its retries would fail the same way (and flip the status mid-test): cancelled.
+   */
   async function provisioningSettled(userId: string) {
     await expect
       .poll(
@@ -117,6 +121,15 @@ describeDocker("agents dashboard (browser, Docker)", () => {
         { timeout: 60_000 },
       )
       .toBe("error");
+    const [row] = await db()<{ id: string }[]>`select id from instances where user_id = ${userId}`;
+    const boss = await getBoss();
+    // The attempt that just failed becomes a scheduled retry once the handler has thrown.
+    const pending = async () =>
+      (await boss.findJobs("provision-instance", { data: { instanceId: row!.id } }))
+        .filter((j) => j.state === "retry" || j.state === "created")
+        .map((j) => j.id);
+    await expect.poll(async () => (await pending()).length).toBeGreaterThan(0);
+    await boss.cancel("provision-instance", await pending());
   }
 
   /** The worker's reconcile pass, repeated until it has seen the gateway answer /healthz. */
