@@ -747,7 +747,21 @@ export async function reconcileAll() {
     }
   }
   if (orphans.length) log().warn({ orphans }, "reconcile removed orphan containers");
-  return { instances: results, orphansRemoved: orphans };
+  const storageMeasured = await measureStorage(rows);
+  return { instances: results, orphansRemoved: orphans, storageMeasured };
+}
+
+/** Records the size of every instance's state volume (the files dashboard's "used"). */
+export async function measureStorage(rows?: InstanceRow[]): Promise<number> {
+  const sizes = await rt().volumeSizes();
+  let n = 0;
+  for (const row of rows ?? (await listInstances())) {
+    const bytes = sizes.get(row.volume_name);
+    if (bytes === undefined) continue;
+    await updateInstance(row.id, { storage_bytes: bytes, storage_measured_at: new Date() });
+    n++;
+  }
+  return n;
 }
 
 /** Live samples for every instance with a container (the worker runs this every few seconds). */

@@ -141,6 +141,8 @@ export interface AgentRuntime {
     timeoutMs?: number;
   }): Promise<ExecResult>;
   imageExists(image: string): Promise<boolean>;
+  /** Bytes used by each named volume the engine knows (a periodic, not a per-request, call). */
+  volumeSizes(): Promise<Map<string, number>>;
 }
 
 /** The engine (Docker socket) does not answer: the lifecycle API maps this to 502. */

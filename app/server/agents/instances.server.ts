@@ -58,6 +58,9 @@ export interface InstanceRow {
   memory_limit_bytes: number | null;
   pids: number | null;
   sampled_at: Date | null;
+  /** Size of the state volume (measured by reconcile); null until first measured. */
+  storage_bytes: number | null;
+  storage_measured_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -345,6 +348,12 @@ export async function readInstance(userId: string) {
 
 export async function readInstanceStats(userId: string) {
   return instanceStatsView(await requireInstance(userId));
+}
+
+/** Bytes the user's agent state takes (0 without an instance or before the first measure). */
+export async function storageUsedBytes(userId: string): Promise<number> {
+  const row = await getInstanceByUser(userId);
+  return Number(row?.storage_bytes ?? 0);
 }
 
 export async function readInstanceToken(userId: string) {
