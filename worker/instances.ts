@@ -32,6 +32,7 @@ import { adoptFromPool, pooledContainerNames } from "./pool.ts";
 import {
   type AgentRuntime,
   type ContainerInfo,
+  gatewayEndpoint,
   getRuntime,
   LABELS,
   limitsForPlan,
@@ -73,7 +74,7 @@ export function isUnavailable(error: unknown): boolean {
 }
 
 function gatewayAddress(info: ContainerInfo | undefined): string | undefined {
-  return info?.address ? `${info.address}:${GATEWAY_PORT}` : undefined;
+  return gatewayEndpoint(info, GATEWAY_PORT);
 }
 
 /** The platform's AI endpoint as a container sees it (the network's gateway IP by default). */
@@ -209,6 +210,7 @@ export async function ensureContainer(
     info = (await rt().inspect(info.id)) ?? info;
   }
   await updateInstance(row.id, {
+    driver: rt().driver,
     container_id: info.id,
     image,
     image_id: info.imageId,

@@ -28,7 +28,7 @@ export type ObservedState = (typeof OBSERVED_STATES)[number];
 export interface InstanceRow {
   id: string;
   user_id: string;
-  driver: "docker";
+  driver: "docker" | "process";
   plan: string;
   container_id: string | null;
   container_name: string;

@@ -140,6 +140,12 @@ const schema = z.object({
   STRIPE_PRICE_CREDITS_500: optionalString,
   STRIPE_PRICE_STORAGE_50GB: optionalString,
   // Agent runtime (issue 4): gateway containers, lifecycle, reconcile.
+  /** Runtime driver: docker, process (gateways as local processes; laptops without Docker) or
+   * auto (Docker when its engine answers, else process; production never picks process
+   * unless told). docs/decisions/0037-process-driver.md */
+  RUNTIME_DRIVER: z.enum(["auto", "docker", "process"]).default("auto"),
+  /** The process driver's OpenClaw package folder (default: installed under DATA_DIR). */
+  RUNTIME_OPENCLAW_DIR: optionalString,
   /** Gateway image the worker runs (built by gateway/build.sh). */
   AGENT_GATEWAY_IMAGE: z.string().default("agent-gateway:2026.9.6"),
   /** User-defined bridge network the gateways join (created when missing). */
