@@ -17,7 +17,11 @@ export async function startSampler(): Promise<() => void> {
     runtime.driver,
     reason,
   );
-  if (runtime.driver === "process" && !resolveOpenclaw(PINNED_OPENCLAW)) {
+  if (
+    runtime.driver === "process" &&
+    env().NODE_ENV !== "test" &&
+    !resolveOpenclaw(PINNED_OPENCLAW)
+  ) {
     // A laptop without Docker: fetch the pinned gateway once, in the background.
     installOpenclaw((line) => logger().info(line)).then(
       (dir) => logger().info({ dir }, "OpenClaw installed for the process driver"),

@@ -10,6 +10,8 @@ export { ProcessRuntime } from "./process.ts";
 export * from "./types.ts";
 
 let runtime: AgentRuntime | undefined;
+/** A driver set with setRuntime (tests) is kept by selectRuntime. */
+let chosenByCaller = false;
 
 export function processRuntime(root = path.resolve(env().DATA_DIR, "runtime")): ProcessRuntime {
   return new ProcessRuntime({
@@ -38,6 +40,7 @@ export function getRuntime(): AgentRuntime {
  */
 export async function selectRuntime(): Promise<{ runtime: AgentRuntime; reason: string }> {
   const { RUNTIME_DRIVER, NODE_ENV } = env();
+  if (runtime && chosenByCaller) return { runtime, reason: "set by the caller" };
   if (RUNTIME_DRIVER !== "auto") {
     return { runtime: getRuntime(), reason: `RUNTIME_DRIVER=${RUNTIME_DRIVER}` };
   }
@@ -65,4 +68,5 @@ export async function selectRuntime(): Promise<{ runtime: AgentRuntime; reason: 
 /** Tests swap the driver (e.g. one pointed at a dead socket). */
 export function setRuntime(next: AgentRuntime | undefined): void {
   runtime = next;
+  chosenByCaller = next !== undefined;
 }
