@@ -48,6 +48,8 @@ const schema = z.object({
   AI_CATALOG_CACHE_SECONDS: z.coerce.number().int().min(0).default(30),
   /** Default per-user daily spend limit in USD (table ai_budgets overrides per user). */
   AI_DAILY_LIMIT_USD: z.coerce.number().min(0).default(20),
+  /** Credit a web process holds per user at a time and draws calls from (decision 0025). */
+  AI_CREDIT_LEASE_USD: z.coerce.number().min(0).default(0.1),
   /** Completion tokens reserved for a call that does not set max_tokens. */
   AI_RESERVE_OUTPUT_TOKENS: z.coerce.number().int().min(1).default(4096),
   // OAuth provider oauth1 (Google) and oauth2 (GitHub). A provider without a client id and
