@@ -137,8 +137,9 @@ const children: Child[] = [];
 const rows: Row[] = [];
 const aiRows: Row[] = [];
 const authRows: Row[] = [];
+const agentRows: Row[] = [];
 const latency: Array<{ name: string } & Awaited<ReturnType<typeof latencyPairs>>> = [];
-const only = process.env.BENCH_ONLY; // "ai" runs only the AI-layer figures
+const only = process.env.BENCH_ONLY; // "ai": only the AI-layer figures; "agents": no AI layer
 try {
   const bare = await startNode("bench/bare-health.ts", await freePort(), "/");
   children.push(bare);
@@ -153,6 +154,9 @@ try {
   const web = await startNode("server.ts", await freePort(), "/api/health", {
     DATABASE_URL: databaseUrl,
     ...aiEnv,
+    // The agents API's scope allows 100 requests a minute per user: scaled up so the limiter
+    // still runs on every request but never refuses the load generator.
+    RATE_LIMIT_SCALE: "1000000",
     // e.g. BENCH_WEB_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the web process
     ...(process.env.BENCH_WEB_NODE_OPTIONS
       ? { NODE_OPTIONS: process.env.BENCH_WEB_NODE_OPTIONS }
@@ -204,74 +208,122 @@ try {
         },
       ),
     );
-  }
 
-  // The agents' endpoint against calling the same fake provider directly: an instance token
-  // and plenty of credits for a bench user, metering and billing on.
-  // One instance token per simulated agent (a user each), so that the figures show the layer
-  // serving many agents — the per-user credit row serialises one user's concurrent calls.
-  const agents = Number(process.env.BENCH_AGENTS ?? CONNECTIONS);
-  const tokens = Array.from(
-    { length: agents },
-    () => `ait_${randomBytes(24).toString("base64url")}`,
-  );
-  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
-  for (const [i, t] of tokens.entries()) {
-    await sql`insert into ai_instance_tokens (token_hash, user_id, instance_id)
-      values (${createHash("sha256").update(t).digest("hex")}, ${`usr_bench_${i}`}, ${`ins_${i}`})`;
-    await sql`insert into users (id, email, name, referral_code)
-      values (${`usr_bench_${i}`}, ${`bench-${i}@example.com`}, 'bench', ${`BENCH${i}`})`;
-    await sql`insert into credit_ledger (id, user_id, amount_micro_usd, reason)
-      values (${`led_bench_${i}`}, ${`usr_bench_${i}`}, ${1_000_000_000_000}, 'bench')`;
-  }
-  const token = tokens[0]!;
-  let next = 0;
-  const messages = [{ role: "user", content: "Say hello" }];
-  const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
-  const json = (stream: boolean) => ({
-    method: "POST" as const,
-    headers,
-    body: JSON.stringify({ model: "openai/gpt-4o-mini", messages, stream }),
-  });
-  const directJson = (stream: boolean) => ({
-    method: "POST" as const,
-    headers: { "content-type": "application/json", authorization: "Bearer bench" },
-    body: JSON.stringify({ model: "gpt-4o-mini", messages, stream }),
-  });
-  const modelsRow = await measure(
-    "GET /api/ai/v1/models (token + catalog)",
-    `${web.url}/api/ai/v1/models`,
-    200,
-    { headers },
-  );
-  console.warn(
-    `\n${modelsRow.name}: ${modelsRow.rps.toFixed(0)} req/s, p99 ${modelsRow.p99} ms, ${modelsRow.errors} errors`,
-  );
-  const directUrl = `${provider.url}/v1/chat/completions`;
-  const viaUrl = `${web.url}/api/ai/v1/chat/completions`;
-  for (const stream of [false, true]) {
-    const kind = stream ? "stream" : "JSON";
-    latency.push({
-      name: kind,
-      ...(await latencyPairs(directUrl, directJson(stream), viaUrl, json(stream), stream)),
-    });
-    aiRows.push(
-      await measure(`fake provider directly (${kind})`, directUrl, 200, directJson(stream)),
+    // The agents API (API key): the list of 20 agents and one agent's stats (ownership,
+    // instance row, message figures over 200 recorded messages) against GET /api/health.
+    const agentsSql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+    const [owner] = await agentsSql<{ id: string }[]>`
+      select id from users where email = ${account.email}`;
+    const agentIds = Array.from(
+      { length: 20 },
+      (_, i) => `agt_bench${String(i).padStart(16, "0")}`,
     );
-    aiRows.push(
-      await measure(`/api/ai/v1/chat/completions (${kind})`, viaUrl, 200, {
-        ...json(stream),
-        // Each connection is one agent with its own token.
-        setupClient: (client) => {
-          next += 1;
-          client.setHeaders({ ...headers, authorization: `Bearer ${tokens[next % agents]}` });
-        },
+    for (const [i, id] of agentIds.entries()) {
+      await agentsSql`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
+        values (${id}, ${owner!.id}, ${`Agent ${i}`}, ${i === 0 ? "main" : id.replace("_", "-")},
+                'openai/gpt-4o-mini', 'enterprise')`;
+    }
+    for (let i = 0; i < 200; i++) {
+      await agentsSql`insert into agent_messages
+          (id, agent_id, user_id, sender, content, platform, session_key, dedupe_key, created_at)
+        values (${`msg_bench_${i}`}, ${agentIds[0]!}, ${owner!.id}, ${i % 2 ? "agent" : "user"},
+                ${`message ${i}`}, 'web', 'agent:main:main', ${`k${i}`},
+                now() - make_interval(secs => ${200 - i}))`;
+    }
+    await agentsSql.end();
+    const keyHeaders = { authorization: `Bearer ${account.key}` };
+    for (const probe of ["/api/agents", `/api/agents/${agentIds[0]}/stats`]) {
+      const t0 = performance.now();
+      const res = await fetch(`${web.url}${probe}`, { headers: keyHeaders });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`${probe}: ${res.status} ${text.slice(0, 300)}`);
+      console.warn(`${probe}: one request ${(performance.now() - t0).toFixed(1)} ms`);
+    }
+    agentRows.push(rows.find((r) => r.name === "GET /api/health (fast path)")!);
+    agentRows.push(
+      await measure("GET /api/agents (API key, 20 agents)", `${web.url}/api/agents`, 200, {
+        headers: keyHeaders,
       }),
     );
+    agentRows.push(
+      await measure(
+        "GET /api/agents/:id/stats (API key)",
+        `${web.url}/api/agents/${agentIds[0]}/stats`,
+        200,
+        { headers: keyHeaders },
+      ),
+    );
   }
-  const [metered] = await sql<{ n: number }[]>`select count(*)::int as n from ai_usage`;
-  console.warn(`\nmetered calls recorded in ai_usage: ${metered?.n}`);
-  await sql.end();
+
+  // BENCH_ONLY=agents: the platform rows and the agents API only.
+  if (only !== "agents") {
+    // The agents' endpoint against calling the same fake provider directly: an instance token
+    // and plenty of credits for a bench user, metering and billing on.
+    // One instance token per simulated agent (a user each), so that the figures show the layer
+    // serving many agents — the per-user credit row serialises one user's concurrent calls.
+    const agents = Number(process.env.BENCH_AGENTS ?? CONNECTIONS);
+    const tokens = Array.from(
+      { length: agents },
+      () => `ait_${randomBytes(24).toString("base64url")}`,
+    );
+    const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+    for (const [i, t] of tokens.entries()) {
+      await sql`insert into ai_instance_tokens (token_hash, user_id, instance_id)
+        values (${createHash("sha256").update(t).digest("hex")}, ${`usr_bench_${i}`}, ${`ins_${i}`})`;
+      await sql`insert into users (id, email, name, referral_code)
+        values (${`usr_bench_${i}`}, ${`bench-${i}@example.com`}, 'bench', ${`BENCH${i}`})`;
+      await sql`insert into credit_ledger (id, user_id, amount_micro_usd, reason)
+        values (${`led_bench_${i}`}, ${`usr_bench_${i}`}, ${1_000_000_000_000}, 'bench')`;
+    }
+    const token = tokens[0]!;
+    let next = 0;
+    const messages = [{ role: "user", content: "Say hello" }];
+    const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
+    const json = (stream: boolean) => ({
+      method: "POST" as const,
+      headers,
+      body: JSON.stringify({ model: "openai/gpt-4o-mini", messages, stream }),
+    });
+    const directJson = (stream: boolean) => ({
+      method: "POST" as const,
+      headers: { "content-type": "application/json", authorization: "Bearer bench" },
+      body: JSON.stringify({ model: "gpt-4o-mini", messages, stream }),
+    });
+    const modelsRow = await measure(
+      "GET /api/ai/v1/models (token + catalog)",
+      `${web.url}/api/ai/v1/models`,
+      200,
+      { headers },
+    );
+    console.warn(
+      `\n${modelsRow.name}: ${modelsRow.rps.toFixed(0)} req/s, p99 ${modelsRow.p99} ms, ${modelsRow.errors} errors`,
+    );
+    const directUrl = `${provider.url}/v1/chat/completions`;
+    const viaUrl = `${web.url}/api/ai/v1/chat/completions`;
+    for (const stream of [false, true]) {
+      const kind = stream ? "stream" : "JSON";
+      latency.push({
+        name: kind,
+        ...(await latencyPairs(directUrl, directJson(stream), viaUrl, json(stream), stream)),
+      });
+      aiRows.push(
+        await measure(`fake provider directly (${kind})`, directUrl, 200, directJson(stream)),
+      );
+      aiRows.push(
+        await measure(`/api/ai/v1/chat/completions (${kind})`, viaUrl, 200, {
+          ...json(stream),
+          // Each connection is one agent with its own token.
+          setupClient: (client) => {
+            next += 1;
+            client.setHeaders({ ...headers, authorization: `Bearer ${tokens[next % agents]}` });
+          },
+        }),
+      );
+    }
+    const [metered] = await sql<{ n: number }[]>`select count(*)::int as n from ai_usage`;
+    console.warn(`\nmetered calls recorded in ai_usage: ${metered?.n}`);
+    await sql.end();
+  }
 } finally {
   await Promise.all(children.map((c) => c.stop()));
   await cluster.stop();
@@ -295,12 +347,14 @@ console.warn(
 );
 if (rows.length) table("platform against bare node:http", rows, () => rows[0]!);
 if (authRows.length) table("authentication against GET /api/health", authRows, () => authRows[0]!);
+if (agentRows.length) table("agents API against GET /api/health", agentRows, () => agentRows[0]!);
 // Each AI row is compared with the direct call of its kind just before it.
-table(
-  "AI layer: agents' endpoint against the fake provider called directly",
-  aiRows,
-  (r) => aiRows[Math.floor(aiRows.indexOf(r) / 2) * 2]!,
-);
+if (aiRows.length)
+  table(
+    "AI layer: agents' endpoint against the fake provider called directly",
+    aiRows,
+    (r) => aiRows[Math.floor(aiRows.indexOf(r) / 2) * 2]!,
+  );
 console.warn("\nAI layer, one request at a time (ms; stream: time to first bytes)\n");
 console.warn(
   `${pad("kind", 8)} ${pad("direct p50/p99", 16)} ${pad("via p50/p99", 16)} ${pad("added p50/p99", 16)} x-overhead-ms p50/p99`,

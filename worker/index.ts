@@ -2,6 +2,7 @@ import { closeDb, db, resolveDatabaseUrl } from "../app/server/platform/db.serve
 import { env } from "../app/server/platform/env.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
 import { migrate } from "../db/migrate.ts";
+import { startRecorder } from "./recorder.ts";
 import { startSampler } from "./sampler.ts";
 import { startWorker, stopWorker } from "./worker.ts";
 
@@ -11,6 +12,7 @@ await resolveDatabaseUrl();
 await migrate(db());
 await startWorker();
 const stopSampler = await startSampler();
+const stopRecorder = startRecorder();
 
 let stopping = false;
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
@@ -19,6 +21,7 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     stopping = true;
     logger().info({ signal }, "worker stopping: finishing in-flight jobs");
     stopSampler();
+    stopRecorder();
     stopWorker()
       .then(closeDb)
       .then(() => process.exit(0))

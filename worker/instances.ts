@@ -440,6 +440,8 @@ export async function sample(row: InstanceRow): Promise<void> {
     memory_bytes: s.memoryBytes,
     memory_limit_bytes: s.memoryLimitBytes,
     pids: s.pids,
+    network_rx_bytes: s.rxBytes,
+    network_tx_bytes: s.txBytes,
     sampled_at: new Date(),
   });
 }

@@ -20,6 +20,7 @@ import {
   getAgentVerification,
   verifyAgent,
 } from "../../app/server/identity/verification.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { DomainError } from "../../app/server/platform/errors.server.ts";
 import { newUser } from "../accounts/helpers.ts";
@@ -34,7 +35,13 @@ let owner: ReturnType<Anvil["account"]>;
 const EAS = easArtifact("EAS");
 const SCHEMA = "string agentId";
 let agentCounter = 0;
-const newAgentId = () => `agt_test${Date.now()}${++agentCounter}`;
+/** A real agent row of the owner (agent_verifications references agents). */
+async function newAgentId(userId = ownerId): Promise<string> {
+  const id = `agt_test${Date.now()}${++agentCounter}`;
+  await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
+    values (${id}, ${userId}, ${id}, ${id.replace("_", "-")}, 'custom', 'starter')`;
+  return id;
+}
 
 beforeAll(async () => {
   process.env.APP_URL = APP;
@@ -97,7 +104,7 @@ async function refused(promise: Promise<unknown>, status = 400): Promise<string>
 
 describe("eas proofs against the EAS contracts on anvil", () => {
   it("accepts an attestation whose recipient is the owner's wallet, and stores the record", async () => {
-    const agentId = newAgentId();
+    const agentId = await newAgentId();
     const uid = await attest(owner.address, "something else");
     const record = await verifyAgent(
       { agentId, ownerId },
@@ -114,7 +121,7 @@ describe("eas proofs against the EAS contracts on anvil", () => {
   });
 
   it("accepts an attestation naming the agent id in its data", async () => {
-    const agentId = newAgentId();
+    const agentId = await newAgentId();
     const uid = await attest(anvil.account(5).address, agentId);
     const record = await verifyAgent(
       { agentId, ownerId },
@@ -124,7 +131,7 @@ describe("eas proofs against the EAS contracts on anvil", () => {
   });
 
   it("refuses unknown, malformed, unrelated and revoked attestations; stores nothing", async () => {
-    const agentId = newAgentId();
+    const agentId = await newAgentId();
     const subject = { agentId, ownerId };
     expect(
       await refused(
@@ -147,7 +154,7 @@ describe("eas proofs against the EAS contracts on anvil", () => {
 
 describe("exchange proofs (the owner's linked wallet signs the challenge)", () => {
   it("accepts the owner's signature once; refuses a stranger's and a reused challenge", async () => {
-    const agentId = newAgentId();
+    const agentId = await newAgentId();
     const { challenge } = await createVerificationChallenge(agentId);
     const stranger = await anvil.account(3).signMessage({ message: challenge });
     await refused(
@@ -171,7 +178,7 @@ describe("exchange proofs (the owner's linked wallet signs the challenge)", () =
   });
 
   it("refuses when the owner has no linked wallet", async () => {
-    const agentId = newAgentId();
+    const agentId = await newAgentId();
     const { id } = await newUser();
     const { challenge } = await createVerificationChallenge(agentId);
     const signature = await owner.signMessage({ message: challenge });
@@ -209,7 +216,7 @@ describe("ens proofs against an ENS-compatible registry on anvil", () => {
 
   it("accepts walletAddress's signature when its primary name resolves back to it", async () => {
     await setRecords(wallet().address);
-    const agentId = newAgentId();
+    const agentId = await newAgentId();
     const { challenge } = await createVerificationChallenge(agentId);
     const signature = await wallet().signMessage({ message: challenge });
     const record = await verifyAgent(
@@ -225,7 +232,7 @@ describe("ens proofs against an ENS-compatible registry on anvil", () => {
 
   it("refuses a name resolving elsewhere, a signature by another key, and no name", async () => {
     await setRecords(owner.address);
-    const agentId = newAgentId();
+    const agentId = await newAgentId();
     const { challenge } = await createVerificationChallenge(agentId);
     const signature = await wallet().signMessage({ message: challenge });
     const proof = { verificationType: "ens", signature, walletAddress: wallet().address } as const;
@@ -292,7 +299,7 @@ describe("webauthn proofs", () => {
 
   it("accepts a registered authenticator's assertion over the challenge", async () => {
     await addWebauthnCredential(ownerId, { id: credentialId, publicKey: cose });
-    const agentId = newAgentId();
+    const agentId = await newAgentId();
     const { challenge } = await createVerificationChallenge(agentId);
     const record = await verifyAgent(
       { agentId, ownerId },
@@ -302,7 +309,7 @@ describe("webauthn proofs", () => {
   });
 
   it("refuses a wrong origin, an unissued challenge, another user's authenticator, and junk", async () => {
-    const agentId = newAgentId();
+    const agentId = await newAgentId();
     const { challenge } = await createVerificationChallenge(agentId);
     await refused(
       verifyAgent(
@@ -337,7 +344,7 @@ describe("webauthn proofs", () => {
 
 describe("the verification record", () => {
   it("is unverified by default, and deletion removes it", async () => {
-    const agentId = newAgentId();
+    const agentId = await newAgentId();
     expect(await getAgentVerification(agentId)).toEqual({
       verified: false,
       verificationType: null,

@@ -8,6 +8,7 @@ import { reconcile } from "./reconcile.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { sendEmail } from "./send-email.ts";
 import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
+import { syncAgentsJob } from "./sync-agents.ts";
 import { teardownInstance } from "./teardown-instance.ts";
 import { updateImageJob } from "./update-image.ts";
 
@@ -32,4 +33,5 @@ export const handlers: Handlers = {
   reconcile,
   "fill-pool": fillPoolJob,
   "stop-unpaid-instance": stopUnpaidInstance,
+  "sync-agents": syncAgentsJob,
 };

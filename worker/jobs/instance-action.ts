@@ -1,5 +1,6 @@
 import { type ActionOutcome, getInstance } from "../../app/server/agents/instances.server.ts";
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { queueAgentSync } from "../agents.ts";
 import { isUnavailable, log, runAction, withInstanceLock } from "../instances.ts";
 
 /**
@@ -10,10 +11,16 @@ export async function instanceAction(
   payload: JobPayload<"instance-action">,
 ): Promise<ActionOutcome> {
   try {
-    return await withInstanceLock(payload.instanceId, async () => {
+    return await withInstanceLock(payload.instanceId, async (): Promise<ActionOutcome> => {
       const row = await getInstance(payload.instanceId);
       if (!row) return { ok: false, failure: "internal", message: "no such instance" };
       return runAction(row, payload.action);
+    }).then(async (outcome) => {
+      // An instance that came back gets its stored agents re-applied.
+      if (outcome.ok && ["start", "restart", "repair"].includes(payload.action)) {
+        await queueAgentSync(payload.instanceId);
+      }
+      return outcome;
     });
   } catch (error) {
     log().warn({ err: error, ...payload }, "instance action failed");

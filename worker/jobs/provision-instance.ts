@@ -1,7 +1,13 @@
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { syncAfterProvision } from "../agents.ts";
 import { provision } from "../instances.ts";
 
-/** Volume, config (the platform's AI endpoint as model provider), container, pairing, healthy. */
+/**
+ * Volume, config (the platform's AI endpoint as model provider), container, pairing, healthy;
+ * then the user's agents are written into the gateway's config.
+ */
 export async function provisionInstance(payload: JobPayload<"provision-instance">) {
-  return provision(payload.instanceId);
+  const result = await provision(payload.instanceId);
+  if (!("skipped" in result)) await syncAfterProvision(payload.instanceId);
+  return result;
 }

@@ -1,7 +1,11 @@
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { queueAgentSync } from "../agents.ts";
 import { updateImage } from "../instances.ts";
 
 /** Recreates the container on the newest built image, keeping the volume; rolls back on failure. */
 export async function updateImageJob(payload: JobPayload<"update-image">) {
-  return updateImage(payload.instanceId);
+  const result = await updateImage(payload.instanceId);
+  // A recreated gateway gets the stored agents again (the rows are the truth).
+  if (!("skipped" in result) && !("unchanged" in result)) await queueAgentSync(payload.instanceId);
+  return result;
 }

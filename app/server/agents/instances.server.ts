@@ -57,6 +57,8 @@ export interface InstanceRow {
   memory_bytes: number | null;
   memory_limit_bytes: number | null;
   pids: number | null;
+  network_rx_bytes: number | null;
+  network_tx_bytes: number | null;
   sampled_at: Date | null;
   /** Size of the state volume (measured by reconcile); null until first measured. */
   storage_bytes: number | null;

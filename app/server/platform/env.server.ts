@@ -169,6 +169,14 @@ const schema = z.object({
   RECONCILE_CRON: z.string().default("* * * * *"),
   /** Worker's live-sample interval (container stats and state into the instances table). */
   INSTANCE_SAMPLE_INTERVAL_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Multiplies every rate-limit scope's points (1 in production; the benchmark sets it high). */
+  RATE_LIMIT_SCALE: z.coerce.number().int().min(1).default(1),
+  /** How long POST /api/agents/provision waits for a new instance (warm pool: it is running). */
+  AGENT_PROVISION_WAIT_MS: z.coerce.number().int().min(0).default(10_000),
+  /** How long PUT /api/agents/:id/config waits for the gateway to take the change (`applied`). */
+  AGENT_CONFIG_APPLY_WAIT_MS: z.coerce.number().int().min(0).default(5_000),
+  /** Worker's chat recorder: gateway connections per running instance (0 disables). */
+  AGENT_MESSAGE_RECORDER: z.enum(["on", "off"]).default("on"),
   /** Warm pool: pre-started, paired generic gateways that provisioning adopts (0 = off). */
   RUNTIME_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(0),
   /** pg-boss cron of the fill-pool job (also sent after each adoption). */

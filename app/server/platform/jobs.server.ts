@@ -77,6 +77,14 @@ export const jobCatalog = {
     }),
     { retryLimit: 0, expireInSeconds: 300 },
   ),
+  // Writes all of a user's agents into their gateway's config (issue 5; worker/agents.ts).
+  // Idempotent: the rows are the truth, so a retry or a duplicate changes nothing.
+  "sync-agents": define(z.object({ userId: z.string().min(1) }), {
+    retryLimit: 3,
+    retryDelay: 10,
+    retryBackoff: true,
+    expireInSeconds: 300,
+  }),
   // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption).
   "fill-pool": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.

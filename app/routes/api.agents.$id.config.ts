@@ -1,0 +1,27 @@
+import {
+  agentConfigBody,
+  agentParams,
+  readAgentConfig,
+  updateAgentConfig,
+} from "../server/agents/agents-api.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "The agent's stored configuration",
+    auth: "user",
+    rateLimit: "agents",
+    params: agentParams,
+    handler: ({ auth, params }) => readAgentConfig(auth.user.id, params.id),
+  }),
+  PUT: endpoint({
+    summary: "Replace the agent's configuration",
+    description:
+      "Any JSON object up to 64 KiB, stored as a new revision; its allow-listed keys are applied to the running gateway (`applied` tells whether that happened within a few seconds).",
+    auth: "user",
+    rateLimit: "agents",
+    params: agentParams,
+    body: agentConfigBody,
+    handler: ({ auth, params, body }) => updateAgentConfig(auth.user.id, params.id, body),
+  }),
+});

@@ -1,0 +1,14 @@
+import { agentLogs, agentParams, logsQuery } from "../server/agents/agents-api.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "Recent gateway log entries of the agent",
+    description: "From the gateway's file log (logs.tail); 502 when the gateway does not answer.",
+    auth: "user",
+    rateLimit: "agents",
+    params: agentParams,
+    query: logsQuery,
+    handler: ({ auth, params, query }) => agentLogs(auth.user.id, params.id, query),
+  }),
+});

@@ -1,0 +1,14 @@
+import { agentParams, agentStats } from "../server/agents/agents-api.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "Live figures of the agent's container and its message figures",
+    description:
+      "`status: ok` with the worker's latest sample; `status: mock` (recorded figures, zeros otherwise) when the instance is not running or has no fresh sample.",
+    auth: "user",
+    rateLimit: "agents",
+    params: agentParams,
+    handler: ({ auth, params }) => agentStats(auth.user.id, params.id),
+  }),
+});

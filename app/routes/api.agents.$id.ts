@@ -1,0 +1,12 @@
+import { agentDetail, agentParams } from "../server/agents/agents-api.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "One agent: status, instance facts and verification",
+    auth: "user",
+    rateLimit: "agents",
+    params: agentParams,
+    handler: ({ auth, params }) => agentDetail(auth.user.id, params.id),
+  }),
+});

@@ -1,0 +1,13 @@
+import { agentParams, agentVerificationChallenge } from "../server/agents/agents-api.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  POST: endpoint({
+    summary: "A challenge to sign for an exchange, ens or webauthn verification",
+    description: "Valid for 10 minutes, usable once.",
+    auth: "user",
+    rateLimit: "agents",
+    params: agentParams,
+    handler: ({ auth, params }) => agentVerificationChallenge(auth.user.id, params.id),
+  }),
+});

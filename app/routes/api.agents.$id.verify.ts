@@ -1,0 +1,35 @@
+import {
+  agentParams,
+  readAgentVerification,
+  removeAgentVerification,
+  submitAgentVerification,
+  verifyBody,
+} from "../server/agents/agents-api.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "The agent's verification record",
+    auth: "user",
+    rateLimit: "agents",
+    params: agentParams,
+    handler: ({ auth, params }) => readAgentVerification(auth.user.id, params.id),
+  }),
+  POST: endpoint({
+    summary: "Verify the agent (eas, exchange, ens or webauthn proof)",
+    description:
+      "exchange, ens and webauthn sign a challenge from POST /api/agents/:id/verify/challenge. 400 when the proof does not check.",
+    auth: "user",
+    rateLimit: "agents",
+    params: agentParams,
+    body: verifyBody,
+    handler: ({ auth, params, body }) => submitAgentVerification(auth.user.id, params.id, body),
+  }),
+  DELETE: endpoint({
+    summary: "Remove the agent's verification",
+    auth: "user",
+    rateLimit: "agents",
+    params: agentParams,
+    handler: ({ auth, params }) => removeAgentVerification(auth.user.id, params.id),
+  }),
+});

@@ -1,0 +1,25 @@
+import {
+  provisionAgent,
+  provisionedAgents,
+  provisionInputSchema,
+} from "../server/agents/provisioning.server.ts";
+import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+
+export const { loader, action } = apiRoute({
+  GET: endpoint({
+    summary: "The user's provisioned agents and the model options",
+    auth: "user",
+    rateLimit: "agents",
+    handler: ({ auth }) => provisionedAgents(auth.user.id),
+  }),
+  POST: endpoint({
+    summary: "Provision an agent",
+    description:
+      "Creates the agent under the tier limit (402 without an active subscription, 429 at the limit), provisions the user's instance when it has none, and writes the agent into the gateway's configuration.",
+    auth: "user",
+    rateLimit: "agents",
+    status: 201,
+    body: provisionInputSchema,
+    handler: ({ auth, body }) => provisionAgent(auth.user.id, body),
+  }),
+});
