@@ -1,6 +1,7 @@
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ServerBuild } from "@remix-run/node";
+import { flushMetering } from "./app/server/ai/metering.server.ts";
 import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server.ts";
 import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
@@ -35,7 +36,10 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     if (stopping) return;
     stopping = true;
     logger().info({ signal }, "web stopping");
-    server.close(() => process.exit(0));
+    // In-flight answers finish, then their usage is settled and credit leases given back.
+    server.close(() => {
+      flushMetering().finally(() => process.exit(0));
+    });
     server.closeIdleConnections();
     setTimeout(() => process.exit(0), 10_000).unref();
   });

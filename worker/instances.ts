@@ -32,6 +32,7 @@ import { adoptFromPool, pooledContainerNames } from "./pool.ts";
 import {
   type AgentRuntime,
   type ContainerInfo,
+  gatewayEndpoint,
   getRuntime,
   LABELS,
   limitsForPlan,
@@ -73,7 +74,7 @@ export function isUnavailable(error: unknown): boolean {
 }
 
 function gatewayAddress(info: ContainerInfo | undefined): string | undefined {
-  return info?.address ? `${info.address}:${GATEWAY_PORT}` : undefined;
+  return gatewayEndpoint(info, GATEWAY_PORT);
 }
 
 /** The platform's AI endpoint as a container sees it (the network's gateway IP by default). */
@@ -209,6 +210,7 @@ export async function ensureContainer(
     info = (await rt().inspect(info.id)) ?? info;
   }
   await updateInstance(row.id, {
+    driver: rt().driver,
     container_id: info.id,
     image,
     image_id: info.imageId,
@@ -749,7 +751,21 @@ export async function reconcileAll() {
     }
   }
   if (orphans.length) log().warn({ orphans }, "reconcile removed orphan containers");
-  return { instances: results, orphansRemoved: orphans };
+  const storageMeasured = await measureStorage(rows);
+  return { instances: results, orphansRemoved: orphans, storageMeasured };
+}
+
+/** Records the size of every instance's state volume (the files dashboard's "used"). */
+export async function measureStorage(rows?: InstanceRow[]): Promise<number> {
+  const sizes = await rt().volumeSizes();
+  let n = 0;
+  for (const row of rows ?? (await listInstances())) {
+    const bytes = sizes.get(row.volume_name);
+    if (bytes === undefined) continue;
+    await updateInstance(row.id, { storage_bytes: bytes, storage_measured_at: new Date() });
+    n++;
+  }
+  return n;
 }
 
 /** Live samples for every instance with a container (the worker runs this every few seconds). */

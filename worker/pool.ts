@@ -25,7 +25,7 @@ import {
   waitHealthy,
   writeConfigIfAbsent,
 } from "./instances.ts";
-import { limitsForPlan } from "./runtime/index.ts";
+import { gatewayEndpoint, limitsForPlan } from "./runtime/index.ts";
 
 // Warm pool (RUNTIME_POOL_SIZE, 0 = off): gateways started, healthy and paired before anyone
 // asks, so provisioning only patches the tenant's config over the control protocol instead of
@@ -102,7 +102,7 @@ async function startPooledGateway(): Promise<string> {
     const info = await rt().inspect(containerId);
     if (!info) throw new Error("pooled container vanished");
     await waitHealthy(info);
-    const address = `${info.address}:${GATEWAY_PORT}`;
+    const address = gatewayEndpoint(info, GATEWAY_PORT) as string;
     const { client, hello } = await connectWithPairing({
       container: containerId,
       address,
@@ -145,7 +145,7 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
   try {
     const info = await rt().inspect(pooled.container_name);
     if (!info?.running || !info.address) throw new Error("pooled gateway is not running");
-    const address = `${info.address}:${GATEWAY_PORT}`;
+    const address = gatewayEndpoint(info, GATEWAY_PORT) as string;
     const device = deviceIdentityFromPrivateKey(unseal(pooled.device_private_key_sealed as string));
     const { client, hello } = await connectWithPairing({
       container: info.id,

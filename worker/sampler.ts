@@ -1,7 +1,8 @@
 import { env } from "../app/server/platform/env.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
 import { sampleAll } from "./instances.ts";
-import { getRuntime } from "./runtime/index.ts";
+import { selectRuntime } from "./runtime/index.ts";
+import { installOpenclaw, PINNED_OPENCLAW, resolveOpenclaw } from "./runtime/openclaw-install.ts";
 
 /**
  * Records every instance's observed state and live figures (CPU, memory, pids) into its row
@@ -9,10 +10,26 @@ import { getRuntime } from "./runtime/index.ts";
  * Logs which runtime driver is active and whether its engine answers. Returns a stop function.
  */
 export async function startSampler(): Promise<() => void> {
-  const runtime = getRuntime();
+  const { runtime, reason } = await selectRuntime();
+  logger().info(
+    { driver: runtime.driver },
+    "agent runtime: %s driver (%s)",
+    runtime.driver,
+    reason,
+  );
+  if (
+    runtime.driver === "process" &&
+    env().NODE_ENV !== "test" &&
+    !resolveOpenclaw(PINNED_OPENCLAW)
+  ) {
+    // A laptop without Docker: fetch the pinned gateway once, in the background.
+    installOpenclaw((line) => logger().info(line)).then(
+      (dir) => logger().info({ dir }, "OpenClaw installed for the process driver"),
+      (error) => logger().error({ err: error }, "OpenClaw could not be installed"),
+    );
+  }
   try {
     await runtime.ping();
-    logger().info({ driver: runtime.driver }, "agent runtime: %s engine answers", runtime.driver);
   } catch (error) {
     logger().warn(
       { driver: runtime.driver, err: error },

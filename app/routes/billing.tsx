@@ -9,6 +9,7 @@ import { Form, Link, useActionData, useLoaderData, useSearchParams } from "@remi
 import { Card, Notice, Submit } from "../components/forms.tsx";
 import { formatGbp } from "../components/money.ts";
 import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
+import { listAgents } from "../server/agents/agents.server.ts";
 import { providerNames } from "../server/ai/providers/shared.server.ts";
 import {
   billingSummary,
@@ -29,17 +30,22 @@ import {
   createPortalSession,
   creditCheckoutByPack,
 } from "../server/billing/checkout.server.ts";
-import { changePlan, currentPlanSubscription } from "../server/billing/subscriptions.server.ts";
+import {
+  changePlan,
+  currentPlanSubscription,
+  downgradeWarning,
+} from "../server/billing/subscriptions.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Billing — Agent Platform" }];
 
 export async function loader({ request }: LoaderFunctionArgs) {
   const { user } = await requirePageSession(request);
-  const [summary, usage, credits] = await Promise.all([
+  const [summary, usage, credits, agents] = await Promise.all([
     billingSummary(user.id),
     usageByDay(user.id, 30),
     recentCredits(user.id, 10),
+    listAgents(user.id),
   ]);
   return {
     summary,
@@ -50,7 +56,10 @@ export async function loader({ request }: LoaderFunctionArgs) {
       name: p.name,
       pricePence: p.pricePence,
       limits: p.limits,
+      // What switching to this plan would leave above its threads (nothing is stopped).
+      warning: downgradeWarning(p.id, agents.length) ?? null,
     })),
+    agentCount: agents.length,
     addOns: addOns.map((a) => ({ id: a.id, name: a.name, pricePence: a.pricePence })),
     suite: { name: enterpriseSuite.name, pricePence: enterpriseSuite.pricePence },
     packs: creditPacks.map((c) => ({ id: c.id, credits: c.credits, priceCents: c.priceCents })),
@@ -131,7 +140,7 @@ const statusTone: Record<string, string> = {
 };
 
 export default function Billing() {
-  const { summary, usage, credits, plans, addOns, suite, packs, providers } =
+  const { summary, usage, credits, plans, addOns, suite, packs, providers, agentCount } =
     useLoaderData<typeof loader>();
   const result = useActionData<typeof action>();
   const [params] = useSearchParams();
@@ -182,8 +191,10 @@ export default function Billing() {
         <p className="text-sm text-slate-600">
           Agent threads:{" "}
           {summary.limits.agentThreads === null ? "unlimited" : summary.limits.agentThreads}, RAM{" "}
-          {summary.limits.ramMb / 1024} GB. Changing to a smaller plan stops nothing: agents beyond
-          the new plan's threads keep running until you stop them, and no new one can start.
+          {summary.limits.ramMb / 1024} GB; you have{" "}
+          <span data-testid="agent-count">{agentCount}</span> agent{agentCount === 1 ? "" : "s"}.
+          Changing to a smaller plan stops nothing: agents beyond the new plan's threads keep
+          running until you stop them, and no new one can start.
         </p>
         <ul className="grid gap-3 md:grid-cols-4">
           {plans.map((p) => (
@@ -198,6 +209,11 @@ export default function Billing() {
                   {p.limits.agentThreads === null ? "unlimited" : p.limits.agentThreads} threads,{" "}
                   {p.limits.ramMb / 1024} GB
                 </p>
+                {p.warning ? (
+                  <p className="text-amber-700" data-testid={`downgrade-warning-${p.id}`}>
+                    {p.warning}
+                  </p>
+                ) : null}
                 {summary.plan === p.id ? (
                   <p className="text-emerald-700">Current plan</p>
                 ) : (

@@ -8,6 +8,7 @@ import {
 import { Form, Link, useActionData, useLoaderData, useSearchParams } from "@remix-run/react";
 import { Card, Notice, Submit } from "../components/forms.tsx";
 import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
+import { storageUsedBytes } from "../server/agents/instances.server.ts";
 import { STORAGE_UPGRADE_GB } from "../server/billing/catalog.server.ts";
 import { createStorageCheckout } from "../server/billing/checkout.server.ts";
 import { storageLimitGb } from "../server/billing/subscriptions.server.ts";
@@ -15,11 +16,17 @@ import { DomainError } from "../server/platform/errors.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Files — Agent Platform" }];
 
-// The files dashboard: storage used and limit, and the storage upgrade (+50 GB). There is no
-// file store yet, so "used" is 0 until one lands.
+// The files dashboard: storage used (the agents' state volume, measured by the worker's
+// reconcile pass) against the limit, and the storage upgrade (+50 GB).
 export async function loader({ request }: LoaderFunctionArgs) {
   const { user } = await requirePageSession(request);
-  return { usedGb: 0, limitGb: await storageLimitGb(user.id), upgradeGb: STORAGE_UPGRADE_GB };
+  const [usedBytes, limitGb] = await Promise.all([
+    storageUsedBytes(user.id),
+    storageLimitGb(user.id),
+  ]);
+  // Two decimals: a fresh agent's state is a few MB, which 0 GB would hide.
+  const usedGb = Math.round((usedBytes / 1024 ** 3) * 100) / 100;
+  return { usedGb, usedBytes, limitGb, upgradeGb: STORAGE_UPGRADE_GB };
 }
 
 export async function action({ request }: ActionFunctionArgs) {
@@ -34,7 +41,7 @@ export async function action({ request }: ActionFunctionArgs) {
 }
 
 export default function Files() {
-  const { usedGb, limitGb, upgradeGb } = useLoaderData<typeof loader>();
+  const { usedGb, usedBytes, limitGb, upgradeGb } = useLoaderData<typeof loader>();
   const result = useActionData<typeof action>();
   const [params] = useSearchParams();
   return (
@@ -50,6 +57,9 @@ export default function Files() {
       <Card title="Storage">
         <p data-testid="storage">
           {usedGb} GB used of {limitGb} GB
+        </p>
+        <p className="text-sm text-slate-600">
+          Your agents' state (workspace, memory, sessions): {(usedBytes / 1024 ** 2).toFixed(1)} MB.
         </p>
         <progress max={limitGb} value={usedGb} className="w-full" />
         <Form method="post">

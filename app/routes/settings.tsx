@@ -9,6 +9,7 @@ import {
 import { Form, useActionData, useLoaderData } from "@remix-run/react";
 import type { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
+import { SecurityKeys } from "../components/security-keys.tsx";
 import { changePasswordSchema, settingsSchema } from "../schemas/accounts.ts";
 import { creditBalance } from "../server/accounts/credits.server.ts";
 import {
@@ -18,15 +19,20 @@ import {
 } from "../server/accounts/pages.server.ts";
 import { listSessions, revokeSession } from "../server/accounts/sessions.server.ts";
 import { changePassword, updateProfile } from "../server/accounts/users.server.ts";
+import {
+  listWebauthnCredentials,
+  removeWebauthnCredential,
+} from "../server/identity/webauthn.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Settings — Agent Platform" }];
 
 export async function loader({ request }: LoaderFunctionArgs) {
   const { user, sessionId, setCookie } = await requirePageSession(request);
-  const [sessions, credits] = await Promise.all([
+  const [sessions, credits, securityKeys] = await Promise.all([
     listSessions(user.id, sessionId),
     creditBalance(user.id),
+    listWebauthnCredentials(user.id),
   ]);
   return data(
     {
@@ -40,6 +46,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
       },
       credits,
       sessions,
+      securityKeys,
     },
     setCookie ? { headers: { "Set-Cookie": setCookie } } : undefined,
   );
@@ -83,11 +90,21 @@ export async function action({ request }: ActionFunctionArgs) {
     await revokeSession(user.id, id);
     return { intent, result: undefined, done: true };
   }
+  if (intent === "remove-key") {
+    const id = String(formData.get("keyId") ?? "");
+    try {
+      await removeWebauthnCredential(user.id, id);
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      return data({ intent, result: undefined, done: false }, { status: error.status });
+    }
+    return { intent, result: undefined, done: true };
+  }
   throw new Response("Unknown action", { status: 400 });
 }
 
 export default function Settings() {
-  const { user, credits, sessions } = useLoaderData<typeof loader>();
+  const { user, credits, sessions, securityKeys } = useLoaderData<typeof loader>();
   const actionData = useActionData<typeof action>();
   const resultFor = (intent: string) =>
     actionData?.intent === intent ? (actionData.result ?? undefined) : undefined;
@@ -162,6 +179,10 @@ export default function Settings() {
           />
           <Submit>Change password</Submit>
         </Form>
+      </Card>
+
+      <Card title="Security keys">
+        <SecurityKeys keys={securityKeys} />
       </Card>
 
       <Card title="Sessions">

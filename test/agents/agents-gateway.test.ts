@@ -12,6 +12,7 @@ import * as aiChatRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
 import * as aiModelsRoute from "../../app/routes/api.ai.v1.models.ts";
 import { closeGatewayClients } from "../../app/server/agents/gateway-connection.server.ts";
 import { getInstanceByUser, type InstanceRow } from "../../app/server/agents/instances.server.ts";
+import { flushMetering } from "../../app/server/ai/metering.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { connectPaired, sampleAll } from "../../worker/instances.ts";
@@ -332,6 +333,15 @@ describeDocker("agents API with the real gateway", () => {
       "Hello from the platform test",
     );
     expect(messages.find((m) => m.sender === "agent")?.content.length).toBeGreaterThan(0);
+    // Issue 6: the agent's model is the platform's endpoint — the reply is the provider's
+    // answer, and the call was metered to this instance with the per-instance token.
+    expect(messages.find((m) => m.sender === "agent")?.content).toContain(openai.state.reply);
+    await flushMetering();
+    const usage = await db()<{ endpoint: string; status: string; user_id: string }[]>`
+      select endpoint, status, user_id from ai_usage where instance_id = ${instance.id}`;
+    expect(usage.length).toBeGreaterThan(0);
+    expect(usage.every((u) => u.endpoint === "agents" && u.user_id === user.id)).toBe(true);
+    expect(usage.some((u) => u.status === "ok")).toBe(true);
     const keys = await db()<{ dedupe_key: string }[]>`
       select dedupe_key from agent_messages where agent_id = ${main.id}`;
     process.stdout.write(`dedupe keys ${JSON.stringify(keys.map((k) => k.dedupe_key))}\n`);

@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import * as billingPage from "../../app/routes/billing.tsx";
 import * as filesPage from "../../app/routes/files.tsx";
 import * as pricingPage from "../../app/routes/pricing.tsx";
+import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import { createCheckout } from "../../app/server/billing/checkout.server.ts";
 import { refreshSubscriptionFromStripe } from "../../app/server/billing/subscriptions.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
@@ -94,6 +95,22 @@ describe("billing page", () => {
       where user_id = ${user.id} and kind = 'subscription' order by id`;
     expect(ledger).toHaveLength(2);
     expect(ledger[1]!.detail).toMatch(/solo -> label/);
+  });
+
+  it("says which plans the user's agents would exceed (a downgrade stops nothing)", async () => {
+    // The previous test left the user on `label` (10 threads): four agents fit.
+    for (const name of ["a", "b", "c", "d"]) {
+      await createAgentRecord(user.id, { name, model: "openai/gpt-4o-mini" });
+    }
+    const data = await dataOf(await page(billingPage, "/billing"));
+    expect(data.agentCount).toBe(4);
+    const warnings = Object.fromEntries(
+      (data.plans as { id: string; warning: string | null }[]).map((p) => [p.id, p.warning]),
+    );
+    expect(warnings.solo).toMatch(/You run 4 agents; the solo plan allows 1/);
+    expect(warnings.collective).toMatch(/allows 3/);
+    expect(warnings.label).toBeNull();
+    expect(warnings.network).toBeNull();
   });
 
   it("add-ons, the suite and credit packs go to Checkout; the portal link works", async () => {

@@ -132,6 +132,20 @@ export class DockerRuntime implements AgentRuntime {
     }
   }
 
+  async volumeSizes(): Promise<Map<string, number>> {
+    // /system/df computes every volume's size (Docker 1.41 has no per-type filter): keep it
+    // to the periodic reconcile pass.
+    const df = (await call(() => this.docker.df())) as {
+      Volumes?: Array<{ Name: string; UsageData?: { Size?: number } }> | null;
+    };
+    const sizes = new Map<string, number>();
+    for (const v of df.Volumes ?? []) {
+      const size = v.UsageData?.Size ?? -1;
+      if (size >= 0) sizes.set(v.Name, size);
+    }
+    return sizes;
+  }
+
   async removeVolume(name: string): Promise<void> {
     try {
       await call(() => this.docker.getVolume(name).remove({ force: true }));

@@ -1,19 +1,72 @@
+import path from "node:path";
 import { env } from "../../app/server/platform/env.server.ts";
 import { DockerRuntime } from "./docker.ts";
+import { openclawVersionOf, resolveOpenclaw } from "./openclaw-install.ts";
+import { ProcessRuntime } from "./process.ts";
 import type { AgentRuntime } from "./types.ts";
 
 export { DockerRuntime } from "./docker.ts";
+export { ProcessRuntime } from "./process.ts";
 export * from "./types.ts";
 
 let runtime: AgentRuntime | undefined;
+/** A driver set with setRuntime (tests) is kept by selectRuntime. */
+let chosenByCaller = false;
 
-/** The process's runtime driver (Docker; the socket from DOCKER_SOCKET or the default). */
+export function processRuntime(root = path.resolve(env().DATA_DIR, "runtime")): ProcessRuntime {
+  return new ProcessRuntime({
+    root,
+    resolveOpenclaw,
+    versionOf: openclawVersionOf,
+  });
+}
+
+/**
+ * The process's runtime driver. RUNTIME_DRIVER=docker or process forces one; auto (default)
+ * is Docker, and the worker's boot switches to the process driver when no engine answers
+ * (selectRuntime).
+ */
 export function getRuntime(): AgentRuntime {
-  runtime ??= new DockerRuntime({ maxCpus: env().RUNTIME_MAX_CPUS });
+  runtime ??=
+    env().RUNTIME_DRIVER === "process"
+      ? processRuntime()
+      : new DockerRuntime({ maxCpus: env().RUNTIME_MAX_CPUS });
   return runtime;
+}
+
+/**
+ * Picks the driver at worker boot: with RUNTIME_DRIVER=auto, Docker when its engine answers,
+ * else (outside production) the process driver. Returns the driver and why it was chosen.
+ */
+export async function selectRuntime(): Promise<{ runtime: AgentRuntime; reason: string }> {
+  const { RUNTIME_DRIVER, NODE_ENV } = env();
+  if (runtime && chosenByCaller) return { runtime, reason: "set by the caller" };
+  if (RUNTIME_DRIVER !== "auto") {
+    return { runtime: getRuntime(), reason: `RUNTIME_DRIVER=${RUNTIME_DRIVER}` };
+  }
+  const docker = new DockerRuntime({ maxCpus: env().RUNTIME_MAX_CPUS });
+  try {
+    await docker.ping();
+    runtime = docker;
+    return { runtime: docker, reason: "the Docker engine answers" };
+  } catch (error) {
+    if (NODE_ENV === "production") {
+      runtime = docker;
+      return {
+        runtime: docker,
+        reason: `the Docker engine does not answer (${(error as Error).message}); production never falls back to the process driver`,
+      };
+    }
+    runtime = processRuntime();
+    return {
+      runtime,
+      reason: `the Docker engine does not answer (${(error as Error).message}): gateways run as local processes`,
+    };
+  }
 }
 
 /** Tests swap the driver (e.g. one pointed at a dead socket). */
 export function setRuntime(next: AgentRuntime | undefined): void {
   runtime = next;
+  chosenByCaller = next !== undefined;
 }

@@ -67,6 +67,8 @@ export interface ContainerInfo {
   labels: Record<string, string>;
   /** The container's address on its network (reach the gateway there). */
   address: string | undefined;
+  /** host:port of the gateway when the driver chooses the port (the process driver). */
+  endpoint?: string;
   /** Host ports published, e.g. { "18789/tcp": [{hostIp, hostPort}] }. */
   ports: Record<string, Array<{ hostIp: string; hostPort: string }>>;
   hostname: string;
@@ -100,7 +102,7 @@ export interface ExecResult {
 }
 
 export interface AgentRuntime {
-  readonly driver: "docker";
+  readonly driver: "docker" | "process";
   /** Throws RuntimeUnavailableError when the engine does not answer. */
   ping(): Promise<void>;
   ensureNetwork(
@@ -141,6 +143,14 @@ export interface AgentRuntime {
     timeoutMs?: number;
   }): Promise<ExecResult>;
   imageExists(image: string): Promise<boolean>;
+  /** Bytes used by each named volume the engine knows (a periodic, not a per-request, call). */
+  volumeSizes(): Promise<Map<string, number>>;
+}
+
+/** Where the platform reaches a container's gateway (host:port), if it can. */
+export function gatewayEndpoint(info: ContainerInfo | undefined, port = 18789): string | undefined {
+  if (info?.endpoint) return info.endpoint;
+  return info?.address ? `${info.address}:${port}` : undefined;
 }
 
 /** The engine (Docker socket) does not answer: the lifecycle API maps this to 502. */

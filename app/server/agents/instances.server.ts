@@ -28,7 +28,7 @@ export type ObservedState = (typeof OBSERVED_STATES)[number];
 export interface InstanceRow {
   id: string;
   user_id: string;
-  driver: "docker";
+  driver: "docker" | "process";
   plan: string;
   container_id: string | null;
   container_name: string;
@@ -60,6 +60,9 @@ export interface InstanceRow {
   network_rx_bytes: number | null;
   network_tx_bytes: number | null;
   sampled_at: Date | null;
+  /** Size of the state volume (measured by reconcile); null until first measured. */
+  storage_bytes: number | null;
+  storage_measured_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -347,6 +350,12 @@ export async function readInstance(userId: string) {
 
 export async function readInstanceStats(userId: string) {
   return instanceStatsView(await requireInstance(userId));
+}
+
+/** Bytes the user's agent state takes (0 without an instance or before the first measure). */
+export async function storageUsedBytes(userId: string): Promise<number> {
+  const row = await getInstanceByUser(userId);
+  return Number(row?.storage_bytes ?? 0);
 }
 
 export async function readInstanceToken(userId: string) {

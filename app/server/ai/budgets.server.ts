@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { activeLease, draw, type Lease, openLease } from "./credit-leases.server.ts";
 import { usdToMicro } from "./money.server.ts";
 
 // Credits and budgets. Before a call, the most it can cost is held on the user's ai_accounts row
@@ -16,10 +17,12 @@ export const RESERVATION_TTL_MINUTES = 10;
 export type BillingMode = "credits" | "byok";
 
 export interface Reservation {
+  /** The lease's ai_reservations row. */
   id: string;
   userId: string;
   amountMicroUsd: number;
   mode: BillingMode;
+  lease: Lease;
 }
 
 export interface Standing {
@@ -69,32 +72,70 @@ async function tryReserve(id: string, userId: string, amount: number, mode: Bill
   return rows.length > 0;
 }
 
-/** Holds `amount` micro-USD for a call, or answers 402 {error}. */
+/**
+ * Holds `amount` micro-USD for a call, or answers 402 {error}. The hold is drawn from the
+ * process's lease on the user's credit (credit-leases.server.ts); a new lease of
+ * AI_CREDIT_LEASE_USD (or just `amount` when the balance or the daily allowance is smaller) is
+ * taken in one conditional statement when the current one cannot cover the call.
+ */
 export async function reserve(
   userId: string,
   amountMicroUsd: number,
   mode: BillingMode,
 ): Promise<Reservation> {
-  const id = `res_${randomUUID()}`;
-  let ok = await tryReserve(id, userId, amountMicroUsd, mode);
-  if (!ok) {
-    // The slow path only: say why, or create the account of a user who never had credits.
-    const [exists] = await db()`select 1 from ai_accounts where user_id = ${userId}`;
-    if (!exists && mode === "byok") {
-      await db()`insert into ai_accounts (user_id) values (${userId}) on conflict do nothing`;
-      ok = await tryReserve(id, userId, amountMicroUsd, mode);
+  for (;;) {
+    const lease = activeLease(userId, mode);
+    if (lease && draw(lease, amountMicroUsd)) {
+      return { id: lease.id, userId, amountMicroUsd, mode, lease };
+    }
+    // One lease request per user and mode at a time in this process: concurrent callers wait
+    // for it and draw from it, instead of each taking a block.
+    const key = `${userId}:${mode}`;
+    const inFlight = opening.get(key);
+    if (inFlight) {
+      await inFlight.catch(() => {});
+      const next = activeLease(userId, mode);
+      if (next && next !== lease && draw(next, amountMicroUsd)) {
+        return { id: next.id, userId, amountMicroUsd, mode, lease: next };
+      }
+      if (opening.has(key)) continue;
+    }
+    const promise = takeLease(userId, amountMicroUsd, mode);
+    opening.set(key, promise);
+    try {
+      const taken = await promise;
+      if (!draw(taken, amountMicroUsd)) continue; // a concurrent caller drew it first
+      return { id: taken.id, userId, amountMicroUsd, mode, lease: taken };
+    } finally {
+      if (opening.get(key) === promise) opening.delete(key);
     }
   }
-  if (!ok) {
-    const s = await userStanding(userId);
-    if (s.spentToday + s.held + amountMicroUsd > s.dailyLimit) {
-      throw new DomainError(402, "Daily AI spend limit reached", {
-        dailyLimitUsd: s.dailyLimit / 1e6,
-      });
+}
+
+const opening = new Map<string, Promise<Lease>>();
+
+async function takeLease(userId: string, amount: number, mode: BillingMode): Promise<Lease> {
+  const block = Math.max(amount, usdToMicro(env().AI_CREDIT_LEASE_USD));
+  for (const size of block > amount ? [block, amount] : [amount]) {
+    const id = `res_${randomUUID()}`;
+    let ok = await tryReserve(id, userId, size, mode);
+    if (!ok) {
+      // The slow path only: create the account of a BYOK user who never had credits.
+      const [exists] = await db()`select 1 from ai_accounts where user_id = ${userId}`;
+      if (!exists && mode === "byok") {
+        await db()`insert into ai_accounts (user_id) values (${userId}) on conflict do nothing`;
+        ok = await tryReserve(id, userId, size, mode);
+      }
     }
-    throw new DomainError(402, "Insufficient credits for this request");
+    if (ok) return openLease(id, userId, mode, size);
   }
-  return { id, userId, amountMicroUsd, mode };
+  const s = await userStanding(userId);
+  if (s.spentToday + s.held + amount > s.dailyLimit) {
+    throw new DomainError(402, "Daily AI spend limit reached", {
+      dailyLimitUsd: s.dailyLimit / 1e6,
+    });
+  }
+  throw new DomainError(402, "Insufficient credits for this request");
 }
 
 /** Sets a user's daily AI spend limit (USD), overriding AI_DAILY_LIMIT_USD. */

@@ -2,6 +2,14 @@ import { randomUUID } from "node:crypto";
 import { db } from "../platform/db.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import type { Reservation } from "./budgets.server.ts";
+import {
+  LEASE_IDLE_MS,
+  markReleased,
+  releasable,
+  retireIdle,
+  returnDraw,
+  settled,
+} from "./credit-leases.server.ts";
 import type { ProviderName } from "./providers/shared.server.ts";
 
 // Every call through the layer leaves one ai_usage row. For a user in credits mode the same
@@ -28,69 +36,179 @@ export interface UsageRecord {
   error: string | null;
 }
 
-const pending = new Set<Promise<unknown>>();
+// Settlement is write-behind and batched: meter() queues the call and returns; one flush at a
+// time writes everything queued since the last one in a single transaction (usage rows, each
+// user's account, the ledger, the leases' holds). Under load a flush carries many calls, so a
+// user's calls no longer queue on their account row one by one (docs/decisions/0025).
 
-/** Waits until every usage write started so far has finished. */
+interface Queued {
+  id: string;
+  /** When the call was metered (its row's created_at, not the flush's). */
+  at: Date;
+  record: UsageRecord;
+  reservation: Reservation | undefined;
+  resolve: (id: string | undefined) => void;
+}
+
+let queue: Queued[] = [];
+let flushing: Promise<void> | undefined;
+let timer: NodeJS.Timeout | undefined;
+
+/** Waits until every usage write started so far has finished, and gives idle leases back. */
 export async function flushMetering(): Promise<void> {
-  while (pending.size > 0) await Promise.allSettled([...pending]);
+  for (;;) {
+    retireIdle(true);
+    if (flushing) await flushing;
+    else if (queue.length > 0 || releasable().length > 0) await flushNow();
+    else return;
+  }
 }
 
 /** Rough token count (≈4 characters per token) for when a provider reports no usage. */
 export const countTokens = (text: string): number => (text ? Math.ceil(text.length / 4) : 0);
 
-async function write(record: UsageRecord, reservation: Reservation | undefined): Promise<string> {
-  const id = `aiu_${randomUUID()}`;
-  const error = record.error?.slice(0, 500) ?? null;
-  const latency = Math.round(record.latencyMs);
-  if (!reservation || !record.userId) {
-    await db()`insert into ai_usage (id, user_id, instance_id, endpoint, provider, model,
-        prompt_tokens, completion_tokens, tokens_estimated, cost_micro_usd, billing_mode, stream,
-        latency_ms, status, http_status, error)
-      values (${id}, ${record.userId}, ${record.instanceId}, ${record.endpoint},
-        ${record.provider}, ${record.model}, ${record.promptTokens}, ${record.completionTokens},
-        ${record.tokensEstimated}, ${record.costMicroUsd}, ${record.billingMode}, ${record.stream},
-        ${latency}, ${record.status}, ${record.httpStatus}, ${error})`;
-    return id;
+function scheduleFlush(): void {
+  if (flushing || timer) return;
+  // Next turn of the event loop: the answer has gone out, and calls finishing together share
+  // one transaction.
+  timer = setTimeout(() => {
+    timer = undefined;
+    void flushNow();
+  }, 0);
+}
+
+function flushNow(): Promise<void> {
+  if (flushing) return flushing;
+  const batch = queue;
+  queue = [];
+  flushing = writeBatch(batch)
+    .catch((error: unknown) => {
+      logger().error({ err: error, calls: batch.length }, "AI usage could not be recorded");
+      for (const q of batch) q.resolve(undefined);
+    })
+    .finally(() => {
+      flushing = undefined;
+      if (queue.length > 0 || releasable().length > 0) scheduleFlush();
+    });
+  return flushing;
+}
+
+async function writeBatch(batch: Queued[]): Promise<void> {
+  const releases = releasable();
+  if (batch.length === 0 && releases.length === 0) return;
+  await db().begin(async (tx) => {
+    // Per user: what leaves the leases' holds, today's spend, and the credits to debit.
+    const perUser = new Map<string, { consumed: number; spent: number; charge: number }>();
+    const perLease = new Map<string, { lease: Reservation["lease"]; consumed: number }>();
+    for (const { record, reservation } of batch) {
+      if (!reservation || !record.userId) continue;
+      const lease = reservation.lease;
+      const entry = perLease.get(lease.id) ?? { lease, consumed: 0 };
+      const consumed = Math.min(record.costMicroUsd, lease.dbHeld - entry.consumed);
+      entry.consumed += Math.max(0, consumed);
+      perLease.set(lease.id, entry);
+      const u = perUser.get(record.userId) ?? { consumed: 0, spent: 0, charge: 0 };
+      u.consumed += Math.max(0, consumed);
+      u.spent += record.costMicroUsd;
+      if (record.billingMode === "credits") u.charge += record.costMicroUsd;
+      perUser.set(record.userId, u);
+    }
+    const debits = new Map<string, number>();
+    for (const [userId, u] of perUser) {
+      // Row lock first: the debit is capped at the balance as it is now.
+      const [before] = await tx<{ balance: number }[]>`
+        select balance_micro_usd as balance from ai_accounts where user_id = ${userId} for update`;
+      const debit = Math.min(u.charge, Math.max(before?.balance ?? 0, 0));
+      await tx`
+        update ai_accounts set
+          held_micro_usd = greatest(0, held_micro_usd - ${u.consumed}),
+          spent_today_micro_usd = case when spend_day = (now() at time zone 'utc')::date
+            then spent_today_micro_usd else 0 end + ${u.spent},
+          spend_day = (now() at time zone 'utc')::date,
+          balance_micro_usd = balance_micro_usd - ${debit},
+          updated_at = now()
+        where user_id = ${userId}`;
+      debits.set(userId, debit);
+    }
+    for (const { lease, consumed } of perLease.values()) {
+      if (consumed > 0) {
+        await tx`update ai_reservations set amount_micro_usd = amount_micro_usd - ${consumed}
+          where id = ${lease.id}`;
+      }
+    }
+    // Usage rows and ledger rows; a debit capped at the balance is spread over the user's calls
+    // in order, the rest recorded as uncollected.
+    const usage = [];
+    const ledger = [];
+    for (const { id, at, record } of batch) {
+      const charge = record.billingMode === "credits" && record.userId ? record.costMicroUsd : 0;
+      const left = record.userId ? (debits.get(record.userId) ?? 0) : 0;
+      const debit = Math.min(charge, left);
+      if (record.userId) debits.set(record.userId, left - debit);
+      usage.push({
+        id,
+        user_id: record.userId,
+        instance_id: record.instanceId,
+        endpoint: record.endpoint,
+        provider: record.provider,
+        model: record.model,
+        prompt_tokens: record.promptTokens,
+        completion_tokens: record.completionTokens,
+        tokens_estimated: record.tokensEstimated,
+        cost_micro_usd: record.costMicroUsd,
+        uncollected_micro_usd: charge - debit,
+        billing_mode: record.billingMode,
+        stream: record.stream,
+        latency_ms: Math.round(record.latencyMs),
+        status: record.status,
+        http_status: record.httpStatus,
+        error: record.error?.slice(0, 500) ?? null,
+        created_at: at,
+      });
+      if (debit > 0) {
+        ledger.push({
+          id: `led_${id}`,
+          user_id: record.userId,
+          amount_micro_usd: -debit,
+          reason: `ai-usage:${record.model}`,
+          created_at: at,
+        });
+      }
+    }
+    if (usage.length > 0) await tx`insert into ai_usage ${tx(usage)}`;
+    if (ledger.length > 0) await tx`insert into credit_ledger ${tx(ledger)}`;
+    // Retired leases whose calls are all settled give back what they still hold.
+    for (const lease of releases) {
+      await tx`
+        with gone as (delete from ai_reservations where id = ${lease.id} returning amount_micro_usd)
+        update ai_accounts set held_micro_usd = greatest(0, held_micro_usd
+          - coalesce((select amount_micro_usd from gone), 0))
+        where user_id = ${lease.userId}`;
+    }
+  });
+  // The same order as above, so each call's share of the hold matches what was written.
+  for (const { record, reservation } of batch) {
+    if (!reservation || !record.userId) continue;
+    const lease = reservation.lease;
+    settled(lease, Math.max(0, Math.min(record.costMicroUsd, lease.dbHeld)));
   }
-  // One statement: release the reservation, add to today's spend, debit the cost (credits mode;
-  // capped at the balance so it never goes below zero) and record the call.
-  const charge = record.billingMode === "credits" ? record.costMicroUsd : 0;
-  await db()`
-    with released as (
-      delete from ai_reservations where id = ${reservation.id} returning amount_micro_usd
-    ), acct as (
-      update ai_accounts set
-        held_micro_usd = greatest(0, held_micro_usd
-          - coalesce((select amount_micro_usd from released), 0)),
-        spent_today_micro_usd = case when spend_day = (now() at time zone 'utc')::date
-          then spent_today_micro_usd else 0 end + ${record.costMicroUsd},
-        spend_day = (now() at time zone 'utc')::date,
-        updated_at = now()
-      where user_id = ${record.userId}
-      returning least(${charge}::bigint, greatest(balance_micro_usd, 0)) as debit
-    ), ledger as (
-      insert into credit_ledger (id, user_id, amount_micro_usd, reason)
-      select ${`led_${id}`}, ${record.userId}, -debit, ${`ai-usage:${record.model}`}
-      from acct where debit > 0
-    )
-    insert into ai_usage (id, user_id, instance_id, endpoint, provider, model, prompt_tokens,
-      completion_tokens, tokens_estimated, cost_micro_usd, uncollected_micro_usd, billing_mode,
-      stream, latency_ms, status, http_status, error)
-    values (${id}, ${record.userId}, ${record.instanceId}, ${record.endpoint}, ${record.provider},
-      ${record.model}, ${record.promptTokens}, ${record.completionTokens},
-      ${record.tokensEstimated}, ${record.costMicroUsd},
-      ${charge} - coalesce((select debit from acct), 0), ${record.billingMode}, ${record.stream},
-      ${latency}, ${record.status}, ${record.httpStatus}, ${error})`;
-  return id;
+  for (const lease of releases) markReleased(lease);
+  for (const q of batch) q.resolve(q.id);
 }
 
 /** Records a call (and settles its reservation) in the background. */
 export function meter(record: UsageRecord, reservation?: Reservation): Promise<string | undefined> {
-  const p = write(record, reservation).catch((error: unknown) => {
-    logger().error({ err: error, model: record.model }, "AI usage could not be recorded");
-    return undefined;
+  if (reservation) returnDraw(reservation.lease, reservation.amountMicroUsd, record.costMicroUsd);
+  return new Promise((resolve) => {
+    queue.push({ id: `aiu_${randomUUID()}`, at: new Date(), record, reservation, resolve });
+    if (queue.length >= 500) void flushNow();
+    else scheduleFlush();
   });
-  pending.add(p);
-  void p.finally(() => pending.delete(p));
-  return p;
 }
+
+// Leases nobody uses are given back within a few seconds (and on flushMetering).
+const sweeper = setInterval(() => {
+  retireIdle();
+  if (releasable().length > 0) scheduleFlush();
+}, LEASE_IDLE_MS);
+sweeper.unref();

@@ -48,6 +48,8 @@ const schema = z.object({
   AI_CATALOG_CACHE_SECONDS: z.coerce.number().int().min(0).default(30),
   /** Default per-user daily spend limit in USD (table ai_budgets overrides per user). */
   AI_DAILY_LIMIT_USD: z.coerce.number().min(0).default(20),
+  /** Credit a web process holds per user at a time and draws calls from (decision 0025). */
+  AI_CREDIT_LEASE_USD: z.coerce.number().min(0).default(0.1),
   /** Completion tokens reserved for a call that does not set max_tokens. */
   AI_RESERVE_OUTPUT_TOKENS: z.coerce.number().int().min(1).default(4096),
   // OAuth provider oauth1 (Google) and oauth2 (GitHub). A provider without a client id and
@@ -140,6 +142,12 @@ const schema = z.object({
   STRIPE_PRICE_CREDITS_500: optionalString,
   STRIPE_PRICE_STORAGE_50GB: optionalString,
   // Agent runtime (issue 4): gateway containers, lifecycle, reconcile.
+  /** Runtime driver: docker, process (gateways as local processes; laptops without Docker) or
+   * auto (Docker when its engine answers, else process; production never picks process
+   * unless told). docs/decisions/0037-process-driver.md */
+  RUNTIME_DRIVER: z.enum(["auto", "docker", "process"]).default("auto"),
+  /** The process driver's OpenClaw package folder (default: installed under DATA_DIR). */
+  RUNTIME_OPENCLAW_DIR: optionalString,
   /** Gateway image the worker runs (built by gateway/build.sh). */
   AGENT_GATEWAY_IMAGE: z.string().default("agent-gateway:2026.9.6"),
   /** User-defined bridge network the gateways join (created when missing). */

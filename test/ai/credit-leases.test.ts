@@ -1,0 +1,95 @@
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
+import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
+import { userStanding } from "../../app/server/ai/budgets.server.ts";
+import { issueInstanceToken } from "../../app/server/ai/instance-tokens.server.ts";
+import { flushMetering } from "../../app/server/ai/metering.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { call } from "../helpers/api.ts";
+import { createOpenAiFake } from "../msw/handlers/openai.ts";
+import { mswServer } from "../msw/server.ts";
+import { balanceOf, configureAi, giveCredits } from "./support.ts";
+
+// Credit leases: a process holds a block of the user's credit and draws calls from it, so the
+// request path does not write per call; settlement is batched; the totals stay exact and the
+// unused part of a block goes back.
+
+const openai = createOpenAiFake();
+beforeAll(() => mswServer.use(...openai.handlers));
+
+let seq = 0;
+let userId: string;
+let token: string;
+beforeEach(async () => {
+  openai.state.calls = [];
+  openai.state.failures = [];
+  openai.state.usage = { prompt: 12, completion: 7 }; // 100 micro-USD on gpt-4o
+  await configureAi({ OPENAI_API_KEY: "test-key", AI_CREDIT_LEASE_USD: "0.01" });
+  seq += 1;
+  userId = `usr_lease_${seq}`;
+  token = await issueInstanceToken(userId, `ins_lease_${seq}`);
+});
+
+const complete = () =>
+  call(completionsRoute, "/api/ai/v1/chat/completions", {
+    method: "POST",
+    body: { model: "openai/gpt-4o", messages: [{ role: "user", content: "hi" }], max_tokens: 50 },
+    headers: { authorization: `Bearer ${token}` },
+  });
+
+const reservationsTaken = async () =>
+  Number(
+    (await db()`select count(*)::int as n from ai_usage where user_id = ${userId}`)[0]?.n ?? 0,
+  );
+
+describe("credit leases", () => {
+  it("draws 40 concurrent calls from a few leases, debits exactly, gives the rest back", async () => {
+    await giveCredits(userId, 1_000_000);
+    const results = await Promise.all(Array.from({ length: 40 }, () => complete()));
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    // Until settled and given back, the account shows the leases held.
+    expect((await userStanding(userId)).held).toBeGreaterThan(0);
+
+    await flushMetering();
+    expect(await reservationsTaken()).toBe(40);
+    expect(await balanceOf(userId)).toBe(1_000_000 - 40 * 100);
+    const ledger = await db()<{ sum: number }[]>`
+      select coalesce(sum(amount_micro_usd), 0)::bigint as sum from credit_ledger
+      where user_id = ${userId} and reason like 'ai-usage:%'`;
+    expect(Number(ledger[0]?.sum)).toBe(-40 * 100);
+    const after = await userStanding(userId);
+    expect(after.held).toBe(0);
+    expect(after.spentToday).toBe(40 * 100);
+    const left = await db()`select 1 from ai_reservations where user_id = ${userId}`;
+    expect(left).toHaveLength(0);
+  });
+
+  it("never lets a user's calls exceed the balance, lease or no lease", async () => {
+    // 1 000 micro-USD: a block of 10 000 is refused, so calls take exact holds; each call
+    // reserves more than it costs, and the balance covers a handful of reservations only.
+    await giveCredits(userId, 1_000);
+    const statuses = (await Promise.all(Array.from({ length: 30 }, () => complete()))).map(
+      (r) => r.status,
+    );
+    await flushMetering();
+    const ok = statuses.filter((s) => s === 200).length;
+    expect(ok).toBeGreaterThan(0);
+    expect(statuses.filter((s) => s === 402)).toHaveLength(30 - ok);
+    const balance = await balanceOf(userId);
+    expect(balance).toBe(1_000 - ok * 100);
+    expect(balance).toBeGreaterThanOrEqual(0);
+    expect((await userStanding(userId)).held).toBe(0);
+  });
+
+  it("keeps working across lease rotations (a new block when one runs out)", async () => {
+    await giveCredits(userId, 1_000_000);
+    resetEnvCache();
+    for (let i = 0; i < 5; i++) {
+      const batch = await Promise.all(Array.from({ length: 30 }, () => complete()));
+      expect(batch.every((r) => r.status === 200)).toBe(true);
+    }
+    await flushMetering();
+    expect(await balanceOf(userId)).toBe(1_000_000 - 150 * 100);
+    expect((await userStanding(userId)).held).toBe(0);
+  });
+});

@@ -1,0 +1,214 @@
+import { createHash, generateKeyPairSync, type KeyObject, sign } from "node:crypto";
+import { isoCBOR } from "@simplewebauthn/server/helpers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as credentialRoute from "../../app/routes/api.webauthn.credentials.$id.ts";
+import * as credentialsRoute from "../../app/routes/api.webauthn.credentials.ts";
+import * as registerRoute from "../../app/routes/api.webauthn.register.ts";
+import {
+  checkWebauthnProof,
+  createVerificationChallenge,
+} from "../../app/server/identity/verification.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { newUser, type TestUser } from "../accounts/helpers.ts";
+import { call, type RouteModule } from "../helpers/api.ts";
+
+// Registering a security key: options → a software authenticator's attestation ("none") →
+// stored; the registered key then signs a `webauthn` agent-verification proof.
+
+const APP = "https://app.example.test";
+const RP_ID = "app.example.test";
+
+/** A software authenticator with one P-256 key. */
+function softAuthenticator(label: string) {
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const jwk = publicKey.export({ format: "jwk" });
+  const cose = isoCBOR.encode(
+    new Map<number, number | Uint8Array>([
+      [1, 2],
+      [3, -7],
+      [-1, 1],
+      [-2, Buffer.from(jwk.x!, "base64url")],
+      [-3, Buffer.from(jwk.y!, "base64url")],
+    ]),
+  );
+  const credentialId = Buffer.from(`cred-${label}`);
+  const id = credentialId.toString("base64url");
+  const rpIdHash = createHash("sha256").update(RP_ID).digest();
+  return {
+    id,
+    privateKey: privateKey as KeyObject,
+    attestation(challenge: string, origin = APP) {
+      const idLength = Buffer.alloc(2);
+      idLength.writeUInt16BE(credentialId.length);
+      const authData = Buffer.concat([
+        rpIdHash,
+        Buffer.from([0x41]), // user present + attested credential data
+        Buffer.alloc(4), // counter 0
+        Buffer.alloc(16), // AAGUID
+        idLength,
+        credentialId,
+        Buffer.from(cose),
+      ]);
+      const attestationObject = isoCBOR.encode(
+        new Map<string, unknown>([
+          ["fmt", "none"],
+          ["attStmt", new Map()],
+          ["authData", new Uint8Array(authData)],
+        ]) as never,
+      );
+      const clientDataJSON = Buffer.from(
+        JSON.stringify({ type: "webauthn.create", challenge, origin }),
+      );
+      return {
+        id,
+        rawId: id,
+        type: "public-key",
+        clientExtensionResults: {},
+        response: {
+          clientDataJSON: clientDataJSON.toString("base64url"),
+          attestationObject: Buffer.from(attestationObject).toString("base64url"),
+          transports: ["usb"],
+        },
+      };
+    },
+    assertion(challengeText: string, counter: number) {
+      const counterBytes = Buffer.alloc(4);
+      counterBytes.writeUInt32BE(counter);
+      const authenticatorData = Buffer.concat([rpIdHash, Buffer.from([0x05]), counterBytes]);
+      const clientDataJSON = Buffer.from(
+        JSON.stringify({
+          type: "webauthn.get",
+          challenge: Buffer.from(challengeText, "utf8").toString("base64url"),
+          origin: APP,
+        }),
+      );
+      const signed = Buffer.concat([
+        authenticatorData,
+        createHash("sha256").update(clientDataJSON).digest(),
+      ]);
+      return JSON.stringify({
+        id,
+        rawId: id,
+        type: "public-key",
+        clientExtensionResults: {},
+        response: {
+          authenticatorData: authenticatorData.toString("base64url"),
+          clientDataJSON: clientDataJSON.toString("base64url"),
+          signature: sign("sha256", signed, privateKey).toString("base64url"),
+        },
+      });
+    },
+  };
+}
+
+let alice: TestUser;
+let bob: TestUser;
+const as = (user: TestUser) => ({ cookie: user.cookie, origin: APP });
+const options = async (user: TestUser) =>
+  (
+    await call(registerRoute as unknown as RouteModule, "/api/webauthn/register", {
+      headers: as(user),
+    })
+  ).json.options as { challenge: string; rp: { id: string }; excludeCredentials: unknown[] };
+const register = (user: TestUser, response: unknown, name?: string) =>
+  call(registerRoute as unknown as RouteModule, "/api/webauthn/register", {
+    method: "POST",
+    headers: as(user),
+    body: { response, name },
+  });
+
+beforeAll(async () => {
+  process.env.APP_URL = APP;
+  resetEnvCache();
+  alice = await newUser();
+  bob = await newUser();
+});
+afterAll(() => {
+  delete process.env.APP_URL;
+  resetEnvCache();
+});
+
+describe("webauthn registration", () => {
+  const key = softAuthenticator("alice");
+
+  it("registers a key from the browser's attestation, once per challenge", async () => {
+    const opts = await options(alice);
+    expect(opts.rp.id).toBe(RP_ID);
+    const res = await register(alice, key.attestation(opts.challenge), "YubiKey");
+    expect(res.status).toBe(201);
+    expect(res.json.credential).toMatchObject({ id: key.id, name: "YubiKey", transports: ["usb"] });
+
+    // The same challenge cannot register again (single use), nor the same key twice.
+    const replay = await register(alice, softAuthenticator("other").attestation(opts.challenge));
+    expect(replay.status).toBe(400);
+    const again = await options(alice);
+    expect(again.excludeCredentials).toHaveLength(1);
+    expect((await register(alice, key.attestation(again.challenge))).status).toBe(409);
+  });
+
+  it("refuses a wrong origin, an unknown challenge, another user's challenge, bad input", async () => {
+    const other = softAuthenticator("wrong");
+    const opts = await options(alice);
+    expect(
+      (await register(alice, other.attestation(opts.challenge, "https://evil.test"))).status,
+    ).toBe(400);
+    expect((await register(alice, other.attestation("bm90LWlzc3VlZA"))).status).toBe(400);
+    const bobs = await options(bob);
+    expect((await register(alice, other.attestation(bobs.challenge))).status).toBe(400);
+    const malformed = await register(alice, { id: "x" });
+    expect(malformed.status).toBe(400);
+    expect(malformed.json.error).toBeTruthy();
+  });
+
+  it("a registered key signs a webauthn agent-verification proof", async () => {
+    const agentId = "agt_webauthn_subject";
+    const { challenge } = await createVerificationChallenge(agentId);
+    const checked = await checkWebauthnProof(
+      { agentId, ownerId: alice.id },
+      key.assertion(challenge, 1),
+    );
+    expect(checked).toMatchObject({
+      verificationType: "webauthn",
+      metadata: { credentialId: key.id },
+    });
+    // Bob cannot use Alice's key.
+    const bobChallenge = await createVerificationChallenge(agentId);
+    await expect(
+      checkWebauthnProof({ agentId, ownerId: bob.id }, key.assertion(bobChallenge.challenge, 2)),
+    ).rejects.toThrow(/Unknown authenticator/);
+  });
+
+  it("lists and removes keys, only the owner's", async () => {
+    const list = await call(
+      credentialsRoute as unknown as RouteModule,
+      "/api/webauthn/credentials",
+      {
+        headers: as(alice),
+      },
+    );
+    expect(list.json.credentials.map((c: { id: string }) => c.id)).toEqual([key.id]);
+    const bobList = await call(
+      credentialsRoute as unknown as RouteModule,
+      "/api/webauthn/credentials",
+      {
+        headers: as(bob),
+      },
+    );
+    expect(bobList.json.credentials).toEqual([]);
+    const path = `/api/webauthn/credentials/${key.id}`;
+    const byBob = await call(credentialRoute as unknown as RouteModule, path, {
+      method: "DELETE",
+      params: { id: key.id },
+      headers: as(bob),
+    });
+    expect(byBob.status).toBe(404);
+    const byAlice = await call(credentialRoute as unknown as RouteModule, path, {
+      method: "DELETE",
+      params: { id: key.id },
+      headers: as(alice),
+    });
+    expect(byAlice.json).toEqual({ success: true });
+    const anonymous = await call(registerRoute as unknown as RouteModule, "/api/webauthn/register");
+    expect(anonymous.status).toBe(401);
+  });
+});
