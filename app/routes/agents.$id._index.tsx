@@ -19,6 +19,7 @@ import type { ReactNode } from "react";
 import type { z } from "zod";
 import { LifecycleButtons, StatusBadge, useLivePoll } from "../components/agents.tsx";
 import { Card, Errors, Notice, Submit } from "../components/forms.tsx";
+import { VerificationPanel } from "../components/verification-panel.tsx";
 import { CONFIG_MAX_BYTES, configFormSchema, LOG_LEVELS } from "../schemas/agents.ts";
 import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
 import {
@@ -30,6 +31,7 @@ import {
   pageError,
   saveAgentConfig,
   unverifyAgent,
+  verifyAgentWithEas,
 } from "../server/agents/pages.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 
@@ -58,6 +60,7 @@ const notices: Record<string, string> = {
   config: "Configuration saved; the gateway picks it up when it runs.",
   "config-applied": "Configuration saved and applied.",
   "config-refused": "Configuration saved, but the gateway refused it (see the configuration).",
+  verified: "Agent verified.",
   unverified: "Verification removed.",
 };
 
@@ -87,6 +90,10 @@ export async function action({ request, params }: ActionFunctionArgs) {
           ? "config-refused"
           : "config";
       return back(agentId, outcome);
+    }
+    if (intent === "verify-eas") {
+      await verifyAgentWithEas(user.id, agentId, String(form.get("attestationUid") ?? "").trim());
+      return back(agentId, "verified");
     }
     if (intent === "unverify") {
       await unverifyAgent(user.id, agentId);
@@ -232,37 +239,11 @@ export default function AgentPage() {
       </div>
 
       <Card title="Verification">
-        <p data-testid="verification" className="text-sm">
-          {verification.verified ? (
-            <>
-              Verified by <strong>{verification.verificationType}</strong>
-              {verification.verifiedAt
-                ? ` on ${new Date(verification.verifiedAt).toUTCString()}`
-                : ""}
-              {verification.attestationUid ? (
-                <>
-                  {" "}
-                  (attestation <code className="break-all">{verification.attestationUid}</code>)
-                </>
-              ) : null}
-            </>
-          ) : (
-            "Not verified."
-          )}
-        </p>
-        {verification.verified ? (
-          <Form method="post">
-            <input type="hidden" name="intent" value="unverify" />
-            <button type="submit" className="text-sm text-red-700 underline">
-              Remove verification
-            </button>
-          </Form>
-        ) : (
-          <p className="text-xs text-slate-500">
-            Verify with an EAS attestation, an exchange or ENS signature or a passkey through{" "}
-            <code>POST /api/agents/{agent.id}/verify</code>.
-          </p>
-        )}
+        <VerificationPanel
+          agentId={agent.id}
+          verification={verification}
+          securityKeyIds={page.securityKeyIds}
+        />
       </Card>
 
       <Card title="Configuration">

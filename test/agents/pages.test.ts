@@ -240,7 +240,7 @@ describe("agent page", () => {
     expect(after.config_revision).toBe(before.config_revision + 1);
   });
 
-  it("removes a verification and refuses unknown intents", async () => {
+  it("removes a verification, checks the EAS form, and refuses unknown intents", async () => {
     const who = await agentUser("solo");
     const id = await provisionThroughPage(who);
     await setAgentVerification(id, {
@@ -260,6 +260,27 @@ describe("agent page", () => {
     expect((again.body as { verification: unknown }).verification).toMatchObject({
       verified: false,
     });
+    // The panel's EAS form: a malformed UID is refused before the chain is asked.
+    const malformed = await page(
+      agentRoute,
+      `/agents/${id}`,
+      who,
+      { intent: "verify-eas", attestationUid: "0x1234" },
+      { id },
+    );
+    expect(malformed.status).toBe(400);
+    expect(malformed.body).toMatchObject({ error: expect.stringMatching(/64 hexadecimal/) });
+    const intruder = await agentUser("solo");
+    const foreign = await page(
+      agentRoute,
+      `/agents/${id}`,
+      intruder,
+      { intent: "verify-eas", attestationUid: `0x${"cd".repeat(32)}` },
+      { id },
+    );
+    expect(foreign.status).toBe(404);
+    expect((again.body as { securityKeyIds: string[] }).securityKeyIds).toEqual([]);
+
     const unknown = await page(agentRoute, `/agents/${id}`, who, { intent: "explode" }, { id });
     expect(unknown.status).toBe(400);
     expect(unknown.body).toMatchObject({ error: "Unknown action" });

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { CUSTOM_MODEL, LOG_LEVELS } from "../../schemas/agents.ts";
 import { frontendModels } from "../ai/models.server.ts";
 import { hasActiveSubscription } from "../billing/subscriptions.server.ts";
+import { listWebauthnCredentials } from "../identity/webauthn.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { consume, rateLimitScopes } from "../platform/rate-limit.server.ts";
 import {
@@ -20,6 +21,7 @@ import {
   agentStats,
   readAgentVerification,
   removeAgentVerification,
+  submitAgentVerification,
   updateAgentConfig,
 } from "./agents-api.server.ts";
 import {
@@ -159,11 +161,12 @@ export async function agentPage(
   query: z.infer<typeof agentPageQuery>,
 ) {
   const row = await getOwnedAgent(userId, agentId);
-  const [{ agent }, live, verification, messages] = await Promise.all([
+  const [{ agent }, live, verification, messages, securityKeys] = await Promise.all([
     agentDetail(userId, agentId),
     agentLive(userId, agentId),
     readAgentVerification(userId, agentId),
     agentMessages(userId, agentId, { limit: query.limit, offset: query.offset }),
+    listWebauthnCredentials(userId),
   ]);
   const logs = await logsFor(userId, agentId, agent.status, query.level);
   return {
@@ -176,6 +179,8 @@ export async function agentPage(
     },
     live,
     verification,
+    // The verification panel's security-key proof asks for one of these credentials.
+    securityKeyIds: securityKeys.map((k) => k.id),
     messages,
     logs: { ...logs, level: query.level ?? null },
     config: row.config,
@@ -205,6 +210,16 @@ export async function saveAgentConfig(
 ) {
   await limitPageAction(userId, "agents");
   return updateAgentConfig(userId, agentId, config);
+}
+
+/** The verification panel's EAS form (a plain post): the API's checks, the API's errors. */
+export async function verifyAgentWithEas(userId: string, agentId: string, attestationUid: string) {
+  await getOwnedAgent(userId, agentId);
+  if (!/^0x[0-9a-fA-F]{64}$/.test(attestationUid)) {
+    throw new DomainError(400, "An EAS attestation UID is 0x followed by 64 hexadecimal digits");
+  }
+  await limitPageAction(userId, "agents");
+  return submitAgentVerification(userId, agentId, { verificationType: "eas", attestationUid });
 }
 
 export async function unverifyAgent(userId: string, agentId: string) {
