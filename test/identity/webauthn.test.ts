@@ -4,12 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as credentialRoute from "../../app/routes/api.webauthn.credentials.$id.ts";
 import * as credentialsRoute from "../../app/routes/api.webauthn.credentials.ts";
 import * as registerRoute from "../../app/routes/api.webauthn.register.ts";
+import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import {
   checkWebauthnProof,
   createVerificationChallenge,
 } from "../../app/server/identity/verification.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { newUser, type TestUser } from "../accounts/helpers.ts";
+import { subscribe } from "../agents/support.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
 
 // Registering a security key: options → a software authenticator's attestation ("none") →
@@ -161,7 +163,8 @@ describe("webauthn registration", () => {
   });
 
   it("a registered key signs a webauthn agent-verification proof", async () => {
-    const agentId = "agt_webauthn_subject";
+    await subscribe(alice.id);
+    const agentId = (await createAgentRecord(alice.id, { name: "subject", model: "custom" })).id;
     const { challenge } = await createVerificationChallenge(agentId);
     const checked = await checkWebauthnProof(
       { agentId, ownerId: alice.id },
