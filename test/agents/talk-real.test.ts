@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import * as chatPage from "../../app/routes/agents.$id.chat.tsx";
 import * as agentRoute from "../../app/routes/api.agent.ts";
 import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
 import * as chatRoute from "../../app/routes/api.chat.ts";
@@ -309,6 +310,39 @@ describeDocker("talking to an agent (real gateway)", () => {
     const after = await getAgent("?action=credentials");
     expect(after.json.credentials).toMatchObject({ openai: true, chatapp1: true, chatapp2: false });
   }, 180_000);
+
+  it("serves the chat page: a plain form post chats, the page shows it", async () => {
+    const url = `http://localhost/agents/${agentId}/chat`;
+    const headers = await auth();
+    const form = new URLSearchParams({ intent: "chat", message: "From the form" });
+    const posted = await chatPage.action({
+      request: new Request(url, { method: "POST", headers, body: form }),
+      params: { id: agentId },
+      context: {},
+    });
+    const result = (posted as { data?: unknown }).data ?? posted;
+    expect(result).toMatchObject({ ok: true, reply: REPLY });
+    const sessionId = (result as { sessionId: string }).sessionId;
+    const page = (await chatPage.loader({
+      request: new Request(`${url}?session=${encodeURIComponent(sessionId)}`, { headers }),
+      params: { id: agentId },
+      context: {},
+    })) as Awaited<ReturnType<typeof chatPage.loader>>;
+    expect(page.sessions.map((s) => s.id)).toContain(sessionId);
+    expect(page.messages.map((m) => m.content)).toContain("From the form");
+    expect(page.memory.at(-1)).toEqual({ role: "assistant", content: REPLY.slice(0, 100) });
+    expect(page.skills.length).toBeGreaterThan(0);
+    expect(Object.keys(page.credentials)).toHaveLength(7);
+    // Another user's agent is not found.
+    const other = await chatPage
+      .loader({
+        request: new Request(url, { headers: await auth("usr_talk_other") }),
+        params: { id: agentId },
+        context: {},
+      })
+      .catch((e: unknown) => e);
+    expect((other as Response).status).toBe(404);
+  }, 120_000);
 
   it("streams a chat over the live agent socket, and refuses strangers", async () => {
     const url = `ws://${base}/agent/${USER}`;
