@@ -80,7 +80,8 @@ export async function createAgentRecord(
       );
     }
     const id = newAgentId();
-    const gatewayAgentId = count === 0 ? FIRST_GATEWAY_AGENT_ID : await freeGatewayId(tx, userId, id);
+    const gatewayAgentId =
+      count === 0 ? FIRST_GATEWAY_AGENT_ID : await freeGatewayId(tx, userId, id);
     const [row] = await tx<AgentRow[]>`
       insert into agents (id, user_id, name, gateway_agent_id, model, tier, config)
       values (${id}, ${userId}, ${input.name}, ${gatewayAgentId}, ${input.model}, ${tier},
@@ -91,11 +92,7 @@ export async function createAgentRecord(
 }
 
 /** `main` when the user's first agent was deleted, else the agent's own id. */
-async function freeGatewayId(
-  tx: TransactionSql,
-  userId: string,
-  agentId: string,
-): Promise<string> {
+async function freeGatewayId(tx: TransactionSql, userId: string, agentId: string): Promise<string> {
   const [main] = await tx`
     select 1 from agents where user_id = ${userId} and gateway_agent_id = ${FIRST_GATEWAY_AGENT_ID}`;
   return main ? agentId.replace("_", "-") : FIRST_GATEWAY_AGENT_ID;
