@@ -16,6 +16,7 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { attachLiveSocket } from "../../app/server/agents/live-socket.server.ts";
 import { listMessages } from "../../app/server/agents/messages.server.ts";
+import { runTurn } from "../../app/server/agents/talk.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
@@ -84,7 +85,10 @@ describeDocker("talking to an agent (real gateway)", () => {
     // The platform's AI endpoint and the live socket, on the address containers can reach.
     server = createServer(async (req, res) => {
       const request = toRequest(req, res, `http://${req.headers.host}`);
-      const response = await completionsRoute.action({ request, params: {}, context: {} });
+      // /api/agent too, for the latency measurement over real HTTP.
+      const route = req.url?.startsWith("/api/agent") ? agentRoute : completionsRoute;
+      const handler = req.method === "GET" ? route.loader : route.action;
+      const response = await handler({ request, params: {}, context: {} });
       await sendResponse(res, response, false);
     });
     attachLiveSocket(server);
@@ -378,6 +382,69 @@ describeDocker("talking to an agent (real gateway)", () => {
     const foreign = openSocket(url, { ...(await auth()), origin: "https://evil.example" });
     expect((await foreign.closed).code).toBe(4403);
   }, 180_000);
+
+  it("measures the platform's added latency per chat turn against the gateway directly", async () => {
+    const TURNS = 8;
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const direct = await connectPaired(instance, instance.gateway_address as string);
+    const cookie = (await auth()).cookie;
+    const live = openSocket(`ws://${base}/agent/${USER}`, { cookie });
+    await expect.poll(() => live.frames[0]).toEqual({ type: "ready", userId: USER });
+    const times = { direct: [] as number[], api: [] as number[], socket: [] as number[] };
+    try {
+      const { key } = await direct.client.request<{ key: string }>("sessions.create", {
+        agentId: "main",
+      });
+      const { sessionId } = (await postAgent({ action: "create-session" })).json;
+      // Warm-up of both paths (first turn of a session prepares its workspace).
+      await runTurn(direct.client, key, "warm up");
+      await postAgent({ message: "warm up", sessionId });
+      for (let i = 0; i < TURNS; i++) {
+        let t = performance.now();
+        expect((await runTurn(direct.client, key, `direct ${i}`)).reply).toBe(REPLY);
+        times.direct.push(performance.now() - t);
+
+        t = performance.now();
+        const r = await fetch(`http://${base}/api/agent`, {
+          method: "POST",
+          headers: { cookie, "content-type": "application/json" },
+          body: JSON.stringify({ message: `api ${i}`, sessionId }),
+        });
+        expect(((await r.json()) as { reply: string }).reply).toBe(REPLY);
+        times.api.push(performance.now() - t);
+
+        t = performance.now();
+        const before = live.frames.length;
+        live.ws.send(
+          JSON.stringify({ type: "chat", id: `b${i}`, message: `socket ${i}`, sessionId }),
+        );
+        await expect
+          .poll(
+            () => live.frames.slice(before).find((f) => f.type === "final" || f.type === "error"),
+            {
+              timeout: 60_000,
+              interval: 5,
+            },
+          )
+          .toMatchObject({ type: "final", reply: REPLY });
+        times.socket.push(performance.now() - t);
+      }
+    } finally {
+      direct.client.close();
+      live.ws.close();
+    }
+    const d = median(times.direct);
+    const figures = {
+      turns: TURNS,
+      directMedianMs: Math.round(d),
+      apiMedianMs: Math.round(median(times.api)),
+      socketMedianMs: Math.round(median(times.socket)),
+      apiRatio: Number((median(times.api) / d).toFixed(2)),
+      socketRatio: Number((median(times.socket) / d).toFixed(2)),
+    };
+    process.stdout.write(`talk latency ${JSON.stringify(figures)}\n`);
+    expect(figures.apiRatio).toBeGreaterThan(0);
+  }, 300_000);
 });
 
 describe("without a reachable gateway", () => {
