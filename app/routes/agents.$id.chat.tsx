@@ -365,7 +365,8 @@ export default function AgentChat() {
           <label className="text-sm">
             Credential{" "}
             <select name="key" className="rounded border px-2 py-1">
-              {CREDENTIAL_KEYS.map((k) => (
+              {/* From the loader: server modules do not reach the browser bundle. */}
+              {Object.keys(d.credentials).map((k) => (
                 <option key={k}>{k}</option>
               ))}
             </select>

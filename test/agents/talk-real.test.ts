@@ -16,7 +16,7 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { attachLiveSocket } from "../../app/server/agents/live-socket.server.ts";
 import { listMessages } from "../../app/server/agents/messages.server.ts";
-import { runTurn } from "../../app/server/agents/talk.server.ts";
+import { flushRecords, runTurn } from "../../app/server/agents/talk.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
@@ -189,7 +189,8 @@ describeDocker("talking to an agent (real gateway)", () => {
       { role: "assistant", content: REPLY.slice(0, 100) },
     ]);
 
-    // Recorded in the platform's store, once each, on the web platform.
+    // Recorded in the platform's store (after the reply), once each, on the web platform.
+    await flushRecords();
     const { messages, total } = await listMessages(agentId, { limit: 50, offset: 0 });
     expect(total).toBe(4);
     expect(messages.map((m) => [m.sender, m.platform])).toEqual([

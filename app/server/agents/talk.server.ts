@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { userKeyProviders } from "../ai/byok.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { logger } from "../platform/logger.server.ts";
 import { platformVersion } from "../platform/version.server.ts";
 import { type AgentRow, FIRST_GATEWAY_AGENT_ID, listAgents } from "./agents.server.ts";
 import { channelCredentialFlags } from "./channels.server.ts";
@@ -104,6 +105,17 @@ async function history(client: GatewayClient, key: string): Promise<GatewayMessa
   return result.messages ?? [];
 }
 
+// Session keys this process has seen the gateway know (created or described), so a chat turn in
+// a known session skips one round trip. A key expires after a while in case it was deleted.
+const KNOWN_TTL_MS = 5 * 60_000;
+const known = new Map<string, number>();
+const remember = (instanceId: string, key: string) => {
+  if (known.size > 10_000) known.clear();
+  known.set(`${instanceId}|${key}`, Date.now() + KNOWN_TTL_MS);
+};
+const isKnown = (instanceId: string, key: string) =>
+  (known.get(`${instanceId}|${key}`) ?? 0) > Date.now();
+
 /** The gateway's row of one session, or undefined when the gateway does not know the key. */
 async function describeSession(
   client: GatewayClient,
@@ -195,7 +207,11 @@ async function activeSessionKey(target: Target): Promise<string | undefined> {
 /** A new gateway session, which becomes the active one. */
 export async function createSession(userId: string) {
   const target = await targetOf(userId);
-  const key = await withGateway(userId, (client) => createGatewaySession(client, target));
+  const key = await withGateway(userId, async (client, instance) => {
+    const created = await createGatewaySession(client, target);
+    remember(instance.id, created);
+    return created;
+  });
   await setActiveSession(userId, target, key);
   return { sessionId: key, status: "active" as const };
 }
@@ -203,17 +219,26 @@ export async function createSession(userId: string) {
 /** The key chat continues: the named session (404 unknown), the active one, or a new one. */
 async function resolveChatSession(
   client: GatewayClient,
+  instance: InstanceRow,
   target: Target,
   sessionId: string | undefined,
 ): Promise<string> {
+  const exists = async (key: string) => {
+    if (isKnown(instance.id, key)) return true;
+    if (!(await describeSession(client, key))) return false;
+    remember(instance.id, key);
+    return true;
+  };
   if (sessionId) {
     const key = ownKey(target, sessionId);
-    if (!(await describeSession(client, key))) throw sessionNotFound();
+    if (!(await exists(key))) throw sessionNotFound();
     return key;
   }
   const active = await activeSessionKey(target);
-  if (active && (await describeSession(client, active))) return active;
-  return createGatewaySession(client, target);
+  if (active && (await exists(active))) return active;
+  const created = await createGatewaySession(client, target);
+  remember(instance.id, created);
+  return created;
 }
 
 // --- chat turns ---------------------------------------------------------------------------------
@@ -302,6 +327,13 @@ export async function recordSession(
   );
 }
 
+const pendingRecords = new Set<Promise<unknown>>();
+
+/** Waits until the chat turns answered so far are recorded (tests, shutdown). */
+export async function flushRecords(): Promise<void> {
+  await Promise.all([...pendingRecords]);
+}
+
 /** One chat turn: the session (named, active or new), the agent's reply, recorded. */
 export async function chat(
   userId: string,
@@ -309,11 +341,17 @@ export async function chat(
   events: TurnEvents = {},
 ): Promise<{ sessionId: string; reply: string; timestamp: number }> {
   const target = await targetOf(userId);
-  return withGateway(userId, async (client) => {
-    const key = await resolveChatSession(client, target, input.sessionId);
+  return withGateway(userId, async (client, instance) => {
+    const key = await resolveChatSession(client, instance, target, input.sessionId);
     await setActiveSession(userId, target, key);
     const { reply } = await runTurn(client, key, input.message, events);
-    await recordSession(target, client, key);
+    // Recording reads the gateway's history (its message ids are the dedupe keys); the reply
+    // does not wait for it. A failure is logged; the next turn records the session again.
+    const recorded = recordSession(target, client, key).catch((error: unknown) =>
+      logger().warn({ err: error, sessionKey: key }, "recording chat messages failed"),
+    );
+    pendingRecords.add(recorded);
+    void recorded.finally(() => pendingRecords.delete(recorded));
     return { sessionId: key, reply, timestamp: Date.now() };
   });
 }
