@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureInstanceRecord } from "../../app/server/agents/instances.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { freePort } from "../../app/server/platform/embedded-postgres.server.ts";
