@@ -141,6 +141,12 @@ describe("POST /api/provision", () => {
       chatapp3: false,
     });
 
+    // userId is always the caller's: naming another user changes nothing.
+    const stranger = await call(agentRoute, `/api/agent?action=credentials&userId=${userId}`, {
+      headers: { cookie: await sessionCookieFor("usr_prov_stranger") },
+    });
+    expect(Object.values(stranger.json.credentials).every((v) => v === false)).toBe(true);
+
     // Provisioning again updates the same instance and keeps the same stream.
     const again = await provision(userId, { chatapp3Token: "whatsapp-link-ref" });
     expect(again.status).toBe(200);
