@@ -2,7 +2,6 @@ import { setUserKey } from "../ai/byok.server.ts";
 import type { ProviderName } from "../ai/providers/shared.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
-import { DomainError } from "../platform/errors.server.ts";
 import type { GatewayClient } from "./gateway-client.server.ts";
 import { gatewayClientFor, toDomainError } from "./gateway-connection.server.ts";
 import { getInstanceByUser } from "./instances.server.ts";
@@ -109,26 +108,23 @@ export async function applyChannels(
 /**
  * set-credential: an AI provider key becomes the user's BYOK key in the AI layer (the gateway
  * keeps calling the platform's endpoint, so no provider key reaches a container); a channel
- * token is stored sealed and applied to the running gateway (502 when it cannot be applied).
+ * token is applied to the running gateway first and stored (sealed) only once it took it, so a
+ * gateway failure (502) leaves nothing half-done.
  */
 export async function setCredential(userId: string, key: CredentialKey, value: string) {
   if (!isChannel(key)) {
     await setUserKey(userId, key as ProviderName, value);
     return { success: true, key, configured: true };
   }
-  await storeChannelCredential(userId, key, { token: value });
   const instance = await getInstanceByUser(userId);
   if (instance?.paired_at) {
     try {
       const client = await gatewayClientFor(instance);
-      await applyChannels(client, await channelSettings(userId));
+      await applyChannels(client, { ...(await channelSettings(userId)), [key]: { token: value } });
     } catch (error) {
-      const mapped = toDomainError(error);
-      if (mapped instanceof DomainError) {
-        throw new DomainError(mapped.status, `Stored, but not applied: ${mapped.message}`);
-      }
-      throw mapped;
+      throw toDomainError(error);
     }
   }
+  await storeChannelCredential(userId, key, { token: value });
   return { success: true, key, configured: true };
 }

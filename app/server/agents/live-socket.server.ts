@@ -4,6 +4,7 @@ import WebSocket from "ws";
 import { authenticate, isForeignOrigin } from "../accounts/auth.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
+import { consume } from "../platform/rate-limit.server.ts";
 import { chat } from "./talk.server.ts";
 
 // The live agent socket, ws://<host>/agent/<user_id> (the agents' websocketUrl): the owner,
@@ -85,6 +86,12 @@ function serve(ws: WebSocket, userId: string): void {
     const sessionId = typeof frame.sessionId === "string" ? frame.sessionId : undefined;
     queue = queue.then(async () => {
       try {
+        // The same budget as POST /api/agent and /api/chat (60 turns a minute per user).
+        const decision = await consume("chat", `user:${userId}`);
+        if (!decision.allowed) {
+          send(ws, { type: "error", id, status: 429, error: "Too many requests: 60 per minute" });
+          return;
+        }
         const result = await chat(
           userId,
           { message, ...(sessionId ? { sessionId } : {}) },
