@@ -463,7 +463,14 @@ describe("without a reachable gateway", () => {
     expect(down.status).toBe(502);
     expect(down.json.error).toMatch(/gateway/i);
     expect((await postAgent({ message: "hi" }, "usr_talk_down")).status).toBe(502);
-    // Credentials need no gateway.
-    expect((await getAgent("?action=credentials", "usr_talk_down")).status).toBe(200);
+    // A channel token the gateway cannot take is not kept; without an instance it is stored
+    // for the worker to apply at provisioning.
+    const token = { action: "set-credential", key: "chatapp1", value: "1:AAtoken" };
+    expect((await postAgent(token, "usr_talk_down")).status).toBe(502);
+    const down2 = await getAgent("?action=credentials", "usr_talk_down");
+    expect(down2.json.credentials.chatapp1).toBe(false);
+    expect((await postAgent(token, "usr_talk_none")).status).toBe(200);
+    const none = await getAgent("?action=credentials", "usr_talk_none");
+    expect(none.json.credentials.chatapp1).toBe(true);
   });
 });
