@@ -52,12 +52,12 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
     throw new Response("Agent not found", { status: 404 });
   }
   const selected = new URL(request.url).searchParams.get("session") ?? undefined;
-  const sessions = await attempt(() => listSessions(user.id));
+  const sessions = await attempt(() => listSessions(user.id, agent.id));
   const sessionId = selected ?? sessions.value?.sessions.at(0)?.id;
   const [conversation, mem, skills, creds, stream] = await Promise.all([
-    sessionId ? attempt(() => getSession(user.id, sessionId)) : Promise.resolve({}),
-    attempt(() => memory(user.id)),
-    attempt(() => listSkills(user.id)),
+    sessionId ? attempt(() => getSession(user.id, sessionId, agent.id)) : Promise.resolve({}),
+    attempt(() => memory(user.id, agent.id)),
+    attempt(() => listSkills(user.id, agent.id)),
     credentials(user.id),
     liveStreamOf(user.id),
   ]);
@@ -85,9 +85,11 @@ type ActionResult = { ok: boolean; message?: string; reply?: string; sessionId?:
 export async function action({ request, params, context }: ActionFunctionArgs) {
   guardAction(request);
   const { user } = await requirePageSession(request);
-  await getOwnedAgent(user.id, String(params.id)).catch(() => {
-    throw new Response("Agent not found", { status: 404 });
-  });
+  const agentId = (
+    await getOwnedAgent(user.id, String(params.id)).catch(() => {
+      throw new Response("Agent not found", { status: 404 });
+    })
+  ).id;
   const form = await request.formData();
   const text = (name: string) => {
     const value = form.get(name);
@@ -99,16 +101,20 @@ export async function action({ request, params, context }: ActionFunctionArgs) {
         const message = text("message");
         if (!message) return data<ActionResult>({ ok: false, message: "Write a message" }, 400);
         const sessionId = text("sessionId");
-        const turn = await chat(user.id, { message, ...(sessionId ? { sessionId } : {}) });
+        const turn = await chat(user.id, {
+          message,
+          agentId,
+          ...(sessionId ? { sessionId } : {}),
+        });
         return { ok: true, reply: turn.reply, sessionId: turn.sessionId } satisfies ActionResult;
       }
       case "new-session": {
-        const created = await createSession(user.id);
+        const created = await createSession(user.id, agentId);
         return { ok: true, sessionId: created.sessionId, message: "New session started" };
       }
       case "skill": {
         const skillId = text("skillId") ?? "";
-        await updateSkill(user.id, skillId, form.get("enabled") === "true");
+        await updateSkill(user.id, skillId, form.get("enabled") === "true", agentId);
         return { ok: true, message: `Skill ${skillId} updated` } satisfies ActionResult;
       }
       case "credential": {
@@ -149,6 +155,7 @@ interface Bubble {
 /** Sends the message over ws://<host>/agent/<user id> and streams the reply into `onText`. */
 function streamChat(
   userId: string,
+  agentId: string,
   message: string,
   sessionId: string | null,
   onText: (text: string) => void,
@@ -169,7 +176,13 @@ function streamChat(
       };
       if (frame.type === "ready") {
         ws.send(
-          JSON.stringify({ type: "chat", id: "1", message, sessionId: sessionId ?? undefined }),
+          JSON.stringify({
+            type: "chat",
+            id: "1",
+            message,
+            agentId,
+            sessionId: sessionId ?? undefined,
+          }),
         );
       } else if (frame.type === "delta") {
         text += frame.text ?? "";
@@ -218,7 +231,7 @@ export default function AgentChat() {
     ]);
     if (input.current) input.current.value = "";
     try {
-      const done = await streamChat(d.userId, message, d.sessionId, (text) =>
+      const done = await streamChat(d.userId, d.agent.id, message, d.sessionId, (text) =>
         setLive([
           { role: "user", content: message },
           { role: "assistant", content: text },

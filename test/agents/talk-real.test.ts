@@ -368,6 +368,11 @@ describeDocker("talking to an agent (real gateway)", () => {
     expect(deltas.length).toBeGreaterThan(0);
     expect(deltas.join("")).toBe(REPLY);
     expect(live.frames.some((f) => f.type === "event" && f.event === "agent")).toBe(true);
+    // Another agent id than the user's own is not found.
+    live.ws.send(JSON.stringify({ type: "chat", id: "m2", message: "x", agentId: "agt_nope" }));
+    await expect
+      .poll(() => live.frames.find((f) => f.id === "m2"))
+      .toMatchObject({ type: "error", status: 404 });
     live.ws.close();
 
     // API keys work too.

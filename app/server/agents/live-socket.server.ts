@@ -12,7 +12,7 @@ import { chat } from "./talk.server.ts";
 // with chat.send and the reply streams back as it is produced, with the run's agent events.
 // docs/decisions/0082-live-agent-socket.md
 //
-// Client → server: {type: "chat", id?, message, sessionId?} | {type: "ping"}
+// Client → server: {type: "chat", id?, message, sessionId?, agentId?} | {type: "ping"}
 // Server → client: {type: "ready", userId} | {type: "delta", id, text} |
 //   {type: "event", id, event, payload} | {type: "final", id, sessionId, reply, timestamp} |
 //   {type: "error", id?, status, error} | {type: "pong"}
@@ -69,7 +69,13 @@ function serve(ws: WebSocket, userId: string): void {
   // replies keep the client simple.
   let queue = Promise.resolve();
   ws.on("message", (data) => {
-    let frame: { type?: string; id?: unknown; message?: unknown; sessionId?: unknown };
+    let frame: {
+      type?: string;
+      id?: unknown;
+      message?: unknown;
+      sessionId?: unknown;
+      agentId?: unknown;
+    };
     try {
       frame = JSON.parse(String(data));
     } catch {
@@ -84,6 +90,8 @@ function serve(ws: WebSocket, userId: string): void {
     const message = typeof frame.message === "string" ? frame.message.trim() : "";
     if (!message) return send(ws, { type: "error", id, status: 400, error: "message is required" });
     const sessionId = typeof frame.sessionId === "string" ? frame.sessionId : undefined;
+    // Optional: one of the user's agents (404 otherwise); default their first agent.
+    const agentId = typeof frame.agentId === "string" ? frame.agentId : undefined;
     queue = queue.then(async () => {
       try {
         // The same budget as POST /api/agent and /api/chat (60 turns a minute per user).
@@ -94,7 +102,7 @@ function serve(ws: WebSocket, userId: string): void {
         }
         const result = await chat(
           userId,
-          { message, ...(sessionId ? { sessionId } : {}) },
+          { message, ...(sessionId ? { sessionId } : {}), ...(agentId ? { agentId } : {}) },
           {
             onDelta: (text) => send(ws, { type: "delta", id, text }),
             onEvent: (event, payload) => send(ws, { type: "event", id, event, payload }),

@@ -4,7 +4,12 @@ import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { platformVersion } from "../platform/version.server.ts";
-import { type AgentRow, FIRST_GATEWAY_AGENT_ID, listAgents } from "./agents.server.ts";
+import {
+  type AgentRow,
+  FIRST_GATEWAY_AGENT_ID,
+  getOwnedAgent,
+  listAgents,
+} from "./agents.server.ts";
 import { channelCredentialFlags } from "./channels.server.ts";
 import {
   type GatewayClient,
@@ -35,9 +40,12 @@ export interface Target {
   gatewayAgentId: string;
 }
 
-/** The agent the user talks to: their first agent, or the gateway's `main` before they have one. */
-export async function targetOf(userId: string): Promise<Target> {
-  const [agent] = await listAgents(userId);
+/**
+ * The agent the user talks to: the named one (404 when not theirs; the chat page), else their
+ * first agent, or the gateway's `main` before they have one (the API).
+ */
+export async function targetOf(userId: string, agentId?: string): Promise<Target> {
+  const agent = agentId ? await getOwnedAgent(userId, agentId) : (await listAgents(userId))[0];
   return { agent, gatewayAgentId: agent?.gateway_agent_id ?? FIRST_GATEWAY_AGENT_ID };
 }
 
@@ -155,8 +163,8 @@ function sessionView(row: GatewaySessionRow, count: number) {
   };
 }
 
-export async function listSessions(userId: string) {
-  const target = await targetOf(userId);
+export async function listSessions(userId: string, agentId?: string) {
+  const target = await targetOf(userId, agentId);
   const rows = await withGateway(userId, async (client) => {
     const result = await client.request<{ sessions?: GatewaySessionRow[] }>("sessions.list", {
       agentId: target.gatewayAgentId,
@@ -171,8 +179,8 @@ export async function listSessions(userId: string) {
 }
 
 /** A full session with its messages; 404 when the gateway does not know it. */
-export async function getSession(userId: string, sessionId: string) {
-  const target = await targetOf(userId);
+export async function getSession(userId: string, sessionId: string, agentId?: string) {
+  const target = await targetOf(userId, agentId);
   const key = ownKey(target, sessionId);
   return withGateway(userId, async (client) => {
     const row = await describeSession(client, key);
@@ -205,8 +213,8 @@ async function activeSessionKey(target: Target): Promise<string | undefined> {
 }
 
 /** A new gateway session, which becomes the active one. */
-export async function createSession(userId: string) {
-  const target = await targetOf(userId);
+export async function createSession(userId: string, agentId?: string) {
+  const target = await targetOf(userId, agentId);
   const key = await withGateway(userId, async (client, instance) => {
     const created = await createGatewaySession(client, target);
     remember(instance.id, created);
@@ -337,10 +345,10 @@ export async function flushRecords(): Promise<void> {
 /** One chat turn: the session (named, active or new), the agent's reply, recorded. */
 export async function chat(
   userId: string,
-  input: { message: string; sessionId?: string },
+  input: { message: string; sessionId?: string; agentId?: string },
   events: TurnEvents = {},
 ): Promise<{ sessionId: string; reply: string; timestamp: number }> {
-  const target = await targetOf(userId);
+  const target = await targetOf(userId, input.agentId);
   return withGateway(userId, async (client, instance) => {
     const key = await resolveChatSession(client, instance, target, input.sessionId);
     await setActiveSession(userId, target, key);
@@ -362,8 +370,8 @@ const truncate = (text: string) =>
   text.length > MEMORY_CHARS ? text.slice(0, MEMORY_CHARS) : text;
 
 /** The last 10 messages of the active session, each truncated to 100 characters. */
-export async function memory(userId: string) {
-  const target = await targetOf(userId);
+export async function memory(userId: string, agentId?: string) {
+  const target = await targetOf(userId, agentId);
   const key = await activeSessionKey(target);
   if (!key) return { memory: [] };
   return withGateway(userId, async (client) => {
@@ -401,16 +409,21 @@ function skillView(s: GatewaySkill) {
   };
 }
 
-export async function listSkills(userId: string) {
-  const target = await targetOf(userId);
+export async function listSkills(userId: string, agentId?: string) {
+  const target = await targetOf(userId, agentId);
   return withGateway(userId, async (client) => ({
     skills: (await gatewaySkills(client, target)).map(skillView),
   }));
 }
 
 /** Turns a skill on or off in the gateway; 404 for a skill the instance does not have. */
-export async function updateSkill(userId: string, skillId: string, enabled: boolean) {
-  const target = await targetOf(userId);
+export async function updateSkill(
+  userId: string,
+  skillId: string,
+  enabled: boolean,
+  agentId?: string,
+) {
+  const target = await targetOf(userId, agentId);
   return withGateway(userId, async (client) => {
     const skills = await gatewaySkills(client, target);
     if (!skills.some((s) => s.skillKey === skillId)) {
