@@ -94,14 +94,18 @@ describeDocker("the chat page", () => {
     expect(await page.getByLabel("Message").count(), await page.content()).toBe(1);
     await page.getByLabel("Message").fill("Hello over the socket");
     await page.getByRole("button", { name: "Send" }).click();
+    const assistant = page.locator('[data-testid="messages"] [data-role="assistant"]');
     await expect
       .poll(
-        () => page.locator('[data-testid="messages"] [data-role="assistant"]').allTextContents(),
-        {
-          timeout: 120_000,
-        },
+        async () => ({
+          replies: await assistant.allTextContents(),
+          // On failure, what the socket said and what the page shows.
+          frames: frames.filter((f) => !f.includes('"type":"event"')).slice(-5),
+          page: (await page.locator("main").textContent())?.slice(0, 400),
+        }),
+        { timeout: 120_000 },
       )
-      .toContain(REPLY);
+      .toMatchObject({ replies: expect.arrayContaining([REPLY]) });
     expect(frames.some((f) => f.includes('"type":"delta"'))).toBe(true);
     expect(frames.some((f) => f.includes('"type":"final"'))).toBe(true);
     await expect
