@@ -4,7 +4,7 @@ import {
   type LoaderFunctionArgs,
   type MetaFunction,
 } from "@remix-run/node";
-import { Form, useActionData, useLoaderData, useRevalidator } from "@remix-run/react";
+import { Form, useActionData, useLoaderData, useNavigate, useRevalidator } from "@remix-run/react";
 import { type FormEvent, useEffect, useRef, useState } from "react";
 import { Card, Notice } from "../components/forms.tsx";
 import { guardAction, limitByIp, requirePageSession } from "../server/accounts/pages.server.ts";
@@ -16,6 +16,7 @@ import {
 } from "../server/agents/channels.server.ts";
 import { liveStreamOf, provisionChannels } from "../server/agents/provision.server.ts";
 import {
+  activeSessionId,
   chat,
   createSession,
   credentials,
@@ -53,7 +54,8 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
   }
   const selected = new URL(request.url).searchParams.get("session") ?? undefined;
   const sessions = await attempt(() => listSessions(user.id, agent.id));
-  const sessionId = selected ?? sessions.value?.sessions.at(0)?.id;
+  const sessionId =
+    selected ?? (await activeSessionId(user.id, agent.id)) ?? sessions.value?.sessions.at(0)?.id;
   const [conversation, mem, skills, creds, stream] = await Promise.all([
     sessionId ? attempt(() => getSession(user.id, sessionId, agent.id)) : Promise.resolve({}),
     attempt(() => memory(user.id, agent.id)),
@@ -207,16 +209,16 @@ export default function AgentChat() {
   const d = useLoaderData<typeof loader>();
   const result = useActionData<typeof action>() as ActionResult | undefined;
   const revalidator = useRevalidator();
+  const navigate = useNavigate();
   const [live, setLive] = useState<Bubble[]>([]);
   const [streaming, setStreaming] = useState(false);
   const [liveError, setLiveError] = useState<string | null>(null);
   const [hydrated, setHydrated] = useState(false);
   const input = useRef<HTMLTextAreaElement>(null);
   useEffect(() => setHydrated(true), []);
-  // Once the loader has the turn in the history, the streamed copy is no longer needed.
-  useEffect(() => {
-    if (revalidator.state === "idle" && !streaming) setLive([]);
-  }, [revalidator.state, streaming]);
+  // Fresh loader data has the turn in the history: the streamed copy is no longer needed.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs when the loader data changes
+  useEffect(() => setLive([]), [d]);
 
   async function onChat(event: FormEvent<HTMLFormElement>) {
     if (!hydrated || typeof WebSocket === "undefined") return; // plain form post
@@ -237,12 +239,14 @@ export default function AgentChat() {
           { role: "assistant", content: text },
         ]),
       );
-      if (!d.sessionId && done.sessionId) {
-        window.history.replaceState(null, "", `?session=${encodeURIComponent(done.sessionId)}`);
-      }
+      // Open the turn's session (the loader reads it from the URL), which reloads the page data.
+      setStreaming(false);
+      navigate(`?session=${encodeURIComponent(done.sessionId)}`, {
+        replace: true,
+        preventScrollReset: true,
+      });
     } catch (error) {
       setLiveError((error as Error).message);
-    } finally {
       setStreaming(false);
       revalidator.revalidate();
     }

@@ -107,7 +107,7 @@ describeDocker("the chat page", () => {
       )
       .toMatchObject({ replies: expect.arrayContaining([REPLY]) });
     expect(frames.some((f) => f.includes('"type":"delta"'))).toBe(true);
-    expect(frames.some((f) => f.includes('"type":"final"'))).toBe(true);
+    await expect.poll(() => frames.some((f) => f.includes('"type":"final"'))).toBe(true);
     await expect
       .poll(() => page.getByTestId("memory").textContent(), { timeout: 30_000 })
       .toContain("Hello over the socket");

@@ -212,6 +212,11 @@ async function activeSessionKey(target: Target): Promise<string | undefined> {
   return row?.session_key;
 }
 
+/** The session chat continues for this agent, if any (the chat page opens it by default). */
+export async function activeSessionId(userId: string, agentId?: string) {
+  return activeSessionKey(await targetOf(userId, agentId));
+}
+
 /** A new gateway session, which becomes the active one. */
 export async function createSession(userId: string, agentId?: string) {
   const target = await targetOf(userId, agentId);
