@@ -1,4 +1,9 @@
 import {
+  applyChannels,
+  channelSettings,
+  channelsConfig,
+} from "../app/server/agents/channels.server.ts";
+import {
   type DeviceIdentity,
   deviceIdentityFromPrivateKey,
   GatewayClient,
@@ -378,6 +383,9 @@ export async function provision(instanceId: string) {
       } = await connectPaired(row, gatewayAddress(info) as string);
       try {
         await client.request("health");
+        // Channels the user provisioned before the container existed (POST /api/provision).
+        const channels = await channelSettings(paired.user_id);
+        if (Object.keys(channels).length > 0) await applyChannels(client, channels);
       } finally {
         client.close();
       }
@@ -549,11 +557,16 @@ export async function applyPlatformConfig(
     [DEPLOYMENT_LABEL]: deployment(),
   });
   await revokeInstanceTokens(row.id);
-  const config = gatewayConfig({
-    aiBaseUrl: await platformAiBaseUrl(gatewayIp),
-    aiToken: await issueInstanceToken(row.user_id, row.id),
-    model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
-  });
+  const channels = channelsConfig(await channelSettings(row.user_id));
+  const config = {
+    ...gatewayConfig({
+      aiBaseUrl: await platformAiBaseUrl(gatewayIp),
+      aiToken: await issueInstanceToken(row.user_id, row.id),
+      model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
+    }),
+    // The user's messaging channels survive repair and pool adoption.
+    ...(Object.keys(channels).length > 0 ? { channels } : {}),
+  };
   const current = await client.request<{ hash: string }>("config.get");
   await client.request(
     "config.patch",

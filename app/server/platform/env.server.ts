@@ -181,6 +181,16 @@ const schema = z.object({
   RUNTIME_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(0),
   /** pg-boss cron of the fill-pool job (also sent after each adoption). */
   RUNTIME_POOL_CRON: z.string().default("* * * * *"),
+  // Channel provisioning (issue 9): the channels' APIs that check tokens, and the streaming
+  // provider (Mux) that creates each agent's live stream. docs/decisions/0083-channel-provisioning.md
+  TELEGRAM_API_URL: z.url().default("https://api.telegram.org"),
+  DISCORD_API_URL: z.url().default("https://discord.com/api/v10"),
+  MUX_API_URL: z.url().default("https://api.mux.com"),
+  /** Mux access token id and secret (Basic auth); provisioning answers 503 without them. */
+  MUX_TOKEN_ID: optionalString,
+  MUX_TOKEN_SECRET: optionalString,
+  /** Timeout of each call to the channels' and the streaming provider's APIs. */
+  PROVISION_HTTP_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
 });
 
 export type Env = z.infer<typeof schema> & { APP_URL: string };

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import path from "node:path";
 import { type AppLoadContext, createRequestHandler, type ServerBuild } from "@remix-run/node";
+import { attachLiveSocket } from "../agents/live-socket.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
 import { logger } from "./logger.server.ts";
 import { sendResponse, toRequest } from "./node-http.server.ts";
@@ -41,7 +42,7 @@ export function createWebServer({
     await sendResponse(res, response, req.method === "HEAD");
   }
 
-  return createServer((req, res) => {
+  const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       logger().error({ err: error, url: req.url }, "request failed outside a route");
       if (!res.headersSent) {
@@ -52,4 +53,7 @@ export function createWebServer({
       }
     });
   });
+  // The live agent socket (ws://<host>/agent/<user_id>) shares the web server's port.
+  attachLiveSocket(server);
+  return server;
 }

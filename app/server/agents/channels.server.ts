@@ -1,0 +1,130 @@
+import { setUserKey } from "../ai/byok.server.ts";
+import type { ProviderName } from "../ai/providers/shared.server.ts";
+import { seal, unseal } from "../platform/crypto.server.ts";
+import { db } from "../platform/db.server.ts";
+import type { GatewayClient } from "./gateway-client.server.ts";
+import { gatewayClientFor, toDomainError } from "./gateway-connection.server.ts";
+import { getInstanceByUser } from "./instances.server.ts";
+
+// Messaging-channel credentials: chatapp1 = Telegram, chatapp2 = Discord, chatapp3 = WhatsApp,
+// as OpenClaw names them. Tokens are sealed at rest and written into the gateway's channel
+// configuration (a channel token belongs to the agent, unlike AI provider keys, which stay in
+// the platform's AI layer). docs/decisions/0081-credentials-and-channels.md
+
+export const CHANNELS = ["chatapp1", "chatapp2", "chatapp3"] as const;
+export type Channel = (typeof CHANNELS)[number];
+export const GATEWAY_CHANNEL: Record<Channel, string> = {
+  chatapp1: "telegram",
+  chatapp2: "discord",
+  chatapp3: "whatsapp",
+};
+
+export const CREDENTIAL_KEYS = [
+  "openai",
+  "anthropic",
+  "google",
+  "openrouter",
+  "chatapp1",
+  "chatapp2",
+  "chatapp3",
+] as const;
+export type CredentialKey = (typeof CREDENTIAL_KEYS)[number];
+
+const isChannel = (key: string): key is Channel => (CHANNELS as readonly string[]).includes(key);
+
+export async function channelCredentialFlags(userId: string): Promise<Record<Channel, boolean>> {
+  const rows = await db()<{ channel: Channel }[]>`
+    select channel from channel_credentials where user_id = ${userId}`;
+  const have = new Set(rows.map((r) => r.channel));
+  return Object.fromEntries(CHANNELS.map((c) => [c, have.has(c)])) as Record<Channel, boolean>;
+}
+
+export interface ChannelSetting {
+  token: string;
+  /** Non-secret ids (owner binding, guild, channel, phone number…). */
+  details?: Record<string, string>;
+}
+
+export async function storeChannelCredential(
+  userId: string,
+  channel: Channel,
+  setting: ChannelSetting,
+  sql = db(),
+): Promise<void> {
+  await sql`insert into channel_credentials (user_id, channel, sealed, details)
+    values (${userId}, ${channel}, ${seal(setting.token)}, ${sql.json(setting.details ?? {})})
+    on conflict (user_id, channel) do update set sealed = excluded.sealed,
+      details = excluded.details, updated_at = now()`;
+}
+
+export async function channelSettings(
+  userId: string,
+): Promise<Partial<Record<Channel, ChannelSetting>>> {
+  const rows = await db()<{ channel: Channel; sealed: string; details: Record<string, string> }[]>`
+    select channel, sealed, details from channel_credentials where user_id = ${userId}`;
+  return Object.fromEntries(
+    rows.map((r) => [r.channel, { token: unseal(r.sealed), details: r.details }]),
+  );
+}
+
+/**
+ * The gateway's `channels` config for these settings. Telegram takes the bot token (and the
+ * owner as the only allowed sender when given); Discord the bot token; WhatsApp is WhatsApp Web (Baileys): the gateway holds no token, the account is
+ * linked by its QR login flow (web.login.start/wait), so only the channel is enabled here.
+ */
+export function channelsConfig(settings: Partial<Record<Channel, ChannelSetting>>) {
+  const config: Record<string, unknown> = {};
+  const telegram = settings.chatapp1;
+  if (telegram) {
+    const owner = telegram.details?.userId;
+    config.telegram = {
+      enabled: true,
+      botToken: telegram.token,
+      ...(owner ? { dmPolicy: "allowlist", allowFrom: [owner] } : {}),
+    };
+  }
+  // Discord's guild/channel ids stay in our record: the plugin's guild policy shape is not
+  // applied until it is tested against a gateway that ships the plugin.
+  if (settings.chatapp2) config.discord = { enabled: true, token: settings.chatapp2.token };
+  if (settings.chatapp3) config.whatsapp = { enabled: true };
+  return config;
+}
+
+/** Writes the channels into a connected gateway's config (hot reload). */
+export async function applyChannels(
+  client: GatewayClient,
+  settings: Partial<Record<Channel, ChannelSetting>>,
+): Promise<void> {
+  const channels = channelsConfig(settings);
+  if (Object.keys(channels).length === 0) return;
+  const current = await client.request<{ hash: string }>("config.get");
+  await client.request(
+    "config.patch",
+    { baseHash: current.hash, raw: JSON.stringify({ channels }) },
+    { timeoutMs: 30_000 },
+  );
+}
+
+/**
+ * set-credential: an AI provider key becomes the user's BYOK key in the AI layer (the gateway
+ * keeps calling the platform's endpoint, so no provider key reaches a container); a channel
+ * token is applied to the running gateway first and stored (sealed) only once it took it, so a
+ * gateway failure (502) leaves nothing half-done.
+ */
+export async function setCredential(userId: string, key: CredentialKey, value: string) {
+  if (!isChannel(key)) {
+    await setUserKey(userId, key as ProviderName, value);
+    return { success: true, key, configured: true };
+  }
+  const instance = await getInstanceByUser(userId);
+  if (instance?.paired_at) {
+    try {
+      const client = await gatewayClientFor(instance);
+      await applyChannels(client, { ...(await channelSettings(userId)), [key]: { token: value } });
+    } catch (error) {
+      throw toDomainError(error);
+    }
+  }
+  await storeChannelCredential(userId, key, { token: value });
+  return { success: true, key, configured: true };
+}

@@ -1,0 +1,156 @@
+import type { IncomingMessage, Server } from "node:http";
+import type { Socket } from "node:net";
+import WebSocket from "ws";
+import { authenticate, isForeignOrigin } from "../accounts/auth.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import { logger } from "../platform/logger.server.ts";
+import { consume } from "../platform/rate-limit.server.ts";
+import { chat } from "./talk.server.ts";
+
+// The live agent socket, ws://<host>/agent/<user_id> (the agents' websocketUrl): the owner,
+// signed in by session cookie or API key, sends chat messages; each is relayed to their gateway
+// with chat.send and the reply streams back as it is produced, with the run's agent events.
+// docs/decisions/0082-live-agent-socket.md
+//
+// Client → server: {type: "chat", id?, message, sessionId?, agentId?} | {type: "ping"}
+// Server → client: {type: "ready", userId} | {type: "delta", id, text} |
+//   {type: "event", id, event, payload} | {type: "final", id, sessionId, reply, timestamp} |
+//   {type: "error", id?, status, error} | {type: "pong"}
+
+export const PATH = /^\/agent\/([^/?#]+)\/?$/;
+/** Close codes (4000–4999 are the application's): no credential, foreign page, not yours. */
+export const CLOSE = {
+  unauthorized: 4401,
+  forbidden: 4403,
+  notFound: 4404,
+  badMessage: 4400,
+} as const;
+const MAX_MESSAGE_BYTES = 64 * 1024;
+
+const wss = new WebSocket.Server({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+
+function requestOf(req: IncomingMessage): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (typeof value === "string") headers.set(name, value);
+    else if (Array.isArray(value)) headers.set(name, value.join(", "));
+  }
+  return new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, { headers });
+}
+
+/** Who may open this socket: 0 (allowed, with the user id) or the close code and reason. */
+async function admit(
+  req: IncomingMessage,
+  pathUserId: string,
+): Promise<{ userId: string } | { code: number; reason: string }> {
+  const request = requestOf(req);
+  let auth: Awaited<ReturnType<typeof authenticate>>;
+  try {
+    auth = await authenticate(request);
+  } catch {
+    return { code: CLOSE.unauthorized, reason: "Invalid credential" };
+  }
+  if (!auth) return { code: CLOSE.unauthorized, reason: "Authentication required" };
+  // A page on another site must not drive the owner's agent with their cookie.
+  if (auth.via === "session" && isForeignOrigin(request)) {
+    return { code: CLOSE.forbidden, reason: "Cross-site socket refused" };
+  }
+  if (auth.user.id !== pathUserId) return { code: CLOSE.notFound, reason: "Agent not found" };
+  return { userId: auth.user.id };
+}
+
+function send(ws: WebSocket, frame: Record<string, unknown>): void {
+  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
+}
+
+function serve(ws: WebSocket, userId: string): void {
+  send(ws, { type: "ready", userId });
+  // One turn at a time per socket: the gateway queues a session's turns anyway, and ordered
+  // replies keep the client simple.
+  let queue = Promise.resolve();
+  ws.on("message", (data) => {
+    let frame: {
+      type?: string;
+      id?: unknown;
+      message?: unknown;
+      sessionId?: unknown;
+      agentId?: unknown;
+    };
+    try {
+      frame = JSON.parse(String(data));
+    } catch {
+      ws.close(CLOSE.badMessage, "Frames must be JSON");
+      return;
+    }
+    if (frame.type === "ping") return send(ws, { type: "pong" });
+    const id = typeof frame.id === "string" ? frame.id : undefined;
+    if (frame.type !== "chat") {
+      return send(ws, { type: "error", id, status: 400, error: "type must be chat or ping" });
+    }
+    const message = typeof frame.message === "string" ? frame.message.trim() : "";
+    if (!message) return send(ws, { type: "error", id, status: 400, error: "message is required" });
+    const sessionId = typeof frame.sessionId === "string" ? frame.sessionId : undefined;
+    // Optional: one of the user's agents (404 otherwise); default their first agent.
+    const agentId = typeof frame.agentId === "string" ? frame.agentId : undefined;
+    queue = queue.then(async () => {
+      try {
+        // The same budget as POST /api/agent and /api/chat (60 turns a minute per user).
+        const decision = await consume("chat", `user:${userId}`);
+        if (!decision.allowed) {
+          send(ws, { type: "error", id, status: 429, error: "Too many requests: 60 per minute" });
+          return;
+        }
+        const result = await chat(
+          userId,
+          { message, ...(sessionId ? { sessionId } : {}), ...(agentId ? { agentId } : {}) },
+          {
+            onDelta: (text) => send(ws, { type: "delta", id, text }),
+            onEvent: (event, payload) => send(ws, { type: "event", id, event, payload }),
+          },
+        );
+        send(ws, { type: "final", id, ...result });
+      } catch (error) {
+        const status = error instanceof DomainError ? error.status : 500;
+        if (status === 500) logger().error({ err: error }, "live socket chat failed");
+        send(ws, {
+          type: "error",
+          id,
+          status,
+          error: status === 500 ? "Internal server error" : (error as Error).message,
+        });
+      }
+    });
+  });
+}
+
+/** Handles upgrades to /agent/<user_id> on the web server; other upgrade paths are refused. */
+export function attachLiveSocket(server: Server): void {
+  server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    const pathname = (req.url ?? "/").split("?")[0] ?? "/";
+    const match = PATH.exec(pathname);
+    if (!match) {
+      socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
+      return;
+    }
+    let pathUserId: string;
+    try {
+      pathUserId = decodeURIComponent(match[1] as string);
+    } catch {
+      socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+      return;
+    }
+    admit(req, pathUserId).then(
+      (verdict) =>
+        // Accept first, then close with the code: browsers only see close codes, not HTTP
+        // statuses of a refused upgrade.
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          if ("code" in verdict) ws.close(verdict.code, verdict.reason);
+          else serve(ws, verdict.userId);
+        }),
+      (error: unknown) => {
+        logger().error({ err: error }, "live socket admission failed");
+        socket.end("HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\n");
+      },
+    );
+  });
+}

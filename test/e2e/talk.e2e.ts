@@ -1,0 +1,127 @@
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { ensureInstanceRecord } from "../../app/server/agents/instances.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { freePort } from "../../app/server/platform/embedded-postgres.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { type Child, root, startNode } from "../../bench/servers.ts";
+import { provision } from "../../worker/instances.ts";
+import { DockerRuntime } from "../../worker/runtime/docker.ts";
+import { setRuntime } from "../../worker/runtime/index.ts";
+import { sessionCookieFor } from "../helpers/users.ts";
+import {
+  allowDockerNetworks,
+  cleanupTestObjects,
+  describeDocker,
+  testRun,
+} from "../runtime/docker-support.ts";
+import { launchBrowser, type RunningApp, startApp } from "./app.ts";
+
+// The chat page in Chromium against the whole stack: the built server (server.ts) listening
+// where the gateway container can reach its AI endpoint, a local fake OpenAI-compatible
+// provider behind the AI layer, and a real OpenClaw gateway. With JavaScript the reply streams
+// over the live agent socket; without it the form post shows the reply.
+
+const REPLY = "Hello! How can I help you today?"; // bench/fake-openai.ts
+const USER = "usr_talk_e2e";
+const AGENT = "agt_talke2e00000000000";
+const rt = new DockerRuntime({ maxCpus: 1 });
+let app: RunningApp;
+let fake: Child;
+let browser: Browser;
+
+describeDocker("the chat page", () => {
+  beforeAll(async () => {
+    Object.assign(process.env, {
+      SESSION_SECRET: randomBytes(32).toString("hex"),
+      SEALING_KEY: randomBytes(32).toString("hex"),
+      RUNTIME_DEPLOYMENT: testRun,
+      RUNTIME_NETWORK: `agent-test-${testRun}`,
+    });
+    resetEnvCache();
+    setRuntime(rt);
+    allowDockerNetworks();
+    const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK as string, {
+      "agent-platform.deployment": testRun,
+    });
+    fake = await startNode(path.join(root, "bench/fake-openai.ts"), await freePort(), "/v1/models");
+    // 0.0.0.0: the browser uses 127.0.0.1, the container the bridge's gateway address.
+    app = await startApp({
+      HOST: "0.0.0.0",
+      OPENAI_API_KEY: "fake-key",
+      OPENAI_BASE_URL: `${fake.url}/v1`,
+    });
+    process.env.RUNTIME_PLATFORM_AI_URL = `http://${gatewayIp}:${new URL(app.url).port}/api/ai/v1`;
+    resetEnvCache();
+    await sessionCookieFor(USER);
+    await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
+      values ('led_talk_e2e', ${USER}, 5000000, 'test grant', 'led_talk_e2e')`;
+    await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
+      values (${AGENT}, ${USER}, 'Pal', 'main', 'openai/gpt-4o-mini', 'starter')`;
+    await provision((await ensureInstanceRecord(USER, { plan: "solo" })).id);
+    browser = await launchBrowser();
+  }, 300_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.stop();
+    await fake?.stop();
+    setRuntime(undefined);
+    await cleanupTestObjects(rt);
+  });
+
+  async function open(javaScriptEnabled: boolean) {
+    const context = await browser.newContext({ javaScriptEnabled });
+    const cookie = (await sessionCookieFor(USER)).split("=");
+    await context.addCookies([
+      { name: cookie[0]!, value: cookie.slice(1).join("="), url: app.url },
+    ]);
+    const page = await context.newPage();
+    await page.goto(`${app.url}/agents/${AGENT}/chat`);
+    return { context, page };
+  }
+
+  it("streams the reply over the live socket with JavaScript on", async () => {
+    const { context, page } = await open(true);
+    const frames: string[] = [];
+    page.on("websocket", (ws) => ws.on("framereceived", (f) => frames.push(String(f.payload))));
+    expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Chat with Pal");
+    // Wait for hydration: the socket path is only taken once React runs.
+    await page.waitForFunction(() => (window as { __remixContext?: unknown }).__remixContext);
+    await page.waitForLoadState("networkidle");
+    expect(await page.getByLabel("Message").count(), await page.content()).toBe(1);
+    await page.getByLabel("Message").fill("Hello over the socket");
+    await page.getByRole("button", { name: "Send" }).click();
+    const assistant = page.locator('[data-testid="messages"] [data-role="assistant"]');
+    await expect
+      .poll(
+        async () => ({
+          replies: await assistant.allTextContents(),
+          // On failure, what the socket said and what the page shows.
+          frames: frames.filter((f) => !f.includes('"type":"event"')).slice(-5),
+          page: (await page.locator("main").textContent())?.slice(0, 400),
+        }),
+        { timeout: 120_000 },
+      )
+      .toMatchObject({ replies: expect.arrayContaining([REPLY]) });
+    expect(frames.some((f) => f.includes('"type":"delta"'))).toBe(true);
+    await expect.poll(() => frames.some((f) => f.includes('"type":"final"'))).toBe(true);
+    await expect
+      .poll(() => page.getByTestId("memory").textContent(), { timeout: 30_000 })
+      .toContain("Hello over the socket");
+    await context.close();
+  }, 180_000);
+
+  it("shows the reply after a plain form post with JavaScript off", async () => {
+    const { context, page } = await open(false);
+    await page.getByLabel("Message").fill("Hello without scripts");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.waitForLoadState("load");
+    const messages = await page.locator('[data-testid="messages"] [data-role]').allTextContents();
+    expect(messages).toContain("Hello without scripts");
+    expect(messages).toContain(REPLY);
+    await context.close();
+  }, 180_000);
+});
