@@ -17,6 +17,7 @@ import {
   GatewayUnavailableError,
 } from "./gateway-client.server.ts";
 import { withGateway } from "./gateway-connection.server.ts";
+import { type HistoryMessage, messagesOfHistory } from "./history.server.ts";
 import type { InstanceRow } from "./instances.server.ts";
 import { recordMessages } from "./messages.server.ts";
 
@@ -320,23 +321,19 @@ export async function runTurn(
   }
 }
 
-/** Records the session's turns in the platform's message store (dedupe by gateway id). */
+/** Records the session's turns in the platform's message store (history.server.ts keys). */
 export async function recordSession(
   target: Target,
   client: GatewayClient,
   sessionKey: string,
 ): Promise<void> {
   if (!target.agent) return;
-  const turns = conversation(await history(client, sessionKey));
+  // The same mapping (and dedupe keys) as the worker's recorder: a turn both see is stored once.
+  const entries = await history(client, sessionKey);
   await recordMessages(
     target.agent,
     sessionKey,
-    turns.map((t) => ({
-      sender: t.role === "user" ? "user" : "agent",
-      content: t.content,
-      timestamp: new Date(t.timestamp || Date.now()),
-      dedupeKey: `${sessionKey}#${t.id}`,
-    })),
+    messagesOfHistory(sessionKey, entries as HistoryMessage[]),
   );
 }
 
