@@ -368,3 +368,4 @@ for (const l of latency) {
 
 // The agent runtime's figures (Docker; skipped with a message without an engine).
 if (process.env.BENCH_RUNTIME !== "0") await import("./runtime.ts");
+if (process.env.BENCH_TALK !== "0") await import("./talk.ts");

@@ -104,6 +104,10 @@ export function gatewayConfig(options: { aiBaseUrl: string; aiToken: string; mod
       controlUi: { enabled: false },
     },
     agents: { defaults: { skipBootstrap: true, model: { primary: `platform/${modelId}` } } },
+    // Each chat-channel sender gets their own session (OpenClaw's default shares one "main"
+    // session across every DM): people do not see each other's context, and the platform can
+    // tell a conversation's channel from its session key (agent:<id>:telegram:direct:<peer>).
+    session: { dmScope: "per-channel-peer" },
     models: {
       mode: "merge",
       providers: {

@@ -1,6 +1,5 @@
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Readable } from "node:stream";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import * as configRoute from "../../app/routes/api.agents.$id.config.ts";
 import * as logsRoute from "../../app/routes/api.agents.$id.logs.ts";
@@ -8,8 +7,6 @@ import * as messagesRoute from "../../app/routes/api.agents.$id.messages.ts";
 import * as statsRoute from "../../app/routes/api.agents.$id.stats.ts";
 import * as detailRoute from "../../app/routes/api.agents.$id.ts";
 import * as provisionRoute from "../../app/routes/api.agents.provision.ts";
-import * as aiChatRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
-import * as aiModelsRoute from "../../app/routes/api.ai.v1.models.ts";
 import { closeGatewayClients } from "../../app/server/agents/gateway-connection.server.ts";
 import { getInstanceByUser, type InstanceRow } from "../../app/server/agents/instances.server.ts";
 import { flushMetering } from "../../app/server/ai/metering.server.ts";
@@ -21,7 +18,7 @@ import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { startWorker, stopWorker } from "../../worker/worker.ts";
 import { configureAi, giveCredits } from "../ai/support.ts";
-import type { RouteModule } from "../helpers/api.ts";
+import { serveAiEndpoint } from "../helpers/ai-endpoint.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
 import {
@@ -48,43 +45,6 @@ let recorder: ChatRecorder | undefined;
 let user: { id: string; cookie: string };
 let main: { id: string; model: string };
 const timings: Record<string, number> = {};
-
-/** The platform's AI endpoint over HTTP for the containers (route modules, not a stand-in). */
-function serveAiEndpoint(): Promise<Server> {
-  const routes: Record<string, RouteModule> = {
-    "/api/ai/v1/chat/completions": aiChatRoute as unknown as RouteModule,
-    "/api/ai/v1/models": aiModelsRoute as unknown as RouteModule,
-  };
-  const server = createServer(async (req, res) => {
-    try {
-      const url = new URL(req.url ?? "/", "http://platform.test");
-      const route = routes[url.pathname];
-      if (!route) {
-        res.writeHead(404).end();
-        return;
-      }
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const request = new Request(url, {
-        method: req.method,
-        headers: req.headers as Record<string, string>,
-        body: chunks.length ? Buffer.concat(chunks) : undefined,
-      });
-      const fn = req.method === "GET" ? route.loader : route.action;
-      const response = await fn({
-        request,
-        params: {},
-        context: { remoteAddress: req.socket.remoteAddress },
-      });
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      if (response.body) Readable.fromWeb(response.body as never).pipe(res);
-      else res.end();
-    } catch (error) {
-      res.writeHead(500).end(String(error));
-    }
-  });
-  return new Promise((resolve) => server.listen(0, "0.0.0.0", () => resolve(server)));
-}
 
 const onAgent = (id: string, module: unknown, sub = "", opts = {}) =>
   asUser(user, module, `/api/agents/${id}${sub}`, { ...opts, params: { id } });

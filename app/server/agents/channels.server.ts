@@ -2,6 +2,7 @@ import { setUserKey } from "../ai/byok.server.ts";
 import type { ProviderName } from "../ai/providers/shared.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
+import { env } from "../platform/env.server.ts";
 import type { GatewayClient } from "./gateway-client.server.ts";
 import { gatewayClientFor, toDomainError } from "./gateway-connection.server.ts";
 import { getInstanceByUser } from "./instances.server.ts";
@@ -77,9 +78,13 @@ export function channelsConfig(settings: Partial<Record<Channel, ChannelSetting>
   const telegram = settings.chatapp1;
   if (telegram) {
     const owner = telegram.details?.userId;
+    // A self-hosted Bot API server (TELEGRAM_API_URL) serves the gateway too, not only the
+    // platform's token checks.
+    const apiRoot = env().TELEGRAM_API_URL.replace(/\/$/, "");
     config.telegram = {
       enabled: true,
       botToken: telegram.token,
+      ...(apiRoot !== "https://api.telegram.org" ? { apiRoot } : {}),
       ...(owner ? { dmPolicy: "allowlist", allowFrom: [owner] } : {}),
     };
   }

@@ -1,0 +1,201 @@
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import postgres from "postgres";
+import WebSocket from "ws";
+import {
+  freePort,
+  startCluster,
+  withDatabase,
+} from "../app/server/platform/embedded-postgres.server.ts";
+import { startNode } from "./servers.ts";
+
+// `npm run bench` (after the runtime part; BENCH_TALK=0 skips it): the platform's added latency
+// for one chat turn with a real gateway — POST /api/agent and the live agent socket — against
+// sending the same message straight to the gateway (chat.send over its control protocol), same
+// run, medians as ratios. The gateway's model is the platform's AI endpoint, served by the real
+// web process and answered by the local fake provider, so both paths pay the same model time.
+
+const TURNS = Number(process.env.BENCH_TALK_TURNS ?? 10);
+const run = `bench-talk-${randomBytes(3).toString("hex")}`;
+const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-bench-talk-"));
+process.env.LOG_LEVEL ??= "silent";
+process.env.DATA_DIR = dataDir;
+process.env.RUNTIME_DEPLOYMENT = run;
+process.env.RUNTIME_NETWORK = `agent-${run}`;
+process.env.RUNTIME_MAX_CPUS = "1";
+// The bench seals the instance's secrets and signs the session; the web process reads them.
+process.env.SEALING_KEY = randomBytes(32).toString("hex");
+process.env.SESSION_SECRET = randomBytes(32).toString("hex");
+
+const { DockerRuntime } = await import("../worker/runtime/docker.ts");
+const { setRuntime } = await import("../worker/runtime/index.ts");
+const image = process.env.AGENT_GATEWAY_IMAGE ?? "agent-gateway:2026.9.6";
+const rt = new DockerRuntime({ maxCpus: 1 });
+const skip = await rt
+  .ping()
+  .then(async () => ((await rt.imageExists(image)) ? undefined : `image ${image} is not built`))
+  .catch((error: Error) => `no Docker engine (${error.message})`);
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+
+if (skip) {
+  console.warn(`\nchat-turn benchmark skipped: ${skip}`);
+} else {
+  setRuntime(rt);
+  const base = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
+  const cluster = await startCluster({
+    dir: path.join(base, `agent-bench-talk-pg-${process.pid}`),
+    settings: { fsync: "off", synchronous_commit: "off" },
+  });
+  const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
+  await admin.unsafe("create database bench_talk");
+  await admin.end();
+  const databaseUrl = withDatabase(cluster.url, "bench_talk");
+  process.env.DATABASE_URL = databaseUrl;
+  const { db, closeDb } = await import("../app/server/platform/db.server.ts");
+  const { migrate } = await import("../db/migrate.ts");
+  await migrate(db());
+  const { resetEnvCache } = await import("../app/server/platform/env.server.ts");
+  const { ensureInstanceRecord, getInstance } = await import(
+    "../app/server/agents/instances.server.ts"
+  );
+  const { createSession } = await import("../app/server/accounts/sessions.server.ts");
+  const { runTurn } = await import("../app/server/agents/talk.server.ts");
+  const w = await import("../worker/instances.ts");
+  const children: Array<{ stop(): Promise<void> }> = [];
+  let figures: { direct: number; api: number; socket: number } | undefined;
+  try {
+    const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK as string, {
+      [w.DEPLOYMENT_LABEL]: run,
+    });
+    const provider = await startNode("bench/fake-openai.ts", await freePort(), "/v1/models");
+    children.push(provider);
+    // The web on every interface: the gateway reaches its AI endpoint at the bridge address.
+    const port = await freePort();
+    const web = await startNode("server.ts", port, "/api/health", {
+      HOST: "0.0.0.0",
+      DATABASE_URL: databaseUrl,
+      OPENAI_BASE_URL: `${provider.url}/v1`,
+      OPENAI_API_KEY: "bench",
+      SEALING_KEY: process.env.SEALING_KEY,
+      SESSION_SECRET: process.env.SESSION_SECRET,
+      RATE_LIMIT_SCALE: "1000",
+    });
+    children.push(web);
+    process.env.RUNTIME_PLATFORM_AI_URL = `http://${gatewayIp}:${port}/api/ai/v1`;
+    resetEnvCache();
+
+    const userId = `usr_${run.replace(/-/g, "_")}`;
+    await db()`insert into users (id, email, name, referral_code)
+      values (${userId}, ${`${run}@example.com`}, 'bench', ${run
+        .replace(/[^a-z0-9]/gi, "")
+        .slice(-20)
+        .toUpperCase()})`;
+    await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason)
+      values (${`led_${run}`}, ${userId}, ${1_000_000_000}, 'bench')`;
+    await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
+      values (${`agt_${randomBytes(10).toString("hex")}`}, ${userId}, 'Bench', 'main',
+              'openai/gpt-4o-mini', 'starter')`;
+    const cookie = (await createSession(userId)).setCookie.split(";")[0] as string;
+    const row = await ensureInstanceRecord(userId, { plan: "solo", model: "openai/gpt-4o-mini" });
+    await w.provision(row.id);
+    const instance = await getInstance(row.id);
+    if (!instance?.gateway_address) throw new Error("the gateway has no address");
+    const direct = await w.connectPaired(instance, instance.gateway_address);
+
+    const postAgent = async (body: object) => {
+      const res = await fetch(`${web.url}/api/agent`, {
+        method: "POST",
+        headers: { cookie, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const json = (await res.json()) as { reply?: string; sessionId?: string; error?: string };
+      if (!res.ok) throw new Error(`POST /api/agent ${res.status}: ${json.error}`);
+      return json;
+    };
+    const socket = new WebSocket(`ws://127.0.0.1:${port}/agent/${userId}`, {
+      headers: { cookie },
+    });
+    const frames: Array<Record<string, unknown>> = [];
+    const waiters: Array<() => void> = [];
+    socket.on("message", (data) => {
+      frames.push(JSON.parse(String(data)));
+      for (const wake of waiters.splice(0)) wake();
+    });
+    const nextFrame = async (match: (f: Record<string, unknown>) => boolean, from: number) => {
+      for (;;) {
+        const found = frames.slice(from).find(match);
+        if (found) return found;
+        await new Promise<void>((r) => waiters.push(r));
+      }
+    };
+    await nextFrame((f) => f.type === "ready", 0);
+
+    const times = { direct: [] as number[], api: [] as number[], socket: [] as number[] };
+    try {
+      const { key } = await direct.client.request<{ key: string }>("sessions.create", {
+        agentId: "main",
+      });
+      const { sessionId } = await postAgent({ action: "create-session" });
+      // The first turn of a session prepares its workspace: warm both paths up.
+      await runTurn(direct.client, key, "warm up");
+      await postAgent({ message: "warm up", sessionId });
+      for (let i = 0; i < TURNS; i++) {
+        let t = performance.now();
+        await runTurn(direct.client, key, `direct ${i}`);
+        times.direct.push(performance.now() - t);
+
+        t = performance.now();
+        await postAgent({ message: `api ${i}`, sessionId });
+        times.api.push(performance.now() - t);
+
+        t = performance.now();
+        const from = frames.length;
+        socket.send(JSON.stringify({ type: "chat", id: `b${i}`, message: `ws ${i}`, sessionId }));
+        const end = await nextFrame((f) => f.type === "final" || f.type === "error", from);
+        if (end.type === "error") throw new Error(`socket turn failed: ${end.error}`);
+        times.socket.push(performance.now() - t);
+      }
+    } finally {
+      direct.client.close();
+      socket.close();
+    }
+    const d = median(times.direct);
+    figures = {
+      direct: d,
+      api: median(times.api),
+      socket: median(times.socket),
+    };
+  } finally {
+    await Promise.all(children.map((c) => c.stop()));
+    const leftovers = await rt.list({ [w.DEPLOYMENT_LABEL]: run });
+    for (const c of leftovers) await rt.remove(c.id);
+    const { Volumes } = await rt.docker.listVolumes({
+      filters: { label: [`${w.DEPLOYMENT_LABEL}=${run}`] },
+    });
+    for (const v of Volumes ?? []) await rt.removeVolume(v.Name);
+    await rt.docker
+      .getNetwork(process.env.RUNTIME_NETWORK as string)
+      .remove()
+      .catch(() => {});
+    await closeDb();
+    await cluster.stop();
+    await rm(cluster.dir, { recursive: true, force: true });
+  }
+  if (figures) {
+    const row = (name: string, ms: number) =>
+      console.warn(
+        `${name.padEnd(36)} ${ms.toFixed(0).padStart(6)} ms   ${(ms / (figures?.direct ?? 1)).toFixed(2)}×`,
+      );
+    console.warn(
+      `\nOne chat turn with the real gateway (${image}, ${TURNS} turns, medians, load ${os.loadavg()[0]?.toFixed(1)})\n`,
+    );
+    row("chat.send straight to the gateway", figures.direct);
+    row("POST /api/agent", figures.api);
+    row("live agent socket", figures.socket);
+  }
+}
+await rm(dataDir, { recursive: true, force: true });
