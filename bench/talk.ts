@@ -140,9 +140,20 @@ if (skip) {
         agentId: "main",
       });
       const { sessionId } = await postAgent({ action: "create-session" });
-      // The first turn of a session prepares its workspace: warm both paths up.
-      await runTurn(direct.client, key, "warm up");
-      await postAgent({ message: "warm up", sessionId });
+      // The first turn of a session prepares its workspace: warm both paths up (a gateway
+      // fresh from boot may fail its very first run; that is not what is measured).
+      const warm = async (turn: () => Promise<unknown>) => {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await turn();
+          } catch (error) {
+            if (attempt >= 3) throw error;
+            console.warn(`warm-up turn failed (${(error as Error).message}); again`);
+          }
+        }
+      };
+      await warm(() => runTurn(direct.client, key, "warm up"));
+      await warm(() => postAgent({ message: "warm up", sessionId }));
       for (let i = 0; i < TURNS; i++) {
         let t = performance.now();
         await runTurn(direct.client, key, `direct ${i}`);
