@@ -102,6 +102,8 @@ export function gatewayConfig(options: { aiBaseUrl: string; aiToken: string; mod
       http: { endpoints: { chatCompletions: { enabled: true } } },
       // The platform serves its own UI; OpenClaw's Control UI would add ~53 MB per volume.
       controlUi: { enabled: false },
+      // No host PTY over the control protocol: the platform never opens one, so nobody can.
+      terminal: { enabled: false },
     },
     agents: { defaults: { skipBootstrap: true, model: { primary: `platform/${modelId}` } } },
     // Each chat-channel sender gets their own session (OpenClaw's default shares one "main"

@@ -76,11 +76,14 @@ describe("process driver", () => {
     try {
       expect(hello.server.version).toMatch(/2026\.9\.6/);
       await client.request("health");
-      const cfg = await client.request<{ hash: string; config?: { models?: unknown } }>(
+      const cfg = await client.request<{ hash: string; config?: Record<string, unknown> }>(
         "config.get",
       );
       expect(cfg.hash).toBeTruthy();
       expect(JSON.stringify(cfg.config)).toContain("/api/ai/v1");
+      // No host PTY through the control protocol (it would be the worker's own machine here).
+      expect(cfg.config).toMatchObject({ gateway: { terminal: { enabled: false } } });
+      await expect(client.request("terminal.open", { agentId: "main" })).rejects.toThrow();
     } finally {
       client.close();
     }
