@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import postgres from "postgres";
 import { startCluster, withDatabase } from "../app/server/platform/embedded-postgres.server.ts";
+import { removeRunObjects } from "./docker-run.ts";
 
 // `npm run bench:runtime` (also the last part of `npm run bench`): the agent runtime against a
 // bare `docker run` of the same image, same run, one gateway at a time at 1 CPU:
@@ -127,16 +128,7 @@ if (skip) {
       ],
     );
   } finally {
-    const leftovers = await rt.list({ [w.DEPLOYMENT_LABEL]: run });
-    for (const c of leftovers) await rt.remove(c.id);
-    const { Volumes } = await rt.docker.listVolumes({
-      filters: { label: [`${w.DEPLOYMENT_LABEL}=${run}`] },
-    });
-    for (const v of Volumes ?? []) await rt.removeVolume(v.Name);
-    await rt.docker
-      .getNetwork(process.env.RUNTIME_NETWORK as string)
-      .remove()
-      .catch(() => {});
+    await removeRunObjects(rt, w.DEPLOYMENT_LABEL, run, process.env.RUNTIME_NETWORK as string);
     await closeDb();
     await cluster.stop();
     await rm(cluster.dir, { recursive: true, force: true });

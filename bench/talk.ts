@@ -10,6 +10,7 @@ import {
   startCluster,
   withDatabase,
 } from "../app/server/platform/embedded-postgres.server.ts";
+import { removeRunObjects } from "./docker-run.ts";
 import { startNode } from "./servers.ts";
 
 // `npm run bench` (after the runtime part; BENCH_TALK=0 skips it): the platform's added latency
@@ -182,16 +183,7 @@ if (skip) {
     };
   } finally {
     await Promise.all(children.map((c) => c.stop()));
-    const leftovers = await rt.list({ [w.DEPLOYMENT_LABEL]: run });
-    for (const c of leftovers) await rt.remove(c.id);
-    const { Volumes } = await rt.docker.listVolumes({
-      filters: { label: [`${w.DEPLOYMENT_LABEL}=${run}`] },
-    });
-    for (const v of Volumes ?? []) await rt.removeVolume(v.Name);
-    await rt.docker
-      .getNetwork(process.env.RUNTIME_NETWORK as string)
-      .remove()
-      .catch(() => {});
+    await removeRunObjects(rt, w.DEPLOYMENT_LABEL, run, process.env.RUNTIME_NETWORK as string);
     await closeDb();
     await cluster.stop();
     await rm(cluster.dir, { recursive: true, force: true });
