@@ -1,5 +1,3 @@
-import { createHash, generateKeyPairSync, sign } from "node:crypto";
-import { isoCBOR } from "@simplewebauthn/server/helpers";
 import {
   type Address,
   encodeAbiParameters,
@@ -25,8 +23,8 @@ import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { DomainError } from "../../app/server/platform/errors.server.ts";
 import { newUser } from "../accounts/helpers.ts";
 import { type Anvil, compile, easArtifact, startAnvil } from "./anvil.ts";
+import { APP, softAuthenticator } from "./soft-authenticator.ts";
 
-const APP = "https://app.example.test";
 let anvil: Anvil;
 let eas: Address;
 let schemaUid: Hex;
@@ -254,51 +252,13 @@ describe("ens proofs against an ENS-compatible registry on anvil", () => {
 });
 
 describe("webauthn proofs", () => {
-  // A software authenticator: P-256 key, COSE public key, assertion over the challenge.
-  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  const jwk = publicKey.export({ format: "jwk" });
-  const cose = isoCBOR.encode(
-    new Map<number, number | Uint8Array>([
-      [1, 2],
-      [3, -7],
-      [-1, 1],
-      [-2, Buffer.from(jwk.x!, "base64url")],
-      [-3, Buffer.from(jwk.y!, "base64url")],
-    ]),
-  );
-  const credentialId = Buffer.from("test-credential-1").toString("base64url");
-
-  function assertion(challenge: string, counter: number, origin = APP) {
-    const rpIdHash = createHash("sha256").update("app.example.test").digest();
-    const counterBytes = Buffer.alloc(4);
-    counterBytes.writeUInt32BE(counter);
-    const authenticatorData = Buffer.concat([rpIdHash, Buffer.from([0x05]), counterBytes]);
-    const clientDataJSON = Buffer.from(
-      JSON.stringify({
-        type: "webauthn.get",
-        challenge: Buffer.from(challenge, "utf8").toString("base64url"),
-        origin,
-      }),
-    );
-    const signed = Buffer.concat([
-      authenticatorData,
-      createHash("sha256").update(clientDataJSON).digest(),
-    ]);
-    return JSON.stringify({
-      id: credentialId,
-      rawId: credentialId,
-      type: "public-key",
-      clientExtensionResults: {},
-      response: {
-        authenticatorData: authenticatorData.toString("base64url"),
-        clientDataJSON: clientDataJSON.toString("base64url"),
-        signature: sign("sha256", signed, privateKey).toString("base64url"),
-      },
-    });
-  }
+  const key = softAuthenticator("test-credential-1");
+  const credentialId = key.id;
+  const assertion = (challenge: string, counter: number, origin = APP) =>
+    key.assertion(challenge, counter, origin);
 
   it("accepts a registered authenticator's assertion over the challenge", async () => {
-    await addWebauthnCredential(ownerId, { id: credentialId, publicKey: cose });
+    await addWebauthnCredential(ownerId, { id: credentialId, publicKey: key.cose });
     const agentId = await newAgentId();
     const { challenge } = await createVerificationChallenge(agentId);
     const record = await verifyAgent(

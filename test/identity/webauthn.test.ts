@@ -1,5 +1,3 @@
-import { createHash, generateKeyPairSync, type KeyObject, sign } from "node:crypto";
-import { isoCBOR } from "@simplewebauthn/server/helpers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as credentialRoute from "../../app/routes/api.webauthn.credentials.$id.ts";
 import * as credentialsRoute from "../../app/routes/api.webauthn.credentials.ts";
@@ -13,95 +11,10 @@ import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { newUser, type TestUser } from "../accounts/helpers.ts";
 import { subscribe } from "../agents/support.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
+import { APP, RP_ID, softAuthenticator } from "./soft-authenticator.ts";
 
 // Registering a security key: options → a software authenticator's attestation ("none") →
 // stored; the registered key then signs a `webauthn` agent-verification proof.
-
-const APP = "https://app.example.test";
-const RP_ID = "app.example.test";
-
-/** A software authenticator with one P-256 key. */
-function softAuthenticator(label: string) {
-  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  const jwk = publicKey.export({ format: "jwk" });
-  const cose = isoCBOR.encode(
-    new Map<number, number | Uint8Array>([
-      [1, 2],
-      [3, -7],
-      [-1, 1],
-      [-2, Buffer.from(jwk.x!, "base64url")],
-      [-3, Buffer.from(jwk.y!, "base64url")],
-    ]),
-  );
-  const credentialId = Buffer.from(`cred-${label}`);
-  const id = credentialId.toString("base64url");
-  const rpIdHash = createHash("sha256").update(RP_ID).digest();
-  return {
-    id,
-    privateKey: privateKey as KeyObject,
-    attestation(challenge: string, origin = APP) {
-      const idLength = Buffer.alloc(2);
-      idLength.writeUInt16BE(credentialId.length);
-      const authData = Buffer.concat([
-        rpIdHash,
-        Buffer.from([0x41]), // user present + attested credential data
-        Buffer.alloc(4), // counter 0
-        Buffer.alloc(16), // AAGUID
-        idLength,
-        credentialId,
-        Buffer.from(cose),
-      ]);
-      const attestationObject = isoCBOR.encode(
-        new Map<string, unknown>([
-          ["fmt", "none"],
-          ["attStmt", new Map()],
-          ["authData", new Uint8Array(authData)],
-        ]) as never,
-      );
-      const clientDataJSON = Buffer.from(
-        JSON.stringify({ type: "webauthn.create", challenge, origin }),
-      );
-      return {
-        id,
-        rawId: id,
-        type: "public-key",
-        clientExtensionResults: {},
-        response: {
-          clientDataJSON: clientDataJSON.toString("base64url"),
-          attestationObject: Buffer.from(attestationObject).toString("base64url"),
-          transports: ["usb"],
-        },
-      };
-    },
-    assertion(challengeText: string, counter: number) {
-      const counterBytes = Buffer.alloc(4);
-      counterBytes.writeUInt32BE(counter);
-      const authenticatorData = Buffer.concat([rpIdHash, Buffer.from([0x05]), counterBytes]);
-      const clientDataJSON = Buffer.from(
-        JSON.stringify({
-          type: "webauthn.get",
-          challenge: Buffer.from(challengeText, "utf8").toString("base64url"),
-          origin: APP,
-        }),
-      );
-      const signed = Buffer.concat([
-        authenticatorData,
-        createHash("sha256").update(clientDataJSON).digest(),
-      ]);
-      return JSON.stringify({
-        id,
-        rawId: id,
-        type: "public-key",
-        clientExtensionResults: {},
-        response: {
-          authenticatorData: authenticatorData.toString("base64url"),
-          clientDataJSON: clientDataJSON.toString("base64url"),
-          signature: sign("sha256", signed, privateKey).toString("base64url"),
-        },
-      });
-    },
-  };
-}
 
 let alice: TestUser;
 let bob: TestUser;
@@ -146,6 +59,19 @@ describe("webauthn registration", () => {
     const again = await options(alice);
     expect(again.excludeCredentials).toHaveLength(1);
     expect((await register(alice, key.attestation(again.challenge))).status).toBe(409);
+  });
+
+  it("answers 409, not 500, when one key's registrations race", async () => {
+    const carol = await newUser();
+    const racer = softAuthenticator("racer");
+    const [a, b] = [await options(carol), await options(carol)];
+    const statuses = (
+      await Promise.all([
+        register(carol, racer.attestation(a.challenge)),
+        register(carol, racer.attestation(b.challenge)),
+      ])
+    ).map((r) => r.status);
+    expect(statuses.sort()).toEqual([201, 409]);
   });
 
   it("refuses a wrong origin, an unknown challenge, another user's challenge, bad input", async () => {

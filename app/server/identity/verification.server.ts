@@ -318,14 +318,27 @@ export async function checkWebauthnProof(
 }
 
 /** Registers an authenticator's public key (COSE) for a user. */
+/** Stores an authenticator; false when its id is already registered (to anyone). */
 export async function addWebauthnCredential(
   userId: string,
-  credential: { id: string; publicKey: Uint8Array; counter?: number; transports?: string[] },
-): Promise<void> {
-  await db()`
-    insert into webauthn_credentials (id, user_id, public_key, counter, transports)
+  credential: {
+    id: string;
+    publicKey: Uint8Array;
+    counter?: number;
+    transports?: string[];
+    name?: string;
+  },
+): Promise<boolean> {
+  // `on conflict do nothing`: two registrations of one authenticator racing each other end in
+  // one row and a 409 for the other, never a unique-violation 500.
+  const rows = await db()`
+    insert into webauthn_credentials (id, user_id, public_key, counter, transports, name)
     values (${credential.id}, ${userId}, ${Buffer.from(credential.publicKey)},
-            ${credential.counter ?? 0}, ${credential.transports ?? null})`;
+            ${credential.counter ?? 0}, ${credential.transports ?? null},
+            ${credential.name ?? "Security key"})
+    on conflict (id) do nothing
+    returning 1`;
+  return rows.length === 1;
 }
 
 export async function checkProof(

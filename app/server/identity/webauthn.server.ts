@@ -91,15 +91,14 @@ export async function finishWebauthnRegistration(
     throw new DomainError(400, "Registration does not check");
   }
   const { credential } = verification.registrationInfo;
-  const [taken] = await db()`select 1 from webauthn_credentials where id = ${credential.id}`;
-  if (taken) throw new DomainError(409, "This authenticator is already registered");
-  await addWebauthnCredential(userId, {
+  const added = await addWebauthnCredential(userId, {
     id: credential.id,
     publicKey: credential.publicKey,
     counter: credential.counter,
     transports: credential.transports ?? response.response.transports ?? [],
+    name,
   });
-  await db()`update webauthn_credentials set name = ${name} where id = ${credential.id}`;
+  if (!added) throw new DomainError(409, "This authenticator is already registered");
   const [view] = (await listWebauthnCredentials(userId)).filter((c) => c.id === credential.id);
   return view as WebauthnCredentialView;
 }
