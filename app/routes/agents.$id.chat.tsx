@@ -7,6 +7,7 @@ import {
 import { Form, useActionData, useLoaderData, useNavigate, useRevalidator } from "@remix-run/react";
 import { type FormEvent, useEffect, useRef, useState } from "react";
 import { Card, Notice } from "../components/forms.tsx";
+import { HlsPlayer } from "../components/hls-player.tsx";
 import { guardAction, limitByIp, requirePageSession } from "../server/accounts/pages.server.ts";
 import { getOwnedAgent } from "../server/agents/agents.server.ts";
 import {
@@ -436,16 +437,7 @@ export default function AgentChat() {
             <p>
               Playback: <a href={d.stream.playbackUrl}>{d.stream.playbackUrl}</a>
             </p>
-            {/* Native HLS (Safari, mobile browsers); elsewhere the link above opens it. */}
-            <video
-              controls
-              muted
-              playsInline
-              src={d.stream.playbackUrl}
-              className="w-full max-w-xl"
-            >
-              <track kind="captions" />
-            </video>
+            <HlsPlayer src={d.stream.playbackUrl} className="w-full max-w-xl" />
           </div>
         ) : (
           <p className="mt-2 text-sm text-slate-600">No live stream yet: save a channel first.</p>

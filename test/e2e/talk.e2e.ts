@@ -8,6 +8,7 @@ import {
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
 import { runTurn } from "../../app/server/agents/talk.server.ts";
+import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { freePort } from "../../app/server/platform/embedded-postgres.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
@@ -151,4 +152,67 @@ describeDocker("the chat page", () => {
     expect(messages).toContain(REPLY);
     await context.close();
   }, 180_000);
+
+  it("plays the agent's live stream: natively, else through hls.js", async () => {
+    await db()`insert into live_streams (user_id, provider, live_stream_id, playback_id, stream_key_sealed)
+      values (${USER}, 'mux', 'ls_e2e', 'pb_e2e', ${seal("sk-e2e")})
+      on conflict (user_id) do nothing`;
+    const playlist = "https://stream.mux.com/pb_e2e.m3u8";
+    const player = async (nativeHls: boolean) => {
+      const { context, page } = await open(true);
+      if (!nativeHls) {
+        // A browser without native HLS (Firefox, older Chromium), as far as the page can tell.
+        await page.addInitScript(() => {
+          const canPlayType = HTMLMediaElement.prototype.canPlayType;
+          HTMLMediaElement.prototype.canPlayType = function (type: string) {
+            return /mpegurl/i.test(type) ? "" : canPlayType.call(this, type);
+          };
+        });
+      }
+      // stream.mux.com cannot be reached from here: the test serves a live playlist whose
+      // segment is not there yet.
+      const manifests: string[] = [];
+      await page.route("https://stream.mux.com/**", (route) => {
+        const url = route.request().url();
+        if (!url.endsWith(".m3u8")) return route.fulfill({ status: 404, body: "" });
+        manifests.push(url);
+        return route.fulfill({
+          contentType: "application/vnd.apple.mpegurl",
+          body: "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\nseg0.ts\n",
+        });
+      });
+      await page.reload({ waitUntil: "domcontentloaded" });
+      await page.waitForFunction(() => (window as { __remixContext?: unknown }).__remixContext);
+      const video = page.getByTestId("stream").locator("video");
+      return { context, page, video, manifests };
+    };
+
+    const native = await player(true);
+    if (
+      await native.video.evaluate((v: HTMLVideoElement) =>
+        v.canPlayType("application/vnd.apple.mpegurl"),
+      )
+    ) {
+      expect(await native.video.getAttribute("data-player")).toBe("native");
+      await expect.poll(() => native.manifests).toContain(playlist);
+    }
+    await native.context.close();
+
+    const viaHlsJs = await player(false);
+    await expect
+      .poll(() => viaHlsJs.video.getAttribute("data-player"), { timeout: 30_000 })
+      .not.toBe("native");
+    await expect.poll(() => viaHlsJs.manifests, { timeout: 30_000 }).toContain(playlist);
+    // hls.js feeds the element through (Managed) Media Source: it plays a blob URL.
+    await expect
+      .poll(() => viaHlsJs.video.evaluate((v: HTMLVideoElement) => v.currentSrc || v.src))
+      .toMatch(/^blob:/);
+    await viaHlsJs.context.close();
+
+    // Without JavaScript the page still names the stream for a browser that plays HLS itself.
+    const plain = await open(false);
+    const source = plain.page.getByTestId("stream").locator("video source");
+    expect(await source.getAttribute("src")).toBe(playlist);
+    await plain.context.close();
+  }, 120_000);
 });
