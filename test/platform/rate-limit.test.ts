@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { db } from "../../app/server/platform/db.server.ts";
 import { apiRoute, endpoint } from "../../app/server/platform/http.server.ts";
-import { consume, rateLimitScopes } from "../../app/server/platform/rate-limit.server.ts";
+import {
+  consume,
+  penalize,
+  rateLimitScopes,
+  resetRateLimiters,
+} from "../../app/server/platform/rate-limit.server.ts";
 import { call } from "../helpers/api.ts";
 
 describe("the PostgreSQL rate limiter", () => {
@@ -30,6 +36,42 @@ describe("the PostgreSQL rate limiter", () => {
       Array.from({ length: 40 }, () => consume("instance", "user:concurrent")),
     );
     expect(results.filter((r) => r.allowed)).toHaveLength(rateLimitScopes.instance.points);
+  });
+});
+
+describe("local point leases", () => {
+  const counted = async (key: string) => {
+    const [row] = await db()`select points from rate_limits where key = ${`agents:${key}`}`;
+    return row?.points as number | undefined;
+  };
+  const spend = async (key: string) => {
+    let allowed = 0;
+    while ((await consume("agents", key)).allowed) allowed++;
+    return allowed;
+  };
+
+  it("takes points from the shared counter five at a time and hands them out exactly", async () => {
+    const first = await consume("agents", "user:lease");
+    expect(first.headers["RateLimit-Remaining"]).toBe("99");
+    expect(await counted("user:lease")).toBe(5);
+    for (let i = 0; i < 4; i++) await consume("agents", "user:lease");
+    expect(await counted("user:lease")).toBe(5); // served locally
+    expect(await spend("user:lease")).toBe(95);
+    expect(await counted("user:lease")).toBeGreaterThanOrEqual(100);
+  });
+
+  it("grants the last free points of a partial lease, never one more", async () => {
+    await consume("agents", "user:partial"); // counter 5, 4 left here
+    await penalize("agents", "user:partial"); // counter 6, the local lease dropped
+    expect(await spend("user:partial")).toBe(94);
+  });
+
+  it("is stricter, never looser, across replicas", async () => {
+    for (let i = 0; i < 3; i++) await consume("agents", "user:replicas"); // 2 leased, unused
+    resetRateLimiters(); // another process: it sees only the shared counter
+    const elsewhere = await spend("user:replicas");
+    expect(3 + elsewhere).toBeLessThanOrEqual(rateLimitScopes.agents.points);
+    expect(elsewhere).toBe(95);
   });
 });
 

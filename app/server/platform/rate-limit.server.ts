@@ -66,21 +66,69 @@ function limiter(scope: RateLimitScope): RateLimiterPostgres {
   return l;
 }
 
-/** Drops cached limiters (their store client is bound to one pool). */
+/** Drops cached limiters (their store client is bound to one pool) and local leases. */
 export function resetRateLimiters(): void {
   limiters.clear();
+  leases.clear();
+  leasing.clear();
+}
+
+/**
+ * Points this process took from the shared counter and hands out locally, so a busy key costs
+ * one database round trip per lease rather than one per request. A lease never grants a point
+ * the counter did not give: one replica is exact; with several, a key can be refused while up
+ * to (replicas - 1) × lease size of its points sit unused elsewhere (stricter, never looser).
+ * docs/decisions/0003-rate-limits.md
+ */
+interface Lease {
+  left: number;
+  /** The counter's remaining points when the lease was taken. */
+  sharedRemaining: number;
+  resetAt: number;
+}
+const leases = new Map<string, Lease>();
+const leasing = new Map<string, Promise<void>>();
+const MAX_LEASES = 10_000;
+
+/** 5 % of a window's points: 5 of /api/agents' 100, 1 of provision's 10 (no batching). */
+const leaseSize = (points: number) => Math.max(1, Math.floor(points / 20));
+
+async function takeLease(scope: RateLimitScope, key: string, id: string): Promise<void> {
+  const points = pointsOf(scope);
+  const size = leaseSize(points);
+  const now = Date.now();
+  if (leases.size >= MAX_LEASES) {
+    for (const [k, l] of leases) if (l.resetAt <= now) leases.delete(k);
+  }
+  try {
+    const res = await limiter(scope).consume(key, size);
+    leases.set(id, {
+      left: size,
+      sharedRemaining: res.remainingPoints,
+      resetAt: now + Math.max(1, res.msBeforeNext),
+    });
+  } catch (rejection) {
+    if (!(rejection instanceof RateLimiterRes)) throw rejection;
+    // The counter went past the limit by this lease: the points that were still free are ours.
+    const free = points - (rejection.consumedPoints - size);
+    leases.set(id, {
+      left: Math.max(0, Math.min(size, free)),
+      sharedRemaining: 0,
+      resetAt: now + Math.max(1, rejection.msBeforeNext),
+    });
+  }
 }
 
 /** A scope's points; RATE_LIMIT_SCALE multiplies them (benchmarks: the limiter runs, never refuses). */
 const pointsOf = (scope: RateLimitScope) => rateLimitScopes[scope].points * env().RATE_LIMIT_SCALE;
 
-function headersFor(scope: RateLimitScope, res: RateLimiterRes, limited: boolean) {
+function headersFor(scope: RateLimitScope, lease: Lease, limited: boolean) {
   const { duration } = rateLimitScopes[scope];
   const points = pointsOf(scope);
-  const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+  const reset = Math.max(1, Math.ceil((lease.resetAt - Date.now()) / 1000));
   const headers: Record<string, string> = {
     "RateLimit-Limit": String(points),
-    "RateLimit-Remaining": String(Math.max(0, res.remainingPoints)),
+    "RateLimit-Remaining": String(Math.max(0, lease.sharedRemaining + lease.left)),
     "RateLimit-Reset": String(reset),
     "RateLimit-Policy": `${points};w=${duration}`,
   };
@@ -90,16 +138,32 @@ function headersFor(scope: RateLimitScope, res: RateLimiterRes, limited: boolean
 
 /** Takes one point from `key`'s bucket in `scope`. */
 export async function consume(scope: RateLimitScope, key: string): Promise<RateLimitDecision> {
-  try {
-    const res = await limiter(scope).consume(`${key}`);
-    return { allowed: true, headers: headersFor(scope, res, false) };
-  } catch (rejection) {
-    if (rejection instanceof RateLimiterRes) {
-      return { allowed: false, headers: headersFor(scope, rejection, true) };
+  const id = `${scope}\u0000${key}`;
+  for (;;) {
+    const lease = leases.get(id);
+    if (lease && lease.resetAt > Date.now()) {
+      if (lease.left > 0) {
+        lease.left--;
+        return { allowed: true, headers: headersFor(scope, lease, false) };
+      }
+      // Fixed windows: once the counter is spent it stays spent until the window ends.
+      if (lease.sharedRemaining === 0) {
+        return { allowed: false, headers: headersFor(scope, lease, true) };
+      }
     }
-    // The store failed: serve the request rather than take the API down with the limiter.
-    logger().error({ err: rejection, scope }, "rate limiter unavailable; request allowed");
-    return { allowed: true, headers: {} };
+    // One lease request per key at a time; concurrent requests wait for it.
+    let pending = leasing.get(id);
+    if (!pending) {
+      pending = takeLease(scope, key, id).finally(() => leasing.delete(id));
+      leasing.set(id, pending);
+    }
+    try {
+      await pending;
+    } catch (error) {
+      // The store failed: serve the request rather than take the API down with the limiter.
+      logger().error({ err: error, scope }, "rate limiter unavailable; request allowed");
+      return { allowed: true, headers: {} };
+    }
   }
 }
 
@@ -120,6 +184,7 @@ export async function blockedFor(scope: RateLimitScope, key: string): Promise<nu
 
 /** Records one failure for `key` (never throws for a spent budget). */
 export async function penalize(scope: RateLimitScope, key: string): Promise<void> {
+  leases.delete(`${scope}\u0000${key}`);
   await limiter(scope)
     .penalty(key, 1)
     .catch((error: unknown) => logger().error({ err: error, scope }, "rate limiter unavailable"));
@@ -127,6 +192,7 @@ export async function penalize(scope: RateLimitScope, key: string): Promise<void
 
 /** Forgets `key`'s counter in `scope`. */
 export async function forgive(scope: RateLimitScope, key: string): Promise<void> {
+  leases.delete(`${scope}\u0000${key}`);
   await limiter(scope)
     .delete(key)
     .catch((error: unknown) => logger().error({ err: error, scope }, "rate limiter unavailable"));
