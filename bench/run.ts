@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
@@ -366,6 +367,18 @@ for (const l of latency) {
   );
 }
 
-// The agent runtime's figures (Docker; skipped with a message without an engine).
-if (process.env.BENCH_RUNTIME !== "0") await import("./runtime.ts");
-if (process.env.BENCH_TALK !== "0") await import("./talk.ts");
+// The agent runtime's and chat turn's figures (Docker; each skipped with a message without an
+// engine), each in its own process: they set up their own database and environment, which
+// module state cached here (the database pool, env) would otherwise carry across.
+const part = (file: string) =>
+  new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(import.meta.dirname, file)], {
+      stdio: "inherit",
+    });
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`bench/${file} exited with ${code}`)),
+    );
+  });
+if (process.env.BENCH_RUNTIME !== "0") await part("runtime.ts");
+if (process.env.BENCH_TALK !== "0") await part("talk.ts");
