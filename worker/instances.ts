@@ -770,7 +770,11 @@ export async function reconcileAll() {
     }
   }
   if (orphans.length) log().warn({ orphans }, "reconcile removed orphan containers");
-  const storageMeasured = await measureStorage(rows);
+  // Docker's /system/df walks every volume: measure when a size is missing or getting old,
+  // not every minute.
+  const stale = Date.now() - env().STORAGE_MEASURE_INTERVAL_MS;
+  const due = rows.some((r) => !r.storage_measured_at || r.storage_measured_at.getTime() <= stale);
+  const storageMeasured = due ? await measureStorage(rows) : 0;
   return { instances: results, orphansRemoved: orphans, storageMeasured };
 }
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import * as filesPage from "../../app/routes/files.tsx";
 import { ensureInstanceRecord, getInstance } from "../../app/server/agents/instances.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { measureStorage } from "../../worker/instances.ts";
+import { measureStorage, reconcileAll } from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
@@ -59,5 +59,17 @@ describeDocker("storage used", () => {
     })) as { usedBytes: number; usedGb: number; limitGb: number };
     expect(data.usedBytes).toBe(measured?.storage_bytes);
     expect(data.limitGb).toBeGreaterThan(0);
+  });
+
+  it("re-measures in reconcile only once a size is older than the interval", async () => {
+    expect((await reconcileAll()).storageMeasured).toBe(0); // measured just now
+    process.env.STORAGE_MEASURE_INTERVAL_MS = "0";
+    resetEnvCache();
+    try {
+      expect((await reconcileAll()).storageMeasured).toBeGreaterThanOrEqual(1);
+    } finally {
+      delete process.env.STORAGE_MEASURE_INTERVAL_MS;
+      resetEnvCache();
+    }
   });
 });
