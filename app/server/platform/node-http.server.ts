@@ -4,7 +4,48 @@ import { Readable } from "node:stream";
 // The Node <-> Fetch bridge of the server entry: small and allocation-light on purpose, since
 // it runs for every request.
 
-export function toRequest(req: IncomingMessage, res: ServerResponse, origin: string): Request {
+// Side channels of the /api fast path (docs/decisions/0026): a request body the server entry
+// has already read into memory, and a response body known as a string. The Request and Response
+// still carry the same body for every other reader; these only spare the hot path the Web-stream
+// round trips (Readable.toWeb, getReader, TextEncoder) on both ends.
+const preRead = new WeakMap<Request, Buffer>();
+const rawBodies = new WeakMap<Response, string>();
+
+/** The body the server entry read before building `request` (undefined: read the stream). */
+export const preReadBody = (request: Request): Buffer | undefined =>
+  request.bodyUsed ? undefined : preRead.get(request);
+
+/** Marks `response`'s body as exactly `body`, so the server entry can send it in one write. */
+export function withRawBody(response: Response, body: string): Response {
+  rawBodies.set(response, body);
+  return response;
+}
+
+/**
+ * Reads a request body of a declared length up to `max` bytes into memory (API requests carry
+ * small JSON bodies); undefined when it should be streamed instead (no or a larger length).
+ */
+export function readSmallBody(req: IncomingMessage, max: number): Promise<Buffer> | undefined {
+  const declared = req.headers["content-length"];
+  if (declared === undefined || req.headers["transfer-encoding"] !== undefined) return undefined;
+  const length = Number(declared);
+  if (!Number.isSafeInteger(length) || length < 0 || length > max) return undefined;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.once("error", reject);
+    // A client that goes away mid-body: nothing to answer (a no-op once it has ended).
+    req.once("close", () => reject(new Error("client closed the request")));
+  });
+}
+
+export function toRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  origin: string,
+  body?: Buffer,
+): Request {
   const controller = new AbortController();
   // Abort only when the client went away mid-response (a DOMException per request is costly).
   res.on("close", () => {
@@ -15,11 +56,15 @@ export function toRequest(req: IncomingMessage, res: ServerResponse, origin: str
   for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
   const method = req.method ?? "GET";
   const init: RequestInit & { duplex?: "half" } = { method, headers, signal: controller.signal };
-  if (method !== "GET" && method !== "HEAD") {
+  if (body) {
+    init.body = body as Uint8Array<ArrayBuffer>;
+  } else if (method !== "GET" && method !== "HEAD") {
     init.body = Readable.toWeb(req) as ReadableStream<Uint8Array>;
     init.duplex = "half";
   }
-  return new Request(new URL(req.url ?? "/", origin), init);
+  const request = new Request(new URL(req.url ?? "/", origin), init);
+  if (body) preRead.set(request, body);
+  return request;
 }
 
 export async function sendResponse(res: ServerResponse, response: Response, head: boolean) {
@@ -32,6 +77,14 @@ export async function sendResponse(res: ServerResponse, response: Response, head
   if (head || !response.body) {
     res.writeHead(response.status, response.statusText || undefined, headers);
     res.end();
+    return;
+  }
+  const raw = response.bodyUsed ? undefined : rawBodies.get(response);
+  if (raw !== undefined) {
+    // Headers and body in one write; the Response's own stream is never touched.
+    headers["content-length"] = String(Buffer.byteLength(raw));
+    res.writeHead(response.status, response.statusText || undefined, headers);
+    res.end(raw);
     return;
   }
   const reader = response.body.getReader();

@@ -9,6 +9,7 @@ import {
   type ProviderName,
   providerFetch,
   readJson,
+  readJsonText,
   type StreamCompletion,
   sseParser,
   type Usage,
@@ -21,7 +22,10 @@ import {
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 
-function headers(config: ProviderConfig, extra: Record<string, string> = {}): HeadersInit {
+function headers(
+  config: ProviderConfig,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return {
     "content-type": "application/json",
     ...(config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {}),
@@ -50,7 +54,7 @@ function textOf(body: unknown): string {
 }
 
 /** Reads usage and text from an OpenAI SSE stream while passing its bytes through unchanged. */
-export function tapOpenAiStream(body: ReadableStream<Uint8Array>): StreamCompletion {
+export function tapOpenAiStream(body: AsyncIterable<Uint8Array>): StreamCompletion {
   let usage: Usage | null = null;
   let text = "";
   let settle!: (value: { usage: Usage | null; text: string; error?: string }) => void;
@@ -71,11 +75,11 @@ export function tapOpenAiStream(body: ReadableStream<Uint8Array>): StreamComplet
       // A malformed event is the client's to see; metering falls back to counting.
     }
   });
-  const reader = body.getReader();
+  const upstream = body[Symbol.asyncIterator]();
   const stream = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
-        const { done: ended, value } = await reader.read();
+        const { done: ended, value } = await upstream.next();
         if (ended) {
           parser.end();
           controller.close();
@@ -91,7 +95,7 @@ export function tapOpenAiStream(body: ReadableStream<Uint8Array>): StreamComplet
     },
     async cancel(reason) {
       settle({ usage, text, error: "client disconnected" });
-      await reader.cancel(reason).catch(() => {});
+      await upstream.return?.(reason).catch(() => {});
     },
   });
   return { stream, done };
@@ -140,11 +144,12 @@ export function openAiCompatibleClient(options: OpenAiCompatibleOptions): Provid
         { method: "POST", headers: headers(config, extra()), body: JSON.stringify(request) },
         signal,
       );
-      const native = (await readJson(provider, response)) as Record<string, unknown>;
+      const { value, text: raw } = await readJsonText(provider, response);
+      const native = value as Record<string, unknown>;
       if (!Array.isArray(native?.choices)) {
         throw new Error(`${provider}: chat completion without choices`);
       }
-      return { native, openai: native, usage: usageOf(native), text: textOf(native) };
+      return { native, openai: native, usage: usageOf(native), text: textOf(native), raw };
     },
 
     async chatStream(config, body: ChatBody, signal): Promise<StreamCompletion> {
