@@ -11,6 +11,21 @@ import { Readable } from "node:stream";
 const preRead = new WeakMap<Request, Buffer>();
 const rawBodies = new WeakMap<Response, string>();
 
+const directSources = new WeakMap<ReadableStream, AsyncIterator<Uint8Array>>();
+
+/**
+ * Registers the iterator a ReadableStream is made from: the server entry then pulls the chunks
+ * from it directly (no reader, no stream queue) when it sends that stream as a response body.
+ * The stream must only pull on demand (high-water mark 0), so that nothing is read twice.
+ */
+export function withDirectSource<S extends ReadableStream>(
+  stream: S,
+  source: AsyncIterator<Uint8Array>,
+): S {
+  directSources.set(stream, source);
+  return stream;
+}
+
 /** The body the server entry read before building `request` (undefined: read the stream). */
 export const preReadBody = (request: Request): Buffer | undefined =>
   request.bodyUsed ? undefined : preRead.get(request);
@@ -87,6 +102,12 @@ export async function sendResponse(res: ServerResponse, response: Response, head
     res.end(raw);
     return;
   }
+  const source = response.body.locked ? undefined : directSources.get(response.body);
+  if (source) {
+    directSources.delete(response.body);
+    await sendDirect(res, response.status, response.statusText, headers, source);
+    return;
+  }
   const reader = response.body.getReader();
   // Server-sent events: headers at once and every event as it comes (no waiting for a second
   // chunk), and a client that goes away cancels the stream (and so the upstream call).
@@ -143,6 +164,54 @@ export async function sendResponse(res: ServerResponse, response: Response, head
     }
   } finally {
     reader.releaseLock();
+    res.end();
+  }
+}
+
+const drained = (res: ServerResponse) =>
+  new Promise<void>((resolve) => {
+    res.once("drain", resolve);
+    res.once("close", resolve);
+  });
+
+/**
+ * Streams a registered source to the socket: each chunk written as it comes. The headers go out
+ * with the first chunk when it is already there, else at once on their own (a client sees the
+ * answer has started while the model thinks). A client that goes away ends the source (and so
+ * the upstream call).
+ */
+async function sendDirect(
+  res: ServerResponse,
+  status: number,
+  statusText: string,
+  headers: Record<string, string | string[]>,
+  source: AsyncIterator<Uint8Array>,
+) {
+  res.writeHead(status, statusText || undefined, headers);
+  let finished = false;
+  const onClose = () => {
+    if (!finished) source.return?.().catch(() => {});
+  };
+  res.once("close", onClose);
+  try {
+    let next = source.next();
+    const first = await Promise.race([
+      next,
+      new Promise<undefined>((r) => setImmediate(() => r(undefined))),
+    ]);
+    if (first === undefined) res.flushHeaders();
+    for (;;) {
+      const { done, value } = await next;
+      if (done || res.destroyed) break;
+      if (!res.write(value)) await drained(res);
+      if (res.destroyed) break;
+      next = source.next();
+    }
+    finished = true;
+  } catch {
+    // The source failed mid-way: end the response; the producer has logged why.
+  } finally {
+    res.off("close", onClose);
     res.end();
   }
 }

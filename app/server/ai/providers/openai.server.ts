@@ -11,6 +11,7 @@ import {
   readJson,
   readJsonText,
   type StreamCompletion,
+  sourceStream,
   sseParser,
   type Usage,
 } from "./shared.server.ts";
@@ -76,29 +77,30 @@ export function tapOpenAiStream(body: AsyncIterable<Uint8Array>): StreamCompleti
     }
   });
   const upstream = body[Symbol.asyncIterator]();
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
+  const source: AsyncIterator<Uint8Array> = {
+    async next() {
+      let read: IteratorResult<Uint8Array>;
       try {
-        const { done: ended, value } = await upstream.next();
-        if (ended) {
-          parser.end();
-          controller.close();
-          settle({ usage, text });
-          return;
-        }
-        controller.enqueue(value);
-        parser.push(decoder.decode(value, { stream: true }));
+        read = await upstream.next();
       } catch (error) {
-        controller.error(error);
         settle({ usage, text, error: (error as Error).message });
+        throw error;
       }
+      if (read.done) {
+        parser.end();
+        settle({ usage, text });
+        return read;
+      }
+      parser.push(decoder.decode(read.value, { stream: true }));
+      return read;
     },
-    async cancel(reason) {
+    async return(reason?: unknown) {
       settle({ usage, text, error: "client disconnected" });
       await upstream.return?.(reason).catch(() => {});
+      return { done: true, value: undefined };
     },
-  });
-  return { stream, done };
+  };
+  return { stream: sourceStream(source), done };
 }
 
 export interface OpenAiCompatibleOptions {

@@ -1,5 +1,6 @@
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
+import { withDirectSource } from "../../platform/node-http.server.ts";
 
 // What every provider client shares: the provider names, the OpenAI-shaped request the layer
 // speaks internally, the error type that tells transient failures from permanent ones, and
@@ -313,6 +314,34 @@ export const sseData = (value: unknown): Uint8Array =>
   encoder.encode(`data: ${typeof value === "string" ? value : JSON.stringify(value)}\n\n`);
 
 /**
+ * A ReadableStream over `source`, pulled only when read (high-water mark 0), and registered with
+ * the server entry, which writes `source`'s chunks straight to the socket instead
+ * (node-http.server.ts). Either way each chunk goes out as soon as the provider sent it.
+ */
+export function sourceStream(source: AsyncIterator<Uint8Array>): ReadableStream<Uint8Array> {
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const { done, value } = await source.next();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        } catch (error) {
+          controller.error(error);
+        }
+      },
+      async cancel(reason) {
+        await source.return?.(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return withDirectSource(stream, source);
+}
+
+type StreamResult = { usage: Usage | null; text: string; error?: string };
+
+/**
  * Turns a provider's SSE body into OpenAI chunks: `translate` maps each upstream event to zero
  * or more OpenAI chunk objects and records usage/text on the side. Ends with `data: [DONE]`.
  */
@@ -323,14 +352,16 @@ export function translateSse(
   finish: (emit: (chunk: unknown) => void) => void,
   result: () => { usage: Usage | null; text: string },
 ): StreamCompletion {
-  let settle!: (value: { usage: Usage | null; text: string; error?: string }) => void;
-  const done = new Promise<{ usage: Usage | null; text: string; error?: string }>((r) => {
+  let settle!: (value: StreamResult) => void;
+  const done = new Promise<StreamResult>((r) => {
     settle = r;
   });
   const upstream = body[Symbol.asyncIterator]();
   const decoder = new TextDecoder();
   let failure: string | undefined;
-  let emit: (chunk: unknown) => void = () => {};
+  let out: Uint8Array[] = [];
+  let ended = false;
+  const emit = (chunk: unknown) => out.push(sseData(chunk));
   const parser = sseParser((event) => {
     try {
       translate(event, emit);
@@ -338,32 +369,44 @@ export function translateSse(
       failure = `${provider}: ${(error as Error).message}`;
     }
   });
-  const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      emit = (chunk: unknown) => controller.enqueue(sseData(chunk));
-    },
-    async pull(controller) {
-      try {
-        const { done: ended, value } = await upstream.next();
-        if (ended) {
+  const take = (): IteratorResult<Uint8Array> => {
+    const value = out.length === 1 ? out[0]! : Buffer.concat(out);
+    out = [];
+    return { done: false, value };
+  };
+  const source: AsyncIterator<Uint8Array> = {
+    async next() {
+      // Reads upstream until at least one OpenAI chunk is ready; what one read yields goes out
+      // as one write.
+      while (out.length === 0) {
+        if (ended) return { done: true, value: undefined };
+        let read: IteratorResult<Uint8Array>;
+        try {
+          read = await upstream.next();
+        } catch (error) {
+          failure = `${provider}: ${(error as Error).message}`;
+          ended = true;
+          settle({ ...result(), error: failure });
+          throw error;
+        }
+        if (read.done) {
           parser.end();
           finish(emit);
-          controller.enqueue(sseData("[DONE]"));
-          controller.close();
+          out.push(sseData("[DONE]"));
+          ended = true;
           settle({ ...result(), error: failure });
-          return;
+        } else {
+          parser.push(decoder.decode(read.value, { stream: true }));
         }
-        parser.push(decoder.decode(value, { stream: true }));
-      } catch (error) {
-        failure = `${provider}: ${(error as Error).message}`;
-        controller.error(error);
-        settle({ ...result(), error: failure });
       }
+      return take();
     },
-    async cancel(reason) {
+    async return(reason?: unknown) {
+      ended = true;
       settle({ ...result(), error: "client disconnected" });
       await upstream.return?.(reason).catch(() => {});
+      return { done: true, value: undefined };
     },
-  });
-  return { stream, done };
+  };
+  return { stream: sourceStream(source), done };
 }
