@@ -236,3 +236,27 @@ describe("the agents' endpoint through the web server", () => {
     expect(provider.connections - before).toBeLessThanOrEqual(1);
   });
 });
+
+describe("the fast path's side tables", () => {
+  it("are shared by two loaded copies of node-http (server entry from source, routes bundled)", async () => {
+    const source = await import("../../app/server/platform/node-http.server.ts");
+    const bundled = (await import(
+      /* @vite-ignore */ `${new URL("../../app/server/platform/node-http.server.ts", import.meta.url).href}?copy=bundle`
+    )) as typeof source;
+    expect(bundled).not.toBe(source);
+    const response = bundled.withRawBody(new Response('{"a":1}'), '{"a":1}');
+    const server = createServer((_req, res) => void source.sendResponse(res, response, false));
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+      expect(await res.text()).toBe('{"a":1}');
+      expect(res.headers.get("content-length")).toBe("7");
+      // Sent from the side table: the Response's own stream was never read.
+      expect(response.bodyUsed).toBe(false);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});

@@ -8,10 +8,21 @@ import { Readable } from "node:stream";
 // has already read into memory, and a response body known as a string. The Request and Response
 // still carry the same body for every other reader; these only spare the hot path the Web-stream
 // round trips (Readable.toWeb, getReader, TextEncoder) on both ends.
-const preRead = new WeakMap<Request, Buffer>();
-const rawBodies = new WeakMap<Response, string>();
-
-const directSources = new WeakMap<ReadableStream, AsyncIterator<Uint8Array>>();
+// The server entry (server.ts, run from source) and the routes (bundled into build/index.js)
+// each load their own copy of this module, so the tables live on globalThis, shared by both.
+interface SideTables {
+  preRead: WeakMap<Request, Buffer>;
+  rawBodies: WeakMap<Response, string>;
+  directSources: WeakMap<ReadableStream, AsyncIterator<Uint8Array>>;
+}
+const TABLES = Symbol.for("agent-platform.node-http.side-tables");
+const shared = globalThis as { [TABLES]?: SideTables };
+shared[TABLES] ??= {
+  preRead: new WeakMap(),
+  rawBodies: new WeakMap(),
+  directSources: new WeakMap(),
+};
+const { preRead, rawBodies, directSources } = shared[TABLES];
 
 /**
  * Registers the iterator a ReadableStream is made from: the server entry then pulls the chunks
@@ -193,6 +204,13 @@ async function sendDirect(
     if (!finished) source.return?.().catch(() => {});
   };
   res.once("close", onClose);
+  // Chunks that are already there when one is written (several provider events read at once)
+  // leave in the same write: corked until the pending callbacks of this turn have run.
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    res.uncork();
+  };
   try {
     let next = source.next();
     const first = await Promise.race([
@@ -203,6 +221,11 @@ async function sendDirect(
     for (;;) {
       const { done, value } = await next;
       if (done || res.destroyed) break;
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(uncork);
+      }
       if (!res.write(value)) await drained(res);
       if (res.destroyed) break;
       next = source.next();
