@@ -11,7 +11,7 @@ import type { ServerBuild } from "@remix-run/node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
 import { issueInstanceToken } from "../../app/server/ai/instance-tokens.server.ts";
-import { flushMetering } from "../../app/server/ai/metering.server.ts";
+import { flushMetering, meter } from "../../app/server/ai/metering.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { createWebServer } from "../../app/server/platform/web-server.server.ts";
 import { configureAi, giveCredits } from "./support.ts";
@@ -258,5 +258,36 @@ describe("the fast path's side tables", () => {
       server.closeAllConnections();
       server.close();
     }
+  });
+});
+
+describe("metering under a burst", () => {
+  it("records every call when thousands queue up during one flush (bounded batches)", async () => {
+    const instanceId = `ins_burst_${Date.now()}`;
+    const calls = Array.from({ length: 5000 }, () =>
+      meter({
+        userId: null,
+        instanceId,
+        endpoint: "agents",
+        provider: "openai",
+        model: "openai/gpt-4o-mini",
+        promptTokens: 1,
+        completionTokens: 1,
+        tokensEstimated: false,
+        costMicroUsd: 0,
+        billingMode: "none",
+        stream: false,
+        latencyMs: 1,
+        status: "ok",
+        httpStatus: 200,
+        error: null,
+      }),
+    );
+    await flushMetering();
+    const ids = await Promise.all(calls);
+    expect(ids.every((id) => typeof id === "string")).toBe(true);
+    const [row] = await db()<{ n: number }[]>`
+      select count(*)::int as n from ai_usage where instance_id = ${instanceId}`;
+    expect(row?.n).toBe(5000);
   });
 });
