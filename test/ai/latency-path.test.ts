@@ -183,6 +183,18 @@ describe("the agents' endpoint through the web server", () => {
     expect(await readAll(res)).toBe(completion);
   });
 
+  it("answers a GET that declares an empty body like any GET (405 here, not a crash)", async () => {
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = request(`${webUrl}/api/ai/v1/chat/completions`, {
+        headers: { "content-length": "0" },
+      });
+      req.on("response", resolve).on("error", reject);
+      req.end();
+    });
+    expect(res.statusCode).toBe(405);
+    expect(JSON.parse(await readAll(res))).toEqual({ error: "Method GET not allowed" });
+  });
+
   it("answers 400 {error} for malformed JSON read off the socket", async () => {
     const bad = await post("{not json");
     expect(bad.statusCode).toBe(400);

@@ -52,6 +52,7 @@ export function withRawBody(response: Response, body: string): Response {
  * small JSON bodies); undefined when it should be streamed instead (no or a larger length).
  */
 export function readSmallBody(req: IncomingMessage, max: number): Promise<Buffer> | undefined {
+  if (req.method === "GET" || req.method === "HEAD") return undefined; // no body by definition
   const declared = req.headers["content-length"];
   if (declared === undefined || req.headers["transfer-encoding"] !== undefined) return undefined;
   const length = Number(declared);
