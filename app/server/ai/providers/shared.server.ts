@@ -144,12 +144,13 @@ export interface ProviderResponse {
 }
 
 // One keep-alive pool per scheme: connections to a provider are reused across calls (no TCP or
-// TLS handshake per call). Sockets idle for a while are closed by the provider; the agent drops
-// them and a call that races a closing socket fails with a network error, which is transient
+// TLS handshake per call). No cap on parallel calls (a stream may last minutes, and thousands
+// of agents stream at once); up to 256 idle connections per provider are kept. A call that
+// races a connection the provider is closing fails with a network error, which is transient
 // (retried).
 const agents = {
-  "http:": new http.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 256 }),
-  "https:": new https.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 256 }),
+  "http:": new http.Agent({ keepAlive: true, maxFreeSockets: 256 }),
+  "https:": new https.Agent({ keepAlive: true, maxFreeSockets: 256 }),
 };
 
 async function readText(body: IncomingMessage): Promise<string> {
