@@ -59,11 +59,18 @@ export function readSmallBody(req: IncomingMessage, max: number): Promise<Buffer
   if (!Number.isSafeInteger(length) || length < 0 || length > max) return undefined;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    let ended = false;
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.once("end", () => {
+      ended = true;
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
     req.once("error", reject);
-    // A client that goes away mid-body: nothing to answer (a no-op once it has ended).
-    req.once("close", () => reject(new Error("client closed the request")));
+    // A client that goes away mid-body: nothing to answer. (`close` also follows every normal
+    // end: no Error, and its stack trace, is made then.)
+    req.once("close", () => {
+      if (!ended) reject(new Error("client closed the request"));
+    });
   });
 }
 
