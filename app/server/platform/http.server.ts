@@ -93,10 +93,18 @@ export function json(body: unknown, init: ResponseInit = {}): Response {
 
 /** A JSON response from already serialised JSON (e.g. a provider's answer passed through). */
 export function jsonText(text: string, init: ResponseInit = {}): Response {
-  const headers = new Headers(init.headers);
+  // The headers are set on the Response's own list: one Headers object per response, not two.
+  const response = new Response(text, { status: init.status, statusText: init.statusText });
+  const headers = response.headers;
+  const given = init.headers;
+  if (given instanceof Headers || Array.isArray(given)) {
+    for (const [key, value] of new Headers(given)) headers.append(key, value);
+  } else if (given) {
+    for (const [key, value] of Object.entries(given)) headers.append(key, value);
+  }
   headers.set("Content-Type", "application/json; charset=utf-8");
   if (!headers.has("Cache-Control")) headers.set("Cache-Control", "no-store");
-  return withRawBody(new Response(text, { ...init, headers }), text);
+  return withRawBody(response, text);
 }
 
 export const errorResponse = (status: number, error: string, extra?: Record<string, unknown>) =>
