@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -25,6 +25,22 @@ interface Row {
   rps: number;
   p99: number;
   errors: number;
+  /** CPU (user + system) the serving process spent per request, in ms (Linux only). */
+  cpuPerRequest?: number;
+}
+
+/**
+ * CPU time a process has used so far, in ms, from /proc (clock ticks of 10 ms); undefined off
+ * Linux. Unlike throughput, CPU per request hardly moves when other work shares the machine.
+ */
+function cpuMs(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
 }
 
 interface Target {
@@ -34,16 +50,29 @@ interface Target {
   setupClient?: (client: autocannon.Client) => void;
 }
 
-async function measure(name: string, url: string, expectStatus = 200, target: Target = {}) {
+async function measure(
+  name: string,
+  url: string,
+  expectStatus = 200,
+  target: Target = {},
+  /** The serving process, for its CPU per request. */
+  server?: Child,
+) {
   // A short warm-up lets the JIT and the connection pools settle before the measured run.
   await autocannon({ url, connections: CONNECTIONS, duration: 1, ...target });
+  const cpuBefore = cpuMs(server?.process.pid);
   const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...target });
+  const cpuAfter = cpuMs(server?.process.pid);
+  const cpuPerRequest =
+    cpuBefore !== undefined && cpuAfter !== undefined && r.requests.total > 0
+      ? (cpuAfter - cpuBefore) / r.requests.total
+      : undefined;
   const unexpected =
     expectStatus === 200
       ? r.non2xx
       : r.requests.sent - (r.statusCodeStats?.[String(expectStatus) as "404"]?.count ?? 0);
   const errors = r.errors + r.timeouts + Math.max(0, unexpected);
-  return { name, rps: r.requests.average, p99: r.latency.p99, errors } satisfies Row;
+  return { name, rps: r.requests.average, p99: r.latency.p99, errors, cpuPerRequest } satisfies Row;
 }
 
 const percentile = (values: number[], p: number) => {
@@ -308,17 +337,29 @@ try {
         ...(await latencyPairs(directUrl, directJson(stream), viaUrl, json(stream), stream)),
       });
       aiRows.push(
-        await measure(`fake provider directly (${kind})`, directUrl, 200, directJson(stream)),
+        await measure(
+          `fake provider directly (${kind})`,
+          directUrl,
+          200,
+          directJson(stream),
+          provider,
+        ),
       );
       aiRows.push(
-        await measure(`/api/ai/v1/chat/completions (${kind})`, viaUrl, 200, {
-          ...json(stream),
-          // Each connection is one agent with its own token.
-          setupClient: (client) => {
-            next += 1;
-            client.setHeaders({ ...headers, authorization: `Bearer ${tokens[next % agents]}` });
+        await measure(
+          `/api/ai/v1/chat/completions (${kind})`,
+          viaUrl,
+          200,
+          {
+            ...json(stream),
+            // Each connection is one agent with its own token.
+            setupClient: (client) => {
+              next += 1;
+              client.setHeaders({ ...headers, authorization: `Bearer ${tokens[next % agents]}` });
+            },
           },
-        }),
+          web,
+        ),
       );
     }
     const [metered] = await sql<{ n: number }[]>`select count(*)::int as n from ai_usage`;
@@ -334,12 +375,13 @@ try {
 const pad = (s: string, n: number) => s.padEnd(n);
 function table(title: string, list: Row[], baseline: (r: Row) => Row) {
   console.warn(`\n${title}\n`);
+  const cpu = list.some((r) => r.cpuPerRequest !== undefined);
   console.warn(
-    `${pad("target", 44)} ${pad("req/s", 9)} ${pad("ratio", 7)} ${pad("p99 ms", 8)} errors`,
+    `${pad("target", 44)} ${pad("req/s", 9)} ${pad("ratio", 7)} ${pad("p99 ms", 8)} ${pad("errors", 7)}${cpu ? " CPU ms/req" : ""}`,
   );
   for (const r of list) {
     console.warn(
-      `${pad(r.name, 44)} ${pad(r.rps.toFixed(0), 9)} ${pad(`${(r.rps / baseline(r).rps).toFixed(2)}×`, 7)} ${pad(String(r.p99), 8)} ${r.errors}`,
+      `${pad(r.name, 44)} ${pad(r.rps.toFixed(0), 9)} ${pad(`${(r.rps / baseline(r).rps).toFixed(2)}×`, 7)} ${pad(String(r.p99), 8)} ${pad(String(r.errors), 7)}${cpu ? ` ${r.cpuPerRequest?.toFixed(3) ?? "-"}` : ""}`,
     );
   }
 }

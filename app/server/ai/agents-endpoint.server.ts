@@ -1,5 +1,5 @@
 import { DomainError } from "../platform/errors.server.ts";
-import { json } from "../platform/http.server.ts";
+import { json, jsonText } from "../platform/http.server.ts";
 import { unsealKeys } from "./byok.server.ts";
 import { loadCatalog } from "./catalog.server.ts";
 import { complete } from "./completions.server.ts";
@@ -51,7 +51,9 @@ export async function agentCompletion(request: Request, body: ChatBody, startedA
       },
     });
   }
-  return json(result.completion.openai, { headers });
+  // An OpenAI-compatible provider's answer goes out as received (no re-serialisation).
+  const { raw, openai } = result.completion;
+  return raw !== undefined ? jsonText(raw, { headers }) : json(openai, { headers });
 }
 
 /** GET /api/ai/v1/models in OpenAI's list format. */

@@ -91,14 +91,18 @@ async function candidatesFor(options: CompleteOptions): Promise<CatalogModel[]> 
   return [picked, ...same];
 }
 
+/** A call's signal: the client's, plus the provider timeout until `clear`. */
 function withTimeout(signal: AbortSignal | undefined) {
   const controller = new AbortController();
   const timer = setTimeout(
     () => controller.abort(new DOMException("The provider timed out", "TimeoutError")),
     env().AI_TIMEOUT_MS,
   );
-  const combined = signal ? AbortSignal.any([controller.signal, signal]) : controller.signal;
-  return { signal: combined, clear: () => clearTimeout(timer) };
+  // A listener rather than AbortSignal.any (cheaper per call; same effect). It stays for the
+  // life of a stream, so a client that goes away still cancels the provider call.
+  if (signal?.aborted) controller.abort(signal.reason);
+  else signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
 export async function complete(options: CompleteOptions): Promise<CompleteResult> {

@@ -77,10 +77,16 @@ function scheduleFlush(): void {
   }, 0);
 }
 
+/**
+ * Calls per transaction: bounds the insert's bind parameters (18 per usage row, PostgreSQL
+ * allows 65,535), however many calls queued up while the previous flush ran.
+ */
+export const MAX_FLUSH_CALLS = 1000;
+
 function flushNow(): Promise<void> {
   if (flushing) return flushing;
-  const batch = queue;
-  queue = [];
+  const batch = queue.length <= MAX_FLUSH_CALLS ? queue : queue.slice(0, MAX_FLUSH_CALLS);
+  queue = queue.length <= MAX_FLUSH_CALLS ? [] : queue.slice(MAX_FLUSH_CALLS);
   flushing = writeBatch(batch)
     .catch((error: unknown) => {
       logger().error({ err: error, calls: batch.length }, "AI usage could not be recorded");

@@ -5,6 +5,7 @@ import { type Auth, type AuthMode, authorize } from "../accounts/auth.server.ts"
 import { clientIp } from "./client-ip.server.ts";
 import { DomainError } from "./errors.server.ts";
 import { logger } from "./logger.server.ts";
+import { preReadBody, withRawBody } from "./node-http.server.ts";
 import { consume, type RateLimitScope, rateLimitScopes } from "./rate-limit.server.ts";
 
 // The one way to write an /api route: declare each method's auth, rate-limit scope and zod
@@ -87,10 +88,23 @@ export interface ApiHandler {
 }
 
 export function json(body: unknown, init: ResponseInit = {}): Response {
-  const headers = new Headers(init.headers);
+  return jsonText(JSON.stringify(body), init);
+}
+
+/** A JSON response from already serialised JSON (e.g. a provider's answer passed through). */
+export function jsonText(text: string, init: ResponseInit = {}): Response {
+  // The headers are set on the Response's own list: one Headers object per response, not two.
+  const response = new Response(text, { status: init.status, statusText: init.statusText });
+  const headers = response.headers;
+  const given = init.headers;
+  if (given instanceof Headers || Array.isArray(given)) {
+    for (const [key, value] of new Headers(given)) headers.append(key, value);
+  } else if (given) {
+    for (const [key, value] of Object.entries(given)) headers.append(key, value);
+  }
   headers.set("Content-Type", "application/json; charset=utf-8");
   if (!headers.has("Cache-Control")) headers.set("Cache-Control", "no-store");
-  return new Response(JSON.stringify(body), { ...init, headers });
+  return withRawBody(response, text);
 }
 
 export const errorResponse = (status: number, error: string, extra?: Record<string, unknown>) =>
@@ -113,11 +127,8 @@ class BadRequest extends Error {
   }
 }
 
-async function readBody(request: Request): Promise<unknown> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) throw new BadRequest(413, "Request body exceeds 1 MiB");
-  if (!request.body) return undefined;
-  const reader = request.body.getReader();
+async function readStream(body: ReadableStream<Uint8Array>): Promise<Buffer> {
+  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
@@ -130,8 +141,17 @@ async function readBody(request: Request): Promise<unknown> {
     }
     chunks.push(value);
   }
-  if (size === 0) return undefined;
-  const text = Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
+}
+
+async function readBody(request: Request): Promise<unknown> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) throw new BadRequest(413, "Request body exceeds 1 MiB");
+  if (!request.body) return undefined;
+  // The server entry may have read it already (node-http.server.ts); else read the stream.
+  const bytes = preReadBody(request) ?? (await readStream(request.body));
+  if (bytes.byteLength === 0) return undefined;
+  const text = bytes.toString("utf8");
   const type = request.headers.get("content-type") ?? "";
   if (type.includes("application/x-www-form-urlencoded")) {
     return Object.fromEntries(new URLSearchParams(text));

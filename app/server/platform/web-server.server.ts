@@ -3,8 +3,9 @@ import path from "node:path";
 import { type AppLoadContext, createRequestHandler, type ServerBuild } from "@remix-run/node";
 import { attachLiveSocket } from "../agents/live-socket.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
+import { MAX_BODY_BYTES } from "./http.server.ts";
 import { logger } from "./logger.server.ts";
-import { sendResponse, toRequest } from "./node-http.server.ts";
+import { readSmallBody, sendResponse, toRequest } from "./node-http.server.ts";
 import { serveStatic } from "./static-files.server.ts";
 
 export interface WebServerOptions {
@@ -33,9 +34,18 @@ export function createWebServer({
     if (!isApi && (await serveStatic(root, req, res, pathname))) return;
 
     const origin = `http://${req.headers.host ?? "localhost"}`;
-    const request = toRequest(req, res, origin);
-    const context: AppLoadContext = { remoteAddress: req.socket.remoteAddress, build };
     const match = isApi ? matchApi(pathname) : undefined;
+    // Builder routes read whole bodies of at most MAX_BODY_BYTES anyway: read a small one here,
+    // off the Web-stream path (larger or unsized bodies stream as before and get their 413).
+    let body: Buffer | undefined;
+    try {
+      body = match ? await readSmallBody(req, MAX_BODY_BYTES) : undefined;
+    } catch {
+      res.destroy(); // the client went away mid-body: nobody to answer
+      return;
+    }
+    const request = toRequest(req, res, origin, body);
+    const context: AppLoadContext = { remoteAddress: req.socket.remoteAddress, build };
     const response = match
       ? await match.handler({ request, params: match.params, context })
       : await remix(request, context);

@@ -24,7 +24,7 @@ const VERSION = "2023-06-01";
 /** Anthropic requires max_tokens; this is used when the caller sets none. */
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
 
-function headers(config: ProviderConfig): HeadersInit {
+function headers(config: ProviderConfig): Record<string, string> {
   return {
     "content-type": "application/json",
     "anthropic-version": VERSION,

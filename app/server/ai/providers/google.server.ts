@@ -8,6 +8,7 @@ import {
   type ProviderClient,
   type ProviderConfig,
   ProviderError,
+  type ProviderRequestInit,
   providerFetch,
   readJson,
   translateSse,
@@ -20,7 +21,7 @@ import {
 
 export const GOOGLE_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com";
 
-function headers(config: ProviderConfig): HeadersInit {
+function headers(config: ProviderConfig): Record<string, string> {
   return {
     "content-type": "application/json",
     ...(config.apiKey ? { "x-goog-api-key": config.apiKey } : {}),
@@ -80,7 +81,7 @@ const textOf = (response: GoogleResponse): string =>
   (response.candidates?.[0]?.content?.parts ?? []).map((p) => p.text ?? "").join("");
 
 /** Google answers a bad API key with 400 INVALID_ARGUMENT: that is our failure, not the caller's. */
-async function googleFetch(url: string, init: RequestInit, signal: AbortSignal) {
+async function googleFetch(url: string, init: ProviderRequestInit, signal: AbortSignal) {
   try {
     return await providerFetch("google", url, init, signal);
   } catch (error) {

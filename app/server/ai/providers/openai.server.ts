@@ -9,7 +9,9 @@ import {
   type ProviderName,
   providerFetch,
   readJson,
+  readJsonText,
   type StreamCompletion,
+  sourceStream,
   sseParser,
   type Usage,
 } from "./shared.server.ts";
@@ -21,7 +23,10 @@ import {
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 
-function headers(config: ProviderConfig, extra: Record<string, string> = {}): HeadersInit {
+function headers(
+  config: ProviderConfig,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return {
     "content-type": "application/json",
     ...(config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {}),
@@ -50,7 +55,7 @@ function textOf(body: unknown): string {
 }
 
 /** Reads usage and text from an OpenAI SSE stream while passing its bytes through unchanged. */
-export function tapOpenAiStream(body: ReadableStream<Uint8Array>): StreamCompletion {
+export function tapOpenAiStream(body: AsyncIterable<Uint8Array>): StreamCompletion {
   let usage: Usage | null = null;
   let text = "";
   let settle!: (value: { usage: Usage | null; text: string; error?: string }) => void;
@@ -71,30 +76,31 @@ export function tapOpenAiStream(body: ReadableStream<Uint8Array>): StreamComplet
       // A malformed event is the client's to see; metering falls back to counting.
     }
   });
-  const reader = body.getReader();
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
+  const upstream = body[Symbol.asyncIterator]();
+  const source: AsyncIterator<Uint8Array> = {
+    async next() {
+      let read: IteratorResult<Uint8Array>;
       try {
-        const { done: ended, value } = await reader.read();
-        if (ended) {
-          parser.end();
-          controller.close();
-          settle({ usage, text });
-          return;
-        }
-        controller.enqueue(value);
-        parser.push(decoder.decode(value, { stream: true }));
+        read = await upstream.next();
       } catch (error) {
-        controller.error(error);
         settle({ usage, text, error: (error as Error).message });
+        throw error;
       }
+      if (read.done) {
+        parser.end();
+        settle({ usage, text });
+        return read;
+      }
+      parser.push(decoder.decode(read.value, { stream: true }));
+      return read;
     },
-    async cancel(reason) {
+    async return(reason?: unknown) {
       settle({ usage, text, error: "client disconnected" });
-      await reader.cancel(reason).catch(() => {});
+      await upstream.return?.(reason).catch(() => {});
+      return { done: true, value: undefined };
     },
-  });
-  return { stream, done };
+  };
+  return { stream: sourceStream(source), done };
 }
 
 export interface OpenAiCompatibleOptions {
@@ -140,11 +146,12 @@ export function openAiCompatibleClient(options: OpenAiCompatibleOptions): Provid
         { method: "POST", headers: headers(config, extra()), body: JSON.stringify(request) },
         signal,
       );
-      const native = (await readJson(provider, response)) as Record<string, unknown>;
+      const { value, text: raw } = await readJsonText(provider, response);
+      const native = value as Record<string, unknown>;
       if (!Array.isArray(native?.choices)) {
         throw new Error(`${provider}: chat completion without choices`);
       }
-      return { native, openai: native, usage: usageOf(native), text: textOf(native) };
+      return { native, openai: native, usage: usageOf(native), text: textOf(native), raw };
     },
 
     async chatStream(config, body: ChatBody, signal): Promise<StreamCompletion> {

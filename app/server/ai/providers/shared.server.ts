@@ -1,7 +1,14 @@
+import http, { type IncomingMessage } from "node:http";
+import https from "node:https";
+import { withDirectSource } from "../../platform/node-http.server.ts";
+
 // What every provider client shares: the provider names, the OpenAI-shaped request the layer
 // speaks internally, the error type that tells transient failures from permanent ones, and
-// small HTTP and server-sent-events helpers. Clients are plain fetch (docs/decisions/0020):
-// `globalThis.fetch` is looked up on every call, so msw intercepts it in tests.
+// small HTTP and server-sent-events helpers. Clients speak plain HTTP (docs/decisions/0020) over
+// node:http with keep-alive pools rather than fetch: undici's Request/Response/Web-stream
+// machinery cost more CPU per call than the whole platform logic (docs/decisions/0026).
+// `http.request` is looked up on every call, so msw (its ClientRequest interceptor) still
+// intercepts it in tests.
 
 export const providerNames = ["openai", "anthropic", "google", "openrouter"] as const;
 export type ProviderName = (typeof providerNames)[number];
@@ -54,6 +61,8 @@ export interface Completion {
   usage: Usage | null;
   /** The assistant's text, for counting tokens when the provider reports no usage. */
   text: string;
+  /** The provider's body as received, when `openai` is exactly it (passed on unserialised). */
+  raw?: string;
 }
 
 export interface StreamCompletion {
@@ -119,16 +128,87 @@ function errorMessageOf(body: unknown): string | undefined {
   return typeof message === "string" ? message : undefined;
 }
 
-/** fetch with the provider's error mapping: any non-2xx or network failure is a ProviderError. */
+export interface ProviderRequestInit {
+  method?: "GET" | "POST";
+  headers: Record<string, string>;
+  body?: string;
+}
+
+/** A provider's answer: status and headers, and its body as a Node stream (bytes as they come). */
+export interface ProviderResponse {
+  status: number;
+  headers: IncomingMessage["headers"];
+  body: IncomingMessage;
+  /** The whole body as text. */
+  text(): Promise<string>;
+}
+
+// One keep-alive pool per scheme: connections to a provider are reused across calls (no TCP or
+// TLS handshake per call). No cap on parallel calls (a stream may last minutes, and thousands
+// of agents stream at once); up to 256 idle connections per provider are kept. A call that
+// races a connection the provider is closing fails with a network error, which is transient
+// (retried).
+const agents = {
+  "http:": new http.Agent({ keepAlive: true, maxFreeSockets: 256 }),
+  "https:": new https.Agent({ keepAlive: true, maxFreeSockets: 256 }),
+};
+
+async function readText(body: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function send(url: string, init: ProviderRequestInit, signal: AbortSignal) {
+  return new Promise<IncomingMessage>((resolve, reject) => {
+    const target = new URL(url);
+    const secure = target.protocol === "https:";
+    if (!secure && target.protocol !== "http:") {
+      reject(new Error(`unsupported URL scheme ${target.protocol}`));
+      return;
+    }
+    const body = init.body === undefined ? undefined : Buffer.from(init.body);
+    const headers = body
+      ? { ...init.headers, "content-length": String(body.byteLength) }
+      : init.headers;
+    const options = {
+      method: init.method ?? "GET",
+      headers,
+      agent: agents[secure ? "https:" : "http:"],
+    };
+    const onResponse = (res: IncomingMessage) => {
+      // Failures after this point (abort, reset) reach whoever reads the body; without a
+      // listener an unread body's error would be uncaught.
+      res.on("error", () => {});
+      resolve(res);
+    };
+    const req = secure
+      ? https.request(target, options, onResponse)
+      : http.request(target, options, onResponse);
+    req.on("error", reject);
+    // Aborting (timeout, client gone) destroys the call, also mid-stream. A plain listener, not
+    // the `signal` option: that one adds an end-of-stream watcher per call.
+    const onAbort = () => req.destroy(signal.reason instanceof Error ? signal.reason : undefined);
+    if (signal.aborted) onAbort();
+    else {
+      signal.addEventListener("abort", onAbort, { once: true });
+      req.once("close", () => signal.removeEventListener("abort", onAbort));
+    }
+    // Headers and body leave in one write.
+    req.end(body);
+  });
+}
+
+/** One HTTP call with the provider's error mapping: any non-2xx or network failure is a ProviderError. */
 export async function providerFetch(
   provider: ProviderName,
   url: string,
-  init: RequestInit,
+  init: ProviderRequestInit,
   signal: AbortSignal,
-): Promise<Response> {
-  let response: Response;
+): Promise<ProviderResponse> {
+  let body: IncomingMessage;
   try {
-    response = await globalThis.fetch(url, { ...init, signal });
+    body = await send(url, init, signal);
   } catch (error) {
     const reason =
       signal.aborted && signal.reason instanceof Error && signal.reason.name === "TimeoutError"
@@ -136,28 +216,45 @@ export async function providerFetch(
         : (error as Error).message;
     throw new ProviderError(provider, 0, `${provider}: ${reason}`);
   }
-  if (!response.ok) {
-    const text = await response.text().catch(() => "");
+  const status = body.statusCode ?? 0;
+  if (status < 200 || status > 299) {
+    const text = await readText(body).catch(() => "");
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
       parsed = undefined;
     }
-    const detail = errorMessageOf(parsed) ?? (text.slice(0, 200) || response.statusText);
-    throw new ProviderError(provider, response.status, `${provider} ${response.status}: ${detail}`);
+    const detail = errorMessageOf(parsed) ?? (text.slice(0, 200) || body.statusMessage || "");
+    throw new ProviderError(provider, status, `${provider} ${status}: ${detail}`);
   }
-  return response;
+  return { status, headers: body.headers, body, text: () => readText(body) };
 }
 
-/** Reads a JSON body; a body that is not JSON is a provider failure (status 502). */
-export async function readJson(provider: ProviderName, response: Response): Promise<unknown> {
-  const text = await response.text();
+/** Reads a JSON body, also as text; a body that is not JSON is a provider failure (status 502). */
+export async function readJsonText(
+  provider: ProviderName,
+  response: ProviderResponse,
+): Promise<{ value: unknown; text: string }> {
+  let text: string;
   try {
-    return JSON.parse(text);
+    text = await response.text();
+  } catch (error) {
+    throw new ProviderError(provider, 0, `${provider}: ${(error as Error).message}`);
+  }
+  try {
+    return { value: JSON.parse(text), text };
   } catch {
     throw new ProviderError(provider, 502, `${provider}: response is not JSON`);
   }
+}
+
+/** Reads a JSON body; a body that is not JSON is a provider failure (status 502). */
+export async function readJson(
+  provider: ProviderName,
+  response: ProviderResponse,
+): Promise<unknown> {
+  return (await readJsonText(provider, response)).value;
 }
 
 export function joinUrl(base: string, path: string): string {
@@ -218,24 +315,54 @@ export const sseData = (value: unknown): Uint8Array =>
   encoder.encode(`data: ${typeof value === "string" ? value : JSON.stringify(value)}\n\n`);
 
 /**
+ * A ReadableStream over `source`, pulled only when read (high-water mark 0), and registered with
+ * the server entry, which writes `source`'s chunks straight to the socket instead
+ * (node-http.server.ts). Either way each chunk goes out as soon as the provider sent it.
+ */
+export function sourceStream(source: AsyncIterator<Uint8Array>): ReadableStream<Uint8Array> {
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const { done, value } = await source.next();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        } catch (error) {
+          controller.error(error);
+        }
+      },
+      async cancel(reason) {
+        await source.return?.(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return withDirectSource(stream, source);
+}
+
+type StreamResult = { usage: Usage | null; text: string; error?: string };
+
+/**
  * Turns a provider's SSE body into OpenAI chunks: `translate` maps each upstream event to zero
  * or more OpenAI chunk objects and records usage/text on the side. Ends with `data: [DONE]`.
  */
 export function translateSse(
   provider: ProviderName,
-  body: ReadableStream<Uint8Array>,
+  body: AsyncIterable<Uint8Array>,
   translate: (event: SseEvent, emit: (chunk: unknown) => void) => void,
   finish: (emit: (chunk: unknown) => void) => void,
   result: () => { usage: Usage | null; text: string },
 ): StreamCompletion {
-  let settle!: (value: { usage: Usage | null; text: string; error?: string }) => void;
-  const done = new Promise<{ usage: Usage | null; text: string; error?: string }>((r) => {
+  let settle!: (value: StreamResult) => void;
+  const done = new Promise<StreamResult>((r) => {
     settle = r;
   });
-  const reader = body.getReader();
+  const upstream = body[Symbol.asyncIterator]();
   const decoder = new TextDecoder();
   let failure: string | undefined;
-  let emit: (chunk: unknown) => void = () => {};
+  let out: Uint8Array[] = [];
+  let ended = false;
+  const emit = (chunk: unknown) => out.push(sseData(chunk));
   const parser = sseParser((event) => {
     try {
       translate(event, emit);
@@ -243,32 +370,44 @@ export function translateSse(
       failure = `${provider}: ${(error as Error).message}`;
     }
   });
-  const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      emit = (chunk: unknown) => controller.enqueue(sseData(chunk));
-    },
-    async pull(controller) {
-      try {
-        const { done: ended, value } = await reader.read();
-        if (ended) {
+  const take = (): IteratorResult<Uint8Array> => {
+    const value = out.length === 1 ? out[0]! : Buffer.concat(out);
+    out = [];
+    return { done: false, value };
+  };
+  const source: AsyncIterator<Uint8Array> = {
+    async next() {
+      // Reads upstream until at least one OpenAI chunk is ready; what one read yields goes out
+      // as one write.
+      while (out.length === 0) {
+        if (ended) return { done: true, value: undefined };
+        let read: IteratorResult<Uint8Array>;
+        try {
+          read = await upstream.next();
+        } catch (error) {
+          failure = `${provider}: ${(error as Error).message}`;
+          ended = true;
+          settle({ ...result(), error: failure });
+          throw error;
+        }
+        if (read.done) {
           parser.end();
           finish(emit);
-          controller.enqueue(sseData("[DONE]"));
-          controller.close();
+          out.push(sseData("[DONE]"));
+          ended = true;
           settle({ ...result(), error: failure });
-          return;
+        } else {
+          parser.push(decoder.decode(read.value, { stream: true }));
         }
-        parser.push(decoder.decode(value, { stream: true }));
-      } catch (error) {
-        failure = `${provider}: ${(error as Error).message}`;
-        controller.error(error);
-        settle({ ...result(), error: failure });
       }
+      return take();
     },
-    async cancel(reason) {
+    async return(reason?: unknown) {
+      ended = true;
       settle({ ...result(), error: "client disconnected" });
-      await reader.cancel(reason).catch(() => {});
+      await upstream.return?.(reason).catch(() => {});
+      return { done: true, value: undefined };
     },
-  });
-  return { stream, done };
+  };
+  return { stream: sourceStream(source), done };
 }
