@@ -94,7 +94,7 @@ LATEST_TAG="$IMAGE_REPO:latest"
 # channel plugin in the lockfile) is told apart by this hash, and rebuilt.
 SOURCES_HASH="$(cat "$SCRIPT_DIR/package.json" "$SCRIPT_DIR/package-lock.json" "$SCRIPT_DIR/entrypoint.sh" \
   "$SCRIPT_DIR/openclaw.default.json" "$SCRIPT_DIR/warm-compile-cache.sh" "$SCRIPT_DIR/link-plugins.mjs" \
-  "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
+  "$SCRIPT_DIR/plugin-root.sh" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 
 skip_if_built() {
   [ "$FORCE" -eq 0 ] && docker image inspect "$TAG" >/dev/null 2>&1 || return 0
@@ -204,7 +204,11 @@ while IFS= read -r -d '' addon; do
   esac
   # Only glibc x86-64 ELF objects; skip other platforms and WebAssembly named *.so.
   [ "$(head -c 4 "$addon" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
-  ldd "$addon" 2>/dev/null | grep -q 'libc.so.6' || continue
+  # Not `ldd | grep -q`: grep's early exit fails the pipeline (pipefail, SIGPIPE) at random.
+  case "$(ldd "$addon" 2>/dev/null || true)" in
+    *libc.so.6*) ;;
+    *) continue ;;
+  esac
   add_ldd "$addon"
 done < <(find "$APP_DIR/node_modules" -type f \( -name '*.node' -o -name '*.so' \) -print0)
 for extra in libutil.so.1; do
@@ -214,6 +218,7 @@ for extra in libutil.so.1; do
 done
 for lib in "${!LIBS[@]}"; do
   case "$lib" in
+    "$APP_DIR"/*) continue ;; # shipped inside node_modules (sharp's libvips): already in the image
     /lib64/* | /lib/x86_64-linux-gnu/* | /usr/lib/x86_64-linux-gnu/*) ;;
     *) die "unexpected library location $lib" ;;
   esac
@@ -288,11 +293,13 @@ mkdir -p "$TOP_CTX"
 install -m 0755 "$SCRIPT_DIR/entrypoint.sh" "$TOP_CTX/entrypoint.sh"
 install -m 0644 "$SCRIPT_DIR/openclaw.default.json" "$TOP_CTX/openclaw.default.json"
 install -m 0755 "$SCRIPT_DIR/warm-compile-cache.sh" "$TOP_CTX/warm-compile-cache.sh"
+install -m 0755 "$SCRIPT_DIR/plugin-root.sh" "$TOP_CTX/plugin-root.sh"
 cat >"$TOP_CTX/Dockerfile" <<EOF
 FROM $BASE_TAG
 COPY entrypoint.sh /usr/local/bin/agent-gateway-entrypoint
 COPY openclaw.default.json /etc/agent-gateway/openclaw.default.json
 COPY warm-compile-cache.sh /usr/local/lib/agent-gateway/warm-compile-cache.sh
+COPY plugin-root.sh /usr/local/lib/agent-gateway/plugin-root.sh
 ENV HOME=/home/node \\
     OPENCLAW_STATE_DIR=/home/node/.openclaw \\
     OPENCLAW_CONFIG_PATH=/home/node/.openclaw/openclaw.json \\

@@ -4,16 +4,14 @@
 # - Creates the state, workspace and cache folders inside the volume.
 # - On first start (no config in the volume) writes the default config from
 #   /etc/agent-gateway/openclaw.default.json. An existing config is never touched.
-# - Links the channel plugins baked into the image (gateway-plugins.txt: @openclaw/discord,
-#   @openclaw/whatsapp) into the state folder's managed npm root, where OpenClaw finds them as
-#   official npm installs (trusted) without any network (docs/decisions/0085-chat-channel-plugins.md).
+# - Links the channel plugins baked into the image (@openclaw/discord, @openclaw/whatsapp) into
+#   the state folder's managed npm root (plugin-root.sh), where OpenClaw loads them offline.
 # - The gateway token comes only from OPENCLAW_GATEWAY_TOKEN; it is never written to disk.
 # - Arguments are an openclaw command line (default: gateway run --bind lan --port 18789);
 #   a first argument that is a program on PATH (sh, node, ...) is run as is.
 set -eu
 
-OPENCLAW_APP=/opt/openclaw
-OPENCLAW_ENTRY=$OPENCLAW_APP/node_modules/openclaw/openclaw.mjs
+OPENCLAW_ENTRY=/opt/openclaw/node_modules/openclaw/openclaw.mjs
 CONFIG_TEMPLATE=/etc/agent-gateway/openclaw.default.json
 
 die() {
@@ -38,22 +36,7 @@ if [ ! -e "$CONFIG_PATH" ]; then
   echo "agent-gateway: first start, wrote default config to $CONFIG_PATH" >&2
 fi
 
-# Rewritten on every start, so a new image's plugin versions replace the previous ones.
-PLUGINS_LIST="$OPENCLAW_APP/gateway-plugins.txt"
-if [ -s "$PLUGINS_LIST" ]; then
-  NPM_ROOT="$STATE_DIR/npm"
-  deps=""
-  while read -r name version; do
-    [ -n "$name" ] || continue
-    link="$NPM_ROOT/node_modules/$name"
-    mkdir -p "$(dirname "$link")"
-    [ -L "$link" ] || rm -rf "$link"
-    ln -sfn "$OPENCLAW_APP/node_modules/$name" "$link"
-    deps="$deps${deps:+,}\"$name\":\"$version\""
-  done <"$PLUGINS_LIST"
-  printf '{"name":"agent-gateway-plugins","private":true,"dependencies":{%s}}\n' "$deps" >"$NPM_ROOT/package.json.tmp.$$"
-  mv "$NPM_ROOT/package.json.tmp.$$" "$NPM_ROOT/package.json"
-fi
+/usr/local/lib/agent-gateway/plugin-root.sh "$STATE_DIR"
 
 if [ "$#" -eq 0 ]; then
   set -- gateway run --bind lan --port 18789
