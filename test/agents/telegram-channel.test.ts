@@ -1,6 +1,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import * as chatPage from "../../app/routes/agents.$id.chat.tsx";
 import * as agentRoute from "../../app/routes/api.agent.ts";
 import * as whatsappRoute from "../../app/routes/api.agent.whatsapp.ts";
 import * as messagesRoute from "../../app/routes/api.agents.$id.messages.ts";
@@ -228,6 +229,32 @@ describeDocker("chat channels with the real gateway", () => {
     );
     expect(res.status).toBe(502);
     expect(res.json.error).toMatch(/^WhatsApp linking failed: /);
+
+    // The chat page: the channels card gets WhatsApp's state; its "Link WhatsApp" form post
+    // shows the same failure (no JavaScript needed).
+    const shown = (await chatPage.loader({
+      request: new Request(`http://localhost/agents/${agentId}/chat`, {
+        headers: { cookie: user.cookie },
+      }),
+      params: { id: agentId },
+      context: { remoteAddress: "127.0.0.1" },
+    } as never)) as { whatsapp: { status: { configured: boolean; linked: boolean } | null } };
+    expect(shown.whatsapp.status).toMatchObject({ configured: true, linked: false });
+    const posted = (await chatPage.action({
+      request: new Request(`http://localhost/agents/${agentId}/chat`, {
+        method: "POST",
+        headers: {
+          cookie: user.cookie,
+          origin: "http://localhost",
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: new URLSearchParams({ intent: "whatsapp-link" }),
+      }),
+      params: { id: agentId },
+      context: { remoteAddress: "127.0.0.1" },
+    } as never)) as { data: { ok: boolean; message: string }; init: { status: number } };
+    expect(posted.init.status).toBe(502);
+    expect(posted.data).toMatchObject({ ok: false, message: expect.stringMatching(/^WhatsApp/) });
 
     // Another user (no instance, no chatapp3) cannot reach this gateway's WhatsApp.
     const other = await agentUser();
