@@ -11,9 +11,12 @@ import { env } from "../../app/server/platform/env.server.ts";
 // image build's staging copy.
 
 export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+interface PackageJson {
+  dependencies: Record<string, string> & { openclaw: string };
+}
 const gatewayPackage = JSON.parse(
   readFileSync(path.join(repo, "gateway/package.json"), "utf8"),
-) as { dependencies: { openclaw: string } };
+) as PackageJson;
 
 export const PINNED_OPENCLAW = gatewayPackage.dependencies.openclaw;
 
@@ -56,17 +59,23 @@ export function resolveOpenclaw(version: string): string | undefined {
 const appOf = (openclawDir: string) => path.resolve(openclawDir, "../..");
 
 /**
- * Whether an OpenClaw install carries what gateway/ pins now: an install made by this module
- * (or the image build) from another lockfile, e.g. one without the channel plugins, is stale.
- * A folder the operator names (RUNTIME_OPENCLAW_DIR) is theirs to keep current.
+ * Whether an OpenClaw install carries what gateway/ pins now (the same exact dependencies, the
+ * channel plugins prepared): an install made from an older gateway/package.json, e.g. one
+ * without the plugins, is stale. (npm rewrites the lockfile of bundled dependencies on install,
+ * so the lockfiles are not compared.) A folder the operator names (RUNTIME_OPENCLAW_DIR) is
+ * theirs to keep current.
  */
 function upToDate(openclawDir: string): boolean {
   const configured = env().RUNTIME_OPENCLAW_DIR;
   if (configured && openclawDir.startsWith(path.resolve(configured))) return true;
   try {
-    const lock = (dir: string) => readFileSync(path.join(dir, "package-lock.json"), "utf8");
+    const deps = (dir: string) =>
+      JSON.stringify(
+        (JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as PackageJson)
+          .dependencies,
+      );
     return (
-      lock(appOf(openclawDir)) === lock(path.join(repo, "gateway")) &&
+      deps(appOf(openclawDir)) === deps(path.join(repo, "gateway")) &&
       existsSync(path.join(appOf(openclawDir), "gateway-plugins.txt"))
     );
   } catch {
@@ -145,13 +154,15 @@ export async function installOpenclaw(
   log(`installing OpenClaw ${PINNED_OPENCLAW} for the process driver into ${dir}`);
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(npm, ["ci", "--no-audit", "--no-fund", "--loglevel=error"], {
+    // Not `npm ci`: it refuses lockfiles whose bundled dependencies (the channel plugins ship
+    // theirs) npm itself resolves differently; plain `npm install` follows the lockfile.
+    const child = spawn(npm, ["install", "--no-audit", "--no-fund", "--loglevel=error"], {
       cwd: dir,
       stdio: ["ignore", "inherit", "inherit"],
     });
     child.once("error", reject);
     child.once("exit", (code) =>
-      code === 0 ? resolve() : reject(new Error(`npm ci exited with ${code}`)),
+      code === 0 ? resolve() : reject(new Error(`npm install exited with ${code}`)),
     );
   });
   await linkPlugins(dir);
