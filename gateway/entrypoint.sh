@@ -4,6 +4,8 @@
 # - Creates the state, workspace and cache folders inside the volume.
 # - On first start (no config in the volume) writes the default config from
 #   /etc/agent-gateway/openclaw.default.json. An existing config is never touched.
+# - Links the channel plugins baked into the image (@openclaw/discord, @openclaw/whatsapp) into
+#   the state folder's managed npm root (plugin-root.sh), where OpenClaw loads them offline.
 # - The gateway token comes only from OPENCLAW_GATEWAY_TOKEN; it is never written to disk.
 # - Arguments are an openclaw command line (default: gateway run --bind lan --port 18789);
 #   a first argument that is a program on PATH (sh, node, ...) is run as is.
@@ -33,6 +35,8 @@ if [ ! -e "$CONFIG_PATH" ]; then
   mv "$CONFIG_PATH.tmp.$$" "$CONFIG_PATH"
   echo "agent-gateway: first start, wrote default config to $CONFIG_PATH" >&2
 fi
+
+/usr/local/lib/agent-gateway/plugin-root.sh "$STATE_DIR"
 
 if [ "$#" -eq 0 ]; then
   set -- gateway run --bind lan --port 18789

@@ -43,7 +43,7 @@ now_ms() { date +%s%3N; }
 http_get() {
   local url="$1" auth="${2:-}"
   if command -v curl >/dev/null 2>&1; then
-    local args=(-sS -m 3 -o /dev/stdout -w ' %{http_code}')
+    local args=(-sS -m 15 -o /dev/stdout -w ' %{http_code}')
     [ -z "$auth" ] || args+=(-H "Authorization: Bearer $auth")
     local out
     out="$(curl "${args[@]}" "$url" 2>/dev/null)" || return 1
@@ -123,6 +123,14 @@ case "$VERSION" in
   *"$LABEL_VERSION"*) ;;
   *) fail "openclaw --version says '$VERSION', the image label says $LABEL_VERSION" ;;
 esac
+# The channel plugins are linked into the state's managed npm root, resolving to the image's copies.
+for plugin in discord whatsapp; do
+  docker exec "$NAME" test -f "/home/node/.openclaw/npm/node_modules/@openclaw/$plugin/openclaw.plugin.json" ||
+    fail "the $plugin plugin is not linked into /home/node/.openclaw/npm"
+  docker exec "$NAME" grep -qF "\"@openclaw/$plugin\"" /home/node/.openclaw/npm/package.json ||
+    fail "@openclaw/$plugin is missing from /home/node/.openclaw/npm/package.json"
+done
+log "channel plugins linked: $(docker exec "$NAME" cat /home/node/.openclaw/npm/package.json)"
 log "gateway version: $VERSION (container user $(docker exec "$NAME" id -u):$(docker exec "$NAME" id -g))"
 
 MEM="$(docker stats --no-stream --format '{{.MemUsage}} pids={{.PIDs}}' "$NAME")"

@@ -24,7 +24,21 @@ OPENCLAW_GATEWAY_TOKEN="warm-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 export OPENCLAW_GATEWAY_TOKEN
 
 mkdir -p "$OPENCLAW_STATE_DIR"
-cp /etc/agent-gateway/openclaw.default.json "$OPENCLAW_CONFIG_PATH"
+# The channel plugins are loaded too (Discord with a dummy token, WhatsApp unlinked; neither
+# reaches its service), so their modules are in the cache: enabling a channel later hot-loads
+# ~130 MB of plugin code, which takes tens of seconds uncompiled on one CPU.
+/usr/local/lib/agent-gateway/plugin-root.sh "$OPENCLAW_STATE_DIR"
+cat >"$OPENCLAW_CONFIG_PATH" <<'JSON'
+{
+  "gateway": { "mode": "local", "bind": "loopback", "port": 18789, "auth": { "mode": "token" } },
+  "agents": { "defaults": { "skipBootstrap": true } },
+  "plugins": { "entries": { "discord": { "enabled": true }, "whatsapp": { "enabled": true } } },
+  "channels": {
+    "discord": { "enabled": true, "token": "warm.up.not-a-real-discord-token" },
+    "whatsapp": { "enabled": true }
+  }
+}
+JSON
 
 start=$(date +%s)
 node "$OPENCLAW_ENTRY" gateway run --bind loopback --port "$PORT" >"$WARM_HOME/gateway.log" 2>&1 &
@@ -44,6 +58,14 @@ until wget -q -O /dev/null "http://127.0.0.1:$PORT/healthz" 2>/dev/null; do
   sleep 0.2
 done
 ready=$(($(date +%s) - start))
+# Channels start after /healthz; "[gateway] ready" follows once they did (their runtime modules
+# loaded). Best effort: the cache is still useful without it.
+until grep -qE 'gateway\][^ ]* +[^ ]*ready[^ ]*$' "$WARM_HOME/gateway.log" 2>/dev/null; do
+  kill -0 "$pid" 2>/dev/null || fail "the gateway exited before it was ready"
+  [ $(($(date +%s) - start)) -lt "$TIMEOUT_S" ] || break
+  sleep 0.5
+done
+channels_ready=$(($(date +%s) - start))
 
 # SIGTERM: graceful shutdown; Node writes the compile cache when the process exits.
 kill -TERM "$pid"
@@ -55,5 +77,5 @@ for entry in /tmp/* /tmp/.[!.]*; do
   [ "$entry" = /tmp/node-compile-cache ] || rm -rf "$entry"
 done
 [ -d /tmp/node-compile-cache/openclaw ] || fail "no compile cache was written"
-echo "warm-compile-cache: gateway answered /healthz after ${ready}s;" \
+echo "warm-compile-cache: gateway answered /healthz after ${ready}s, channels after ${channels_ready}s;" \
   "compile cache $(du -sh /tmp/node-compile-cache | cut -f1)"

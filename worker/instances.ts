@@ -1,7 +1,7 @@
 import {
   applyChannels,
   channelSettings,
-  channelsConfig,
+  channelsPatch,
 } from "../app/server/agents/channels.server.ts";
 import {
   type DeviceIdentity,
@@ -563,15 +563,15 @@ export async function applyPlatformConfig(
     [DEPLOYMENT_LABEL]: deployment(),
   });
   await revokeInstanceTokens(row.id);
-  const channels = channelsConfig(await channelSettings(row.user_id));
   const config = {
     ...gatewayConfig({
       aiBaseUrl: await platformAiBaseUrl(gatewayIp),
       aiToken: await issueInstanceToken(row.user_id, row.id),
       model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
     }),
-    // The user's messaging channels survive repair and pool adoption.
-    ...(Object.keys(channels).length > 0 ? { channels } : {}),
+    // The user's messaging channels (and their plugins' enablement) survive repair and pool
+    // adoption.
+    ...channelsPatch(await channelSettings(row.user_id)),
   };
   const current = await client.request<{ hash: string }>("config.get");
   await client.request(

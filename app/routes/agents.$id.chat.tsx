@@ -8,6 +8,7 @@ import { Form, useActionData, useLoaderData, useNavigate, useRevalidator } from 
 import { type FormEvent, useEffect, useRef, useState } from "react";
 import { Card, Notice } from "../components/forms.tsx";
 import { HlsPlayer } from "../components/hls-player.tsx";
+import { WhatsAppLinkPanel } from "../components/whatsapp-link.tsx";
 import { guardAction, limitByIp, requirePageSession } from "../server/accounts/pages.server.ts";
 import { getOwnedAgent } from "../server/agents/agents.server.ts";
 import {
@@ -27,6 +28,11 @@ import {
   memory,
   updateSkill,
 } from "../server/agents/talk.server.ts";
+import {
+  startWhatsAppLink,
+  waitWhatsAppLink,
+  whatsappStatus,
+} from "../server/agents/whatsapp-link.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 
 // The chat page of an agent: sessions, the conversation (streamed over the live agent socket
@@ -64,6 +70,8 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
     credentials(user.id),
     liveStreamOf(user.id),
   ]);
+  // WhatsApp's link state, once chatapp3 is set up (the gateway is asked only then).
+  const whatsapp = creds.credentials.chatapp3 ? await attempt(() => whatsappStatus(user.id)) : null;
   return {
     userId: user.id,
     agent: { id: agent.id, name: agent.name, model: agent.model },
@@ -80,10 +88,17 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
     skills: skills.value?.skills ?? [],
     credentials: creds.credentials,
     stream: stream ?? null,
+    whatsapp: whatsapp ? { status: whatsapp.value ?? null, error: whatsapp.error ?? null } : null,
   };
 }
 
-type ActionResult = { ok: boolean; message?: string; reply?: string; sessionId?: string };
+type ActionResult = {
+  ok: boolean;
+  message?: string;
+  reply?: string;
+  sessionId?: string;
+  whatsapp?: { linked: boolean; qrDataUrl: string | null };
+};
 
 export async function action({ request, params, context }: ActionFunctionArgs) {
   guardAction(request);
@@ -138,6 +153,25 @@ export async function action({ request, params, context }: ActionFunctionArgs) {
           chatapp3Token: text("chatapp3Token"),
         });
         return { ok: true, message: "Channels saved; the live stream is ready" };
+      }
+      case "whatsapp-link": {
+        const link = await startWhatsAppLink(user.id, { force: form.get("force") === "true" });
+        return {
+          ok: true,
+          message: link.linked ? "WhatsApp is linked" : link.message,
+          whatsapp: { linked: link.linked, qrDataUrl: link.qrDataUrl },
+        } satisfies ActionResult;
+      }
+      case "whatsapp-wait": {
+        const current = text("currentQrDataUrl");
+        const link = await waitWhatsAppLink(user.id, {
+          ...(current ? { currentQrDataUrl: current } : {}),
+        });
+        return {
+          ok: true,
+          message: link.linked ? "WhatsApp is linked" : link.message,
+          whatsapp: { linked: link.linked, qrDataUrl: link.qrDataUrl },
+        } satisfies ActionResult;
       }
       default:
         return data<ActionResult>({ ok: false, message: "Unknown action" }, 400);
@@ -410,7 +444,7 @@ export default function AgentChat() {
           {[
             ["chatapp1Token", "Telegram bot token"],
             ["chatapp2BotToken", "Discord bot token"],
-            ["chatapp3Token", "WhatsApp (linked by QR in the gateway)"],
+            ["chatapp3Token", "WhatsApp (a reference of yours; the phone is linked by QR below)"],
           ].map(([name, label]) => (
             <label key={name} className="block">
               {label}{" "}
@@ -426,6 +460,13 @@ export default function AgentChat() {
             Save channels
           </button>
         </Form>
+        {d.whatsapp ? (
+          <WhatsAppLinkPanel
+            status={d.whatsapp.status}
+            statusError={d.whatsapp.error}
+            result={result?.whatsapp}
+          />
+        ) : null}
         {d.stream ? (
           <div className="mt-4 space-y-1 text-sm" data-testid="stream">
             <p>

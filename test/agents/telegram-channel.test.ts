@@ -1,14 +1,21 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import * as chatPage from "../../app/routes/agents.$id.chat.tsx";
+import * as agentRoute from "../../app/routes/api.agent.ts";
+import * as whatsappRoute from "../../app/routes/api.agent.whatsapp.ts";
 import * as messagesRoute from "../../app/routes/api.agents.$id.messages.ts";
+import * as provisionRoute from "../../app/routes/api.provision.ts";
 import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import {
   applyChannels,
   channelSettings,
   storeChannelCredential,
 } from "../../app/server/agents/channels.server.ts";
-import { closeGatewayClients } from "../../app/server/agents/gateway-connection.server.ts";
+import {
+  closeGatewayClients,
+  gatewayClientFor,
+} from "../../app/server/agents/gateway-connection.server.ts";
 import {
   ensureInstanceRecord,
   getInstance,
@@ -21,6 +28,8 @@ import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { configureAi, giveCredits } from "../ai/support.ts";
 import { serveAiEndpoint } from "../helpers/ai-endpoint.ts";
+import { createDiscordFake } from "../msw/handlers/discord.ts";
+import { createMuxFake } from "../msw/handlers/mux.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
 import {
@@ -33,14 +42,21 @@ import {
 import { type FakeTelegram, startFakeTelegram } from "./fake-telegram.ts";
 import { agentUser, asUser } from "./support.ts";
 
-// A conversation on a chat channel (chatapp1 = Telegram), end to end with the real gateway: the
+// The chat channels with the real gateway (one instance for the file). Telegram (chatapp1), end
+// to end: the
 // platform writes the bot token (and the owner as the only allowed sender) into the gateway's
 // channels; a person writes to the bot (a local stand-in of the Bot API, TELEGRAM_API_URL, which
 // the gateway long-polls); the agent answers through the platform's model endpoint; the bot's
 // reply goes out through the Bot API; the platform records both messages with platform chatapp1.
+// Discord (chatapp2) and WhatsApp (chatapp3) are OpenClaw plugins baked into the image: a
+// provisioned Discord token lands in the gateway's config (discord.com is out of reach here, so
+// it does not connect), and WhatsApp linking, which needs WhatsApp's servers, answers 502.
 
 const rt = new DockerRuntime({ maxCpus: 1 });
 const openai = createOpenAiFake();
+const discord = createDiscordFake();
+const mux = createMuxFake();
+const DISCORD_TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4OQ.channels.discord-token";
 const OWNER = { id: 424242, first_name: "Ada" };
 let bridge: Server;
 let telegram: FakeTelegram;
@@ -49,11 +65,13 @@ let user: { id: string; cookie: string };
 let agentId: string;
 let instance: InstanceRow;
 
-describeDocker("a Telegram conversation with the real gateway", () => {
+describeDocker("chat channels with the real gateway", () => {
   beforeAll(async () => {
     process.env.RUNTIME_DEPLOYMENT = testRun;
     process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
-    mswServer.use(...openai.handlers);
+    Object.assign(process.env, { MUX_TOKEN_ID: "mux-token-id", MUX_TOKEN_SECRET: "mux-secret" });
+    mswServer.use(...openai.handlers, ...discord.handlers, ...mux.handlers);
+    discord.state.tokens.add(DISCORD_TOKEN);
     await configureAi({ OPENAI_API_KEY: "test-key" });
     setRuntime(rt);
     allowDockerNetworks();
@@ -136,4 +154,114 @@ describeDocker("a Telegram conversation with the real gateway", () => {
     expect(messages.find((m) => m.sender === "user")?.content).toContain("Hello from Telegram");
     expect(messages.find((m) => m.sender === "agent")?.content).toContain(openai.state.reply);
   }, 300_000);
+
+  it("loads the Discord and WhatsApp plugins; a provisioned Discord token configures Discord", async () => {
+    const t0 = Date.now();
+    const res = await asUser(user, provisionRoute, "/api/provision", {
+      method: "POST",
+      body: {
+        chatapp2BotToken: DISCORD_TOKEN,
+        chatapp2GuildId: "111111111111111111",
+        chatapp2ChannelId: "222222222222222222",
+        chatapp3Token: "my-whatsapp",
+      },
+      remoteAddress: "198.51.100.77",
+    });
+    process.stdout.write(
+      `provision with discord+whatsapp (plugins hot-loaded): ${Date.now() - t0} ms\n`,
+    );
+    expect(res.status, JSON.stringify(res.json)).toBe(200);
+    expect(res.json.metadata).toMatchObject({ channels: { chatapp2: true, chatapp3: true } });
+
+    const client = await gatewayClientFor((await getInstance(instance.id)) as InstanceRow);
+    // config.get redacts secrets; the shape and the plugin enablement are what the platform wrote.
+    const config = await client.request<{
+      config: {
+        channels?: Record<string, Record<string, unknown>>;
+        plugins?: { entries?: Record<string, { enabled?: boolean }> };
+      };
+    }>("config.get");
+    expect(config.config.channels?.discord).toMatchObject({
+      enabled: true,
+      groupPolicy: "allowlist",
+      guilds: { "111111111111111111": { channels: { "222222222222222222": { enabled: true } } } },
+    });
+    expect(config.config.channels?.discord?.token).toBeTruthy();
+    expect(config.config.channels?.whatsapp).toMatchObject({ enabled: true });
+    expect(config.config.plugins?.entries).toMatchObject({
+      discord: { enabled: true },
+      whatsapp: { enabled: true },
+    });
+
+    // Both plugins are loaded: the gateway reports their channels (Discord configured, trying
+    // to reach discord.com; WhatsApp configured, not linked).
+    const status = await waitFor(
+      async () => {
+        const s = await client.request<{
+          channelOrder: string[];
+          channels: Record<string, { configured?: boolean; linked?: boolean }>;
+        }>("channels.status", {});
+        return s.channels.discord?.configured && s.channels.whatsapp?.configured ? s : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 1_000, what: "discord and whatsapp in channels.status" },
+    );
+    expect(status.channelOrder).toEqual(
+      expect.arrayContaining(["telegram", "discord", "whatsapp"]),
+    );
+    expect(status.channels.whatsapp?.linked).toBe(false);
+
+    const creds = await asUser(user, agentRoute, "/api/agent?action=credentials");
+    expect(creds.json.credentials).toMatchObject({ chatapp2: true, chatapp3: true });
+  }, 180_000);
+
+  it("WhatsApp linking answers 502 naming WhatsApp when its servers are out of reach", async () => {
+    const state = await asUser(user, whatsappRoute, "/api/agent/whatsapp");
+    expect(state.status).toBe(200);
+    expect(state.json).toMatchObject({ configured: true, linked: false, connected: false });
+
+    const t0 = Date.now();
+    const res = await asUser(user, whatsappRoute, "/api/agent/whatsapp", {
+      method: "POST",
+      body: { action: "start" },
+    });
+    process.stdout.write(
+      `whatsapp link: ${res.status} in ${Date.now() - t0} ms: ${res.json.error}\n`,
+    );
+    expect(res.status).toBe(502);
+    expect(res.json.error).toMatch(/^WhatsApp linking failed: /);
+
+    // The chat page: the channels card gets WhatsApp's state; its "Link WhatsApp" form post
+    // shows the same failure (no JavaScript needed).
+    const shown = (await chatPage.loader({
+      request: new Request(`http://localhost/agents/${agentId}/chat`, {
+        headers: { cookie: user.cookie },
+      }),
+      params: { id: agentId },
+      context: { remoteAddress: "127.0.0.1" },
+    } as never)) as { whatsapp: { status: { configured: boolean; linked: boolean } | null } };
+    expect(shown.whatsapp.status).toMatchObject({ configured: true, linked: false });
+    const posted = (await chatPage.action({
+      request: new Request(`http://localhost/agents/${agentId}/chat`, {
+        method: "POST",
+        headers: {
+          cookie: user.cookie,
+          origin: "http://localhost",
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: new URLSearchParams({ intent: "whatsapp-link" }),
+      }),
+      params: { id: agentId },
+      context: { remoteAddress: "127.0.0.1" },
+    } as never)) as { data: { ok: boolean; message: string }; init: { status: number } };
+    expect(posted.init.status).toBe(502);
+    expect(posted.data).toMatchObject({ ok: false, message: expect.stringMatching(/^WhatsApp/) });
+
+    // Another user (no instance, no chatapp3) cannot reach this gateway's WhatsApp.
+    const other = await agentUser();
+    const refused = await asUser(other, whatsappRoute, "/api/agent/whatsapp", {
+      method: "POST",
+      body: {},
+    });
+    expect(refused.status).toBe(400);
+  }, 120_000);
 });

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { copyFile, mkdir } from "node:fs/promises";
+import { copyFile, lstat, mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { env } from "../../app/server/platform/env.server.ts";
@@ -11,9 +11,12 @@ import { env } from "../../app/server/platform/env.server.ts";
 // image build's staging copy.
 
 export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+interface PackageJson {
+  dependencies: Record<string, string> & { openclaw: string };
+}
 const gatewayPackage = JSON.parse(
   readFileSync(path.join(repo, "gateway/package.json"), "utf8"),
-) as { dependencies: { openclaw: string } };
+) as PackageJson;
 
 export const PINNED_OPENCLAW = gatewayPackage.dependencies.openclaw;
 
@@ -45,18 +48,105 @@ export function resolveOpenclaw(version: string): string | undefined {
     path.join(repo, ".data/openclaw", version, "node_modules/openclaw"),
     path.join(repo, ".data/gateway-build/base/app/node_modules/openclaw"),
   ];
-  return candidates.find(
+  const usable = candidates.filter(
     (dir) => existsSync(path.join(dir, "openclaw.mjs")) && versionAt(dir) === version,
   );
+  // Prefer an install that matches gateway/ now (with the channel plugins).
+  return usable.find(upToDate) ?? usable[0];
 }
 
-/** Installs the pinned OpenClaw from gateway/package-lock.json (~40 s, npm registry). */
+/** The install folder (package.json, node_modules) of an OpenClaw package folder. */
+const appOf = (openclawDir: string) => path.resolve(openclawDir, "../..");
+
+/**
+ * Whether an OpenClaw install carries what gateway/ pins now (the same exact dependencies, the
+ * channel plugins prepared): an install made from an older gateway/package.json, e.g. one
+ * without the plugins, is stale. (npm rewrites the lockfile of bundled dependencies on install,
+ * so the lockfiles are not compared.) A folder the operator names (RUNTIME_OPENCLAW_DIR) is
+ * theirs to keep current.
+ */
+function upToDate(openclawDir: string): boolean {
+  const configured = env().RUNTIME_OPENCLAW_DIR;
+  if (configured && openclawDir.startsWith(path.resolve(configured))) return true;
+  try {
+    const deps = (dir: string) =>
+      JSON.stringify(
+        (JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as PackageJson)
+          .dependencies,
+      );
+    return (
+      deps(appOf(openclawDir)) === deps(path.join(repo, "gateway")) &&
+      existsSync(path.join(appOf(openclawDir), "gateway-plugins.txt"))
+    );
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The channel plugins of an install (gateway/link-plugins.mjs wrote gateway-plugins.txt):
+ * `[package, version]` pairs.
+ */
+export function pluginsOf(openclawDir: string): Array<[string, string]> {
+  try {
+    return readFileSync(path.join(appOf(openclawDir), "gateway-plugins.txt"), "utf8")
+      .split("\n")
+      .map((line) => line.trim().split(/\s+/))
+      .filter((parts): parts is [string, string] => parts.length === 2 && Boolean(parts[0]));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Links the install's channel plugins into a state folder's managed npm root, as the image's
+ * entrypoint does: OpenClaw recovers trusted npm install records from `<state>/npm`
+ * (package.json + node_modules/<plugin>), so Discord and WhatsApp load with no network.
+ */
+export async function linkPluginRoot(stateDir: string, openclawDir: string): Promise<void> {
+  const plugins = pluginsOf(openclawDir);
+  if (plugins.length === 0) return;
+  const npmRoot = path.join(stateDir, "npm");
+  for (const [name] of plugins) {
+    const link = path.join(npmRoot, "node_modules", ...name.split("/"));
+    await mkdir(path.dirname(link), { recursive: true, mode: 0o700 });
+    const current = await lstat(link).catch(() => undefined);
+    if (current) await rm(link, { recursive: true, force: true });
+    await symlink(path.join(appOf(openclawDir), "node_modules", ...name.split("/")), link);
+  }
+  const pkg = {
+    name: "agent-gateway-plugins",
+    private: true,
+    dependencies: Object.fromEntries(plugins),
+  };
+  const tmp = path.join(npmRoot, `package.json.tmp.${process.pid}`);
+  await writeFile(tmp, `${JSON.stringify(pkg)}\n`, { mode: 0o600 });
+  await rename(tmp, path.join(npmRoot, "package.json"));
+}
+
+/** Runs gateway/link-plugins.mjs on an install folder (peer links, gateway-plugins.txt). */
+function linkPlugins(dir: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(repo, "gateway/link-plugins.mjs"), dir], {
+      stdio: ["ignore", "inherit", "inherit"],
+    });
+    child.once("error", reject);
+    child.once("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`link-plugins.mjs exited with ${code}`)),
+    );
+  });
+}
+
+/**
+ * Installs the pinned OpenClaw and its channel plugins from gateway/package-lock.json (~60 s,
+ * npm registry); an install from an older lockfile is replaced.
+ */
 export async function installOpenclaw(
   log: (line: string) => void,
   dir = installRoot(PINNED_OPENCLAW),
 ): Promise<string> {
   const found = resolveOpenclaw(PINNED_OPENCLAW);
-  if (found) return found;
+  if (found && upToDate(found)) return found;
   await mkdir(dir, { recursive: true });
   for (const file of ["package.json", "package-lock.json"]) {
     await copyFile(path.join(repo, "gateway", file), path.join(dir, file));
@@ -64,16 +154,21 @@ export async function installOpenclaw(
   log(`installing OpenClaw ${PINNED_OPENCLAW} for the process driver into ${dir}`);
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(npm, ["ci", "--no-audit", "--no-fund", "--loglevel=error"], {
+    // Not `npm ci`: it refuses lockfiles whose bundled dependencies (the channel plugins ship
+    // theirs) npm itself resolves differently; plain `npm install` follows the lockfile.
+    const child = spawn(npm, ["install", "--no-audit", "--no-fund", "--loglevel=error"], {
       cwd: dir,
       stdio: ["ignore", "inherit", "inherit"],
     });
     child.once("error", reject);
     child.once("exit", (code) =>
-      code === 0 ? resolve() : reject(new Error(`npm ci exited with ${code}`)),
+      code === 0 ? resolve() : reject(new Error(`npm install exited with ${code}`)),
     );
   });
-  const installed = resolveOpenclaw(PINNED_OPENCLAW);
-  if (!installed) throw new Error("OpenClaw install finished but openclaw.mjs is missing");
+  await linkPlugins(dir);
+  const installed = path.join(dir, "node_modules/openclaw");
+  if (!existsSync(path.join(installed, "openclaw.mjs"))) {
+    throw new Error("OpenClaw install finished but openclaw.mjs is missing");
+  }
   return installed;
 }

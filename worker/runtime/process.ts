@@ -3,6 +3,7 @@ import { closeSync, existsSync, openSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
+import { linkPluginRoot } from "./openclaw-install.ts";
 import {
   type AgentRuntime,
   type ContainerInfo,
@@ -227,6 +228,8 @@ export class ProcessRuntime implements AgentRuntime {
     for (const dir of [env.TMPDIR, env.OPENCLAW_WORKSPACE_DIR, env.XDG_CACHE_HOME]) {
       await mkdir(dir as string, { recursive: true, mode: 0o700 });
     }
+    // The channel plugins installed next to OpenClaw, as the image's entrypoint links them.
+    await linkPluginRoot(env.OPENCLAW_STATE_DIR as string, openclaw);
     // The port may have been taken since create: pick a new one if so.
     if (!(await portFree(spec.port))) spec.port = await freeLoopbackPort();
     const log = openSync(this.#logPath(spec.name), "a", 0o600);

@@ -69,9 +69,13 @@ export async function channelSettings(
 }
 
 /**
- * The gateway's `channels` config for these settings. Telegram takes the bot token (and the
- * owner as the only allowed sender when given); Discord the bot token; WhatsApp is WhatsApp Web (Baileys): the gateway holds no token, the account is
- * linked by its QR login flow (web.login.start/wait), so only the channel is enabled here.
+ * The gateway's `channels` config for these settings (OpenClaw's channel docs):
+ * - Telegram (built in): the bot token, and the owner as the only allowed sender when given.
+ * - Discord (plugin @openclaw/discord): the bot token; guilds are an allowlist (the plugin's
+ *   secure default), so a provisioned guild id is the guild it answers in, and a channel id
+ *   narrows it to that channel (mention-gated, the plugin's default). DMs stay in pairing mode.
+ * - WhatsApp (plugin @openclaw/whatsapp) is WhatsApp Web: no token, the account is linked by the
+ *   gateway's QR login (whatsapp-link.server.ts), so only the channel is enabled here.
  */
 export function channelsConfig(settings: Partial<Record<Channel, ChannelSetting>>) {
   const config: Record<string, unknown> = {};
@@ -88,11 +92,45 @@ export function channelsConfig(settings: Partial<Record<Channel, ChannelSetting>
       ...(owner ? { dmPolicy: "allowlist", allowFrom: [owner] } : {}),
     };
   }
-  // Discord's guild/channel ids stay in our record: the plugin's guild policy shape is not
-  // applied until it is tested against a gateway that ships the plugin.
-  if (settings.chatapp2) config.discord = { enabled: true, token: settings.chatapp2.token };
+  const discord = settings.chatapp2;
+  if (discord) {
+    const guildId = discord.details?.guildId;
+    const channelId = discord.details?.channelId;
+    config.discord = {
+      enabled: true,
+      token: discord.token,
+      groupPolicy: "allowlist",
+      ...(guildId
+        ? {
+            guilds: {
+              [guildId]: channelId ? { channels: { [channelId]: { enabled: true } } } : {},
+            },
+          }
+        : {}),
+    };
+  }
   if (settings.chatapp3) config.whatsapp = { enabled: true };
   return config;
+}
+
+/** Channels that OpenClaw ships as external plugins (baked into the image, gateway/). */
+const PLUGIN_CHANNELS = ["discord", "whatsapp"];
+
+/**
+ * The config patch for these channels: `channels`, plus `plugins.entries.<id>.enabled` for the
+ * plugin channels among them (OpenClaw wants an external channel plugin enabled explicitly).
+ * Empty when there are no channels.
+ */
+export function channelsPatch(settings: Partial<Record<Channel, ChannelSetting>>) {
+  const channels = channelsConfig(settings);
+  const plugins = Object.keys(channels).filter((id) => PLUGIN_CHANNELS.includes(id));
+  if (Object.keys(channels).length === 0) return {};
+  return {
+    channels,
+    ...(plugins.length > 0
+      ? { plugins: { entries: Object.fromEntries(plugins.map((id) => [id, { enabled: true }])) } }
+      : {}),
+  };
 }
 
 /** Writes the channels into a connected gateway's config (hot reload). */
@@ -100,13 +138,15 @@ export async function applyChannels(
   client: GatewayClient,
   settings: Partial<Record<Channel, ChannelSetting>>,
 ): Promise<void> {
-  const channels = channelsConfig(settings);
-  if (Object.keys(channels).length === 0) return;
+  const patch = channelsPatch(settings);
+  if (Object.keys(patch).length === 0) return;
   const current = await client.request<{ hash: string }>("config.get");
+  // The first Discord or WhatsApp channel hot-loads its plugin before the patch answers: give it
+  // time on a busy one-CPU gateway.
   await client.request(
     "config.patch",
-    { baseHash: current.hash, raw: JSON.stringify({ channels }) },
-    { timeoutMs: 30_000 },
+    { baseHash: current.hash, raw: JSON.stringify(patch) },
+    { timeoutMs: 90_000 },
   );
 }
 
@@ -121,15 +161,18 @@ export async function setCredential(userId: string, key: CredentialKey, value: s
     await setUserKey(userId, key as ProviderName, value);
     return { success: true, key, configured: true };
   }
+  const current = await channelSettings(userId);
+  // A new token keeps the channel's ids given at provisioning (owner, guild, channel…).
+  const setting: ChannelSetting = { token: value, details: current[key]?.details ?? {} };
   const instance = await getInstanceByUser(userId);
   if (instance?.paired_at) {
     try {
       const client = await gatewayClientFor(instance);
-      await applyChannels(client, { ...(await channelSettings(userId)), [key]: { token: value } });
+      await applyChannels(client, { ...current, [key]: setting });
     } catch (error) {
       throw toDomainError(error);
     }
   }
-  await storeChannelCredential(userId, key, { token: value });
+  await storeChannelCredential(userId, key, setting);
   return { success: true, key, configured: true };
 }
