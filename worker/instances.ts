@@ -573,6 +573,14 @@ export async function applyPlatformConfig(
     // The user's messaging channels survive repair and pool adoption.
     ...(Object.keys(channels).length > 0 ? { channels } : {}),
   };
+  await patchConfig(client, config);
+}
+
+/** Merges `config` into the gateway's config (hot reload; the base hash guards a race). */
+export async function patchConfig(
+  client: ReturnType<typeof clientFor>,
+  config: Record<string, unknown>,
+): Promise<void> {
   const current = await client.request<{ hash: string }>("config.get");
   await client.request(
     "config.patch",
