@@ -8,6 +8,8 @@ import {
   newGatewayToken,
   updateInstance,
 } from "../app/server/agents/instances.server.ts";
+import { runTurn } from "../app/server/agents/talk.server.ts";
+import { issueWarmupToken, revokeInstanceTokens } from "../app/server/ai/instance-tokens.server.ts";
 import { seal, unseal } from "../app/server/platform/crypto.server.ts";
 import { db } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
@@ -19,6 +21,7 @@ import {
   GATEWAY_PORT,
   gatewayConfig,
   log,
+  patchConfig,
   platformAiBaseUrl,
   rt,
   STATE_DIR,
@@ -30,7 +33,9 @@ import { gatewayEndpoint, limitsForPlan } from "./runtime/index.ts";
 // Warm pool (RUNTIME_POOL_SIZE, 0 = off): gateways started, healthy and paired before anyone
 // asks, so provisioning only patches the tenant's config over the control protocol instead of
 // waiting 15–30 s for a cold start. A pooled gateway has never served a tenant; once claimed it
-// belongs to that instance for good (it never returns to the pool).
+// belongs to that instance for good (it never returns to the pool). Before it is ready it runs
+// one dry-run chat turn (answered by the platform's endpoint for its warm-up token, decision
+// 0038), so the tenant's first chat does not pay the gateway's first-run cost (~8–10 s).
 
 export interface PoolRow {
   id: string;
@@ -47,20 +52,25 @@ export interface PoolRow {
   gateway_version: string | null;
 }
 
-/** Starts pooled gateways until RUNTIME_POOL_SIZE are ready or starting. Returns how many. */
-export async function fillPool(): Promise<{ started: string[]; size: number }> {
+/**
+ * Starts pooled gateways until RUNTIME_POOL_SIZE are ready or starting. Returns how many.
+ * `warmUp: false` skips the dry-run turn (the benchmark's comparison only).
+ */
+export async function fillPool(
+  options: { warmUp?: boolean } = {},
+): Promise<{ started: string[]; size: number }> {
   const size = env().RUNTIME_POOL_SIZE;
   const started: string[] = [];
   for (;;) {
     const [{ n } = { n: 0 }] = await db()<{ n: number }[]>`
       select count(*)::int as n from gateway_pool`;
     if (n >= size) break;
-    started.push(await startPooledGateway());
+    started.push(await startPooledGateway(options.warmUp ?? true));
   }
   return { started, size };
 }
 
-async function startPooledGateway(): Promise<string> {
+async function startPooledGateway(warm: boolean): Promise<string> {
   const id = `gwp_${randomBytes(9).toString("base64url").replace(/[-_]/g, "x").toLowerCase()}`;
   const name = `agent-${id}`;
   const image = env().AGENT_GATEWAY_IMAGE;
@@ -109,7 +119,13 @@ async function startPooledGateway(): Promise<string> {
       token,
       device,
     });
-    client.close();
+    try {
+      if (warm) {
+        await warmUp(client, { id, containerId, aiBaseUrl: await platformAiBaseUrl(gatewayIp) });
+      }
+    } finally {
+      client.close();
+    }
     await db()`update gateway_pool set state = 'ready', container_id = ${containerId},
         gateway_address = ${address}, gateway_version = ${hello.server.version},
         device_token_sealed = ${hello.auth?.deviceToken ? seal(hello.auth.deviceToken) : null},
@@ -122,7 +138,87 @@ async function startPooledGateway(): Promise<string> {
   }
 }
 
+const WARMUP_MESSAGE = "Warm-up: reply with OK.";
+const WARMUP_ATTEMPTS = 3;
+
+/**
+ * The dry-run cycle of a pooled gateway, as an adoption will do it: a config patch pointing the
+ * provider at the platform's endpoint (with this gateway's warm-up token), then one chat turn of
+ * the `main` agent in a new session; then that session is deleted with its transcript (the
+ * archived copy too), and the gateway must list no session at all. Throws otherwise (the caller
+ * discards the gateway).
+ */
+export async function warmUp(
+  client: Awaited<ReturnType<typeof connectWithPairing>>["client"],
+  pooled: { id: string; containerId: string; aiBaseUrl: string },
+): Promise<{ ms: number; attempts: number }> {
+  const t0 = Date.now();
+  await patchConfig(
+    client,
+    gatewayConfig({
+      aiBaseUrl: pooled.aiBaseUrl,
+      aiToken: await issueWarmupToken(pooled.id),
+      model: env().RUNTIME_DEFAULT_MODEL,
+    }),
+  );
+  let attempts = 0;
+  for (;;) {
+    attempts++;
+    const { key } = await client.request<{ key: string }>(
+      "sessions.create",
+      { agentId: "main" },
+      { timeoutMs: 60_000 },
+    );
+    let failed: unknown;
+    try {
+      await runTurn(client, key, WARMUP_MESSAGE);
+    } catch (error) {
+      // A fresh gateway's first run can fail (decision 0038); the turn is what warms it, so
+      // another is run. The failed session is removed all the same.
+      failed = error;
+      log().warn({ err: error, pooled: pooled.id, attempts }, "pool warm-up turn failed");
+    }
+    await forgetSession(client, pooled.containerId, key);
+    if (!failed) break;
+    if (attempts >= WARMUP_ATTEMPTS) throw failed;
+  }
+  const left = await client.request<{ sessions?: Array<{ key: string }> }>(
+    "sessions.list",
+    {},
+    { timeoutMs: 60_000 },
+  );
+  if ((left.sessions ?? []).length > 0) {
+    throw new Error(`warm-up left sessions behind: ${left.sessions?.map((s) => s.key).join(", ")}`);
+  }
+  const ms = Date.now() - t0;
+  log().info({ pooled: pooled.id, ms, attempts }, "pooled gateway warmed up");
+  return { ms, attempts };
+}
+
+/** Deletes a session and its transcript, including the copy the gateway archives on delete. */
+async function forgetSession(
+  client: Awaited<ReturnType<typeof connectWithPairing>>["client"],
+  containerId: string,
+  key: string,
+): Promise<void> {
+  // Deleting takes the gateway 1–20 s on a busy machine (SQLite reclamation).
+  const result = await client.request<{ archived?: string[] }>(
+    "sessions.delete",
+    { key, deleteTranscript: true },
+    { timeoutMs: 120_000 },
+  );
+  const archived = (result.archived ?? []).filter((p) => p.startsWith(`${STATE_DIR}/`));
+  if (archived.length === 0) return;
+  const removed = await rt().exec(containerId, ["rm", "-f", "--", ...archived], {
+    timeoutMs: 30_000,
+  });
+  if (removed.exitCode !== 0) {
+    throw new Error(`removing the warm-up transcript failed: ${removed.stderr.slice(0, 300)}`);
+  }
+}
+
 async function discardPooled(id: string, name: string): Promise<void> {
+  await revokeInstanceTokens(id);
   await rt().remove(name);
   await rt().removeVolume(`${name}-state`);
   await db()`delete from gateway_pool where id = ${id}`;
@@ -142,6 +238,8 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
       order by ready_at limit 1 for update skip locked)
     returning *`;
   if (!pooled) return undefined;
+  // The warm-up token goes at once; the tenant gets its own token in the patch below.
+  await revokeInstanceTokens(pooled.id);
   try {
     const info = await rt().inspect(pooled.container_name);
     if (!info?.running || !info.address) throw new Error("pooled gateway is not running");
@@ -154,7 +252,15 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
       device,
     });
     try {
-      await applyPlatformConfig(client, row);
+      // Carries nothing: no session may be there (the dry run's was deleted; a heartbeat has
+      // no route in a pooled gateway). Checked alongside the patch, not after it.
+      const [sessions] = await Promise.all([
+        client.request<{ sessions?: Array<{ key: string }> }>("sessions.list", {}),
+        applyPlatformConfig(client, row),
+      ]);
+      if ((sessions.sessions ?? []).length > 0) {
+        throw new Error(`the pooled gateway has sessions: ${sessions.sessions?.map((s) => s.key)}`);
+      }
     } finally {
       client.close();
     }
