@@ -54,10 +54,10 @@ export interface PoolRow {
 
 /**
  * Starts pooled gateways until RUNTIME_POOL_SIZE are ready or starting. Returns how many.
- * `warmUp: false` skips the dry-run turn (the benchmark's comparison only).
+ * `warmUpCycles` other than WARMUP_CYCLES: the benchmark's comparison only.
  */
 export async function fillPool(
-  options: { warmUp?: boolean } = {},
+  options: { warmUpCycles?: number } = {},
 ): Promise<{ started: string[]; size: number }> {
   const size = env().RUNTIME_POOL_SIZE;
   const started: string[] = [];
@@ -65,12 +65,12 @@ export async function fillPool(
     const [{ n } = { n: 0 }] = await db()<{ n: number }[]>`
       select count(*)::int as n from gateway_pool`;
     if (n >= size) break;
-    started.push(await startPooledGateway(options.warmUp ?? true));
+    started.push(await startPooledGateway(options.warmUpCycles ?? WARMUP_CYCLES));
   }
   return { started, size };
 }
 
-async function startPooledGateway(warm: boolean): Promise<string> {
+async function startPooledGateway(cycles: number): Promise<string> {
   const id = `gwp_${randomBytes(9).toString("base64url").replace(/[-_]/g, "x").toLowerCase()}`;
   const name = `agent-${id}`;
   const image = env().AGENT_GATEWAY_IMAGE;
@@ -120,8 +120,9 @@ async function startPooledGateway(warm: boolean): Promise<string> {
       device,
     });
     try {
-      if (warm) {
-        await warmUp(client, { id, containerId, aiBaseUrl: await platformAiBaseUrl(gatewayIp) });
+      if (cycles > 0) {
+        const aiBaseUrl = await platformAiBaseUrl(gatewayIp);
+        await warmUp(client, { id, containerId, aiBaseUrl }, cycles);
       }
     } finally {
       client.close();
@@ -140,47 +141,56 @@ async function startPooledGateway(warm: boolean): Promise<string> {
 
 const WARMUP_MESSAGE = "Warm-up: reply with OK.";
 const WARMUP_ATTEMPTS = 3;
+/**
+ * Dry-run cycles per pooled gateway. One takes the tenant's first reply from 27–44 s to 6–9 s
+ * on a loaded 2-core machine; a second measured no better (bench/runtime.ts, decision 0038).
+ */
+export const WARMUP_CYCLES = 1;
 
 /**
- * The dry-run cycle of a pooled gateway, as an adoption will do it: a config patch pointing the
- * provider at the platform's endpoint (with this gateway's warm-up token), then one chat turn of
- * the `main` agent in a new session; then that session is deleted with its transcript (the
- * archived copy too), and the gateway must list no session at all. Throws otherwise (the caller
- * discards the gateway).
+ * The dry-run cycles of a pooled gateway, each as an adoption and a first chat do it: a config
+ * patch pointing the provider at the platform's endpoint with a fresh warm-up token of this
+ * gateway, then one chat turn of the `main` agent in a new session, which is then deleted with
+ * its transcript (the archived copy too). Afterwards the gateway must list no session at all.
+ * Throws otherwise (the caller discards the gateway).
  */
 export async function warmUp(
   client: Awaited<ReturnType<typeof connectWithPairing>>["client"],
   pooled: { id: string; containerId: string; aiBaseUrl: string },
+  cycles = WARMUP_CYCLES,
 ): Promise<{ ms: number; attempts: number }> {
   const t0 = Date.now();
-  await patchConfig(
-    client,
-    gatewayConfig({
-      aiBaseUrl: pooled.aiBaseUrl,
-      aiToken: await issueWarmupToken(pooled.id),
-      model: env().RUNTIME_DEFAULT_MODEL,
-    }),
-  );
   let attempts = 0;
-  for (;;) {
-    attempts++;
-    const { key } = await client.request<{ key: string }>(
-      "sessions.create",
-      { agentId: "main" },
-      { timeoutMs: 60_000 },
+  for (let cycle = 0; cycle < cycles; cycle++) {
+    await revokeInstanceTokens(pooled.id);
+    await patchConfig(
+      client,
+      gatewayConfig({
+        aiBaseUrl: pooled.aiBaseUrl,
+        aiToken: await issueWarmupToken(pooled.id),
+        model: env().RUNTIME_DEFAULT_MODEL,
+      }),
     );
-    let failed: unknown;
-    try {
-      await runTurn(client, key, WARMUP_MESSAGE);
-    } catch (error) {
-      // A fresh gateway's first run can fail (decision 0038); the turn is what warms it, so
-      // another is run. The failed session is removed all the same.
-      failed = error;
-      log().warn({ err: error, pooled: pooled.id, attempts }, "pool warm-up turn failed");
+    for (let attempt = 1; ; attempt++) {
+      attempts++;
+      const { key } = await client.request<{ key: string }>(
+        "sessions.create",
+        { agentId: "main" },
+        { timeoutMs: 60_000 },
+      );
+      let failed: unknown;
+      try {
+        await runTurn(client, key, WARMUP_MESSAGE);
+      } catch (error) {
+        // A fresh gateway's first run can fail (decision 0038); the turn is what warms it, so
+        // another is run. The failed session is removed all the same.
+        failed = error;
+        log().warn({ err: error, pooled: pooled.id, attempt }, "pool warm-up turn failed");
+      }
+      await forgetSession(client, pooled.containerId, key);
+      if (!failed) break;
+      if (attempt >= WARMUP_ATTEMPTS) throw failed;
     }
-    await forgetSession(client, pooled.containerId, key);
-    if (!failed) break;
-    if (attempts >= WARMUP_ATTEMPTS) throw failed;
   }
   const left = await client.request<{ sessions?: Array<{ key: string }> }>(
     "sessions.list",

@@ -172,7 +172,6 @@ describeDocker("warm pool (real gateway)", () => {
     );
     expect(first.reply).toBe(REPLY);
     expect(first.sessionId).toMatch(/^agent:main:/);
-    expect(provisionMs).toBeLessThan(15_000);
 
     // The provider saw the tenant's message; the call is metered to the tenant's instance.
     expect(JSON.stringify(openai.state.calls.at(-1)?.body)).toContain("Hi, first message");
