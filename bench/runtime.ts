@@ -4,13 +4,21 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import postgres from "postgres";
-import { startCluster, withDatabase } from "../app/server/platform/embedded-postgres.server.ts";
+import {
+  freePort,
+  startCluster,
+  withDatabase,
+} from "../app/server/platform/embedded-postgres.server.ts";
 import { removeRunObjects } from "./docker-run.ts";
+import { type Child, root, startNode } from "./servers.ts";
 
 // `npm run bench:runtime` (also the last part of `npm run bench`): the agent runtime against a
 // bare `docker run` of the same image, same run, one gateway at a time at 1 CPU:
-// provision-to-healthy (and to paired/ready), stop/start/restart latency, idle memory.
-// Skipped with a message when no Docker engine answers or the image is not built.
+// provision-to-healthy (and to paired/ready), stop/start/restart latency, idle memory; then the
+// warm pool: provision-instance start → the tenant's first chat reply (POST /api/agent on the
+// real web process, whose model endpoint is answered by the local fake provider), target 3 s.
+// Skipped with a message when no Docker engine answers or the image is not built; the warm-pool
+// part needs `npm run build` (the web process).
 
 const run = `bench-${randomBytes(3).toString("hex")}`;
 const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-bench-runtime-"));
@@ -19,6 +27,9 @@ process.env.DATA_DIR = dataDir;
 process.env.RUNTIME_DEPLOYMENT = run;
 process.env.RUNTIME_NETWORK = `agent-${run}`;
 process.env.RUNTIME_MAX_CPUS = "1";
+// The bench seals the instance's secrets and signs the session; the web process reads them.
+process.env.SEALING_KEY = randomBytes(32).toString("hex");
+process.env.SESSION_SECRET = randomBytes(32).toString("hex");
 
 const { DockerRuntime } = await import("../worker/runtime/docker.ts");
 const { setRuntime } = await import("../worker/runtime/index.ts");
@@ -41,7 +52,8 @@ if (skip) {
   const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
   await admin.unsafe("create database bench_runtime");
   await admin.end();
-  process.env.DATABASE_URL = withDatabase(cluster.url, "bench_runtime");
+  const databaseUrl = withDatabase(cluster.url, "bench_runtime");
+  process.env.DATABASE_URL = databaseUrl;
   const { db, closeDb } = await import("../app/server/platform/db.server.ts");
   const { migrate } = await import("../db/migrate.ts");
   await migrate(db());
@@ -49,7 +61,21 @@ if (skip) {
     "../app/server/agents/instances.server.ts"
   );
   const w = await import("../worker/instances.ts");
+  const { fillPool, WARMUP_CYCLES } = await import("../worker/pool.ts");
+  const { resetEnvCache } = await import("../app/server/platform/env.server.ts");
+  const { stopBoss } = await import("../app/server/platform/jobs.server.ts");
+  const { createSession } = await import("../app/server/accounts/sessions.server.ts");
   const { gatewayHealthy } = await import("../app/server/agents/gateway-client.server.ts");
+  const addUser = async (userId: string) => {
+    await db()`insert into users (id, email, name, referral_code)
+      values (${userId}, ${`${userId}@example.com`}, 'bench', ${userId
+        .replace(/[^a-z0-9]/gi, "")
+        .slice(-20)
+        .toUpperCase()})`;
+    await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason)
+      values (${`led_${userId}`}, ${userId}, ${1_000_000_000}, 'bench')`;
+  };
+  const children: Child[] = [];
 
   const rows: Array<[string, string]> = [];
   const mib = (n: number) => `${(n / 1024 ** 2).toFixed(0)} MiB`;
@@ -61,7 +87,6 @@ if (skip) {
     const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK as string, {
       [w.DEPLOYMENT_LABEL]: run,
     });
-    void gatewayIp;
     // 1. bare docker run of the same image: token only, same network, same CPU cap.
     let t = Date.now();
     const bare = await rt.docker.createContainer({
@@ -83,6 +108,7 @@ if (skip) {
     await bare.remove({ force: true, v: true });
 
     // 2. provision (cold: empty volume): config, hardened container, healthy, paired.
+    await addUser(`usr_${run}`);
     const row = await ensureInstanceRecord(`usr_${run}`, { plan: "solo" });
     const p = (await w.provision(row.id)) as { healthyMs: number; readyMs: number };
     await new Promise((r) => setTimeout(r, 10_000));
@@ -127,8 +153,92 @@ if (skip) {
         `${mib(idleMem)} (bare ${mib(bareMem)}, ${(idleMem / bareMem).toFixed(2)}×)`,
       ],
     );
+
+    // 4. warm pool: the tenant's first chat, provision-instance start → reply, through the web.
+    if (!existsSync(path.join(root, "build/index.js"))) {
+      rows.push(["warm pool → first chat reply", "skipped: run `npm run build` first"]);
+    } else {
+      const provider = await startNode("bench/fake-openai.ts", await freePort(), "/v1/models");
+      children.push(provider);
+      const port = await freePort();
+      const web = await startNode("server.ts", port, "/api/health", {
+        HOST: "0.0.0.0", // the gateways reach its model endpoint at the bridge address
+        DATABASE_URL: databaseUrl,
+        OPENAI_BASE_URL: `${provider.url}/v1`,
+        OPENAI_API_KEY: "bench",
+        SEALING_KEY: process.env.SEALING_KEY as string,
+        SESSION_SECRET: process.env.SESSION_SECRET as string,
+        RATE_LIMIT_SCALE: "1000",
+      });
+      children.push(web);
+      process.env.RUNTIME_PLATFORM_AI_URL = `http://${gatewayIp}:${port}/api/ai/v1`;
+      process.env.RUNTIME_POOL_SIZE = "1";
+      resetEnvCache();
+      /** provision-instance start → adopted, → first reply (POST /api/agent), → a second reply. */
+      const firstChat = async (name: string) => {
+        const userId = `usr_${name}_${run.replace(/-/g, "_")}`;
+        await addUser(userId);
+        const cookie = (await createSession(userId)).setCookie.split(";")[0] as string;
+        const postAgent = async (body: object) => {
+          const res = await fetch(`${web.url}/api/agent`, {
+            method: "POST",
+            headers: { cookie, "content-type": "application/json" },
+            body: JSON.stringify(body),
+          });
+          const json = (await res.json()) as { reply?: string; sessionId?: string; error?: string };
+          if (!res.ok) throw new Error(`POST /api/agent ${res.status}: ${json.error}`);
+          return json;
+        };
+        const tenant = await ensureInstanceRecord(userId, { plan: "solo" });
+        const t0 = Date.now();
+        const p = await w.provision(tenant.id);
+        if (!("adopted" in p)) throw new Error("provisioning did not adopt a pooled gateway");
+        const adoptMs = Date.now() - t0;
+        await postAgent({ message: "Hello!" });
+        const firstMs = Date.now() - t0;
+        let t1 = Date.now();
+        await postAgent({ message: "And again" });
+        const secondMs = Date.now() - t1;
+        // A new session's first turn (what part of the first reply is per session, not per boot).
+        const { sessionId } = await postAgent({ action: "create-session" });
+        t1 = Date.now();
+        await postAgent({ message: "Hello again", sessionId });
+        return { adoptMs, firstMs, secondMs, newSessionMs: Date.now() - t1 };
+      };
+      t = Date.now();
+      await fillPool();
+      const fillMs = Date.now() - t;
+      const warm = await firstChat("warm");
+      // For comparison: no dry run (what the pool did before decision 0038). Its first turn can
+      // fail outright (decision 0038); that is reported, not retried.
+      await fillPool({ warmUpCycles: 0 });
+      const cold = await firstChat("unwarmed").catch((error: Error) => error);
+      const target = 3_000;
+      rows.push(
+        [
+          `pool fill: start, pair, ${WARMUP_CYCLES} dry run(s)`,
+          `${secs(fillMs)} (${(fillMs / bareMs).toFixed(2)}× bare)`,
+        ],
+        ["warm pool: provision → adopted", secs(warm.adoptMs)],
+        [
+          "warm pool: provision → first reply",
+          `${secs(warm.firstMs)} (target ${secs(target)}: ${warm.firstMs <= target ? "met" : "MISSED"}; ${(warm.firstMs / bareMs).toFixed(2)}× bare → /healthz)`,
+        ],
+        ["warm pool: second reply", secs(warm.secondMs)],
+        ["warm pool: first reply, 2nd new session", secs(warm.newSessionMs)],
+        [
+          "pool without dry run: first reply",
+          cold instanceof Error
+            ? `failed: ${cold.message.slice(0, 120)}`
+            : `${secs(cold.firstMs)} (adopted in ${secs(cold.adoptMs)}; second ${secs(cold.secondMs)}; 2nd session ${secs(cold.newSessionMs)})`,
+        ],
+      );
+    }
   } finally {
+    await Promise.all(children.map((c) => c.stop()));
     await removeRunObjects(rt, w.DEPLOYMENT_LABEL, run, process.env.RUNTIME_NETWORK as string);
+    // An adoption enqueues a pool refill, which starts a job client: it would keep this alive.
+    await stopBoss({ graceful: false });
     await closeDb();
     await cluster.stop();
     await rm(cluster.dir, { recursive: true, force: true });
@@ -136,6 +246,6 @@ if (skip) {
   console.warn(
     `\nAgent runtime (${image}, 1 CPU per gateway, ${os.cpus().length} cores, load ${os.loadavg()[0]?.toFixed(1)})\n`,
   );
-  for (const [k, v] of rows) console.warn(`${k.padEnd(36)} ${v}`);
+  for (const [k, v] of rows) console.warn(`${k.padEnd(40)} ${v}`);
 }
 await rm(dataDir, { recursive: true, force: true });

@@ -573,6 +573,14 @@ export async function applyPlatformConfig(
     // adoption.
     ...channelsPatch(await channelSettings(row.user_id)),
   };
+  await patchConfig(client, config);
+}
+
+/** Merges `config` into the gateway's config (hot reload; the base hash guards a race). */
+export async function patchConfig(
+  client: ReturnType<typeof clientFor>,
+  config: Record<string, unknown>,
+): Promise<void> {
   const current = await client.request<{ hash: string }>("config.get");
   await client.request(
     "config.patch",
@@ -810,9 +818,22 @@ export async function sampleAll(): Promise<number> {
 
 // --- teardown -----------------------------------------------------------------------------------
 
+/** What teardown needs of an instance; the row itself is gone once the account is deleted. */
+type TeardownTarget = Pick<InstanceRow, "id" | "user_id" | "container_name" | "volume_name">;
+
+async function teardownTarget(userId: string): Promise<TeardownTarget | undefined> {
+  const row = await getInstanceByUser(userId);
+  if (row) return row;
+  // Kept by a trigger when the account's deletion cascaded to the row (migration 0015).
+  const [kept] = await db()<{ instance_id: string; container_name: string; volume_name: string }[]>`
+    select instance_id, container_name, volume_name from instance_teardowns
+    where user_id = ${userId} order by deleted_at desc limit 1`;
+  return kept && { id: kept.instance_id, user_id: userId, ...kept };
+}
+
 /** Removes the user's container(s), state volume, model-endpoint tokens and record. Idempotent. */
 export async function teardown(userId: string) {
-  const row = await getInstanceByUser(userId);
+  const row = await teardownTarget(userId);
   const containers = await rt().list({ [LABELS.userId]: userId, [DEPLOYMENT_LABEL]: deployment() });
   const run = async () => {
     for (const c of containers) await rt().remove(c.id);
@@ -823,6 +844,7 @@ export async function teardown(userId: string) {
     await rt().removeVolume(`${row.volume_name}-prev`);
     const revoked = await revokeInstanceTokens(row.id);
     await deleteInstanceRecord(row.id);
+    await db()`delete from instance_teardowns where instance_id = ${row.id}`;
     return {
       userId,
       instancesFound: 1,

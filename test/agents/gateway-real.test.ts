@@ -15,6 +15,7 @@ import { connectPaired, provision, runAction, waitHealthy } from "../../worker/i
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import type { ContainerInfo } from "../../worker/runtime/types.ts";
+import { ensureUser } from "../helpers/users.ts";
 import {
   allowDockerNetworks,
   cleanupTestObjects,
@@ -45,6 +46,7 @@ describeDocker("real gateway", () => {
   });
 
   it("provisions, pairs, answers health and version, takes a config patch", async () => {
+    await ensureUser("usr_gateway_real");
     const row = await ensureInstanceRecord("usr_gateway_real", { plan: "solo" });
     const result = await provision(row.id);
     timings.provisionHealthyMs = result.healthyMs as number;

@@ -32,7 +32,7 @@ import { setRuntime } from "../../worker/runtime/index.ts";
 import { LABELS } from "../../worker/runtime/types.ts";
 import { startWorker, stopWorker } from "../../worker/worker.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
-import { sessionCookieFor } from "../helpers/users.ts";
+import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import {
   allowDockerNetworks,
   cleanupTestObjects,
@@ -132,6 +132,7 @@ describeDocker("instance lifecycle routes (Docker)", () => {
 
   it("start, stop, restart, stats, update answer the contract's bodies, observed in Docker", async () => {
     const userId = "usr_life";
+    await ensureUser(userId);
     const row = await ensureInstanceRecord(userId, { plan: "collective" });
 
     const started = await post(startRoute, userId, "start");
@@ -187,6 +188,7 @@ describeDocker("instance lifecycle routes (Docker)", () => {
 
   it("answers 502 {success:false,status:'error'} when Docker does not answer", async () => {
     const userId = "usr_down";
+    await ensureUser(userId);
     await ensureInstanceRecord(userId);
     setRuntime(new DockerRuntime({ socketPath: "/nonexistent/docker.sock" }));
     try {
@@ -207,6 +209,7 @@ describeDocker("instance lifecycle routes (Docker)", () => {
 
   it("reconcile restarts a killed container, records an OOM kill, removes an orphan", async () => {
     const userId = "usr_heal";
+    await ensureUser(userId);
     const row = await ensureInstanceRecord(userId);
     await ensureContainer(row);
     const before = await rt.inspect(row.container_name);
@@ -279,6 +282,7 @@ describeDocker("instance lifecycle routes (Docker)", () => {
 
   it("a provisioning interrupted after create leaves exactly one container after retry", async () => {
     const userId = "usr_retry";
+    await ensureUser(userId);
     const row = await ensureInstanceRecord(userId);
     // First attempt "dies" right after creating the container (never started).
     await rt.ensureVolume(row.volume_name, { [DEPLOYMENT_LABEL]: deployment() });
@@ -304,6 +308,7 @@ describeDocker("instance lifecycle routes (Docker)", () => {
 
   it("teardown removes container, volume, tokens and record; twice is harmless", async () => {
     const userId = "usr_bye";
+    await ensureUser(userId);
     const row = await ensureInstanceRecord(userId);
     await ensureContainer(row);
     expect(await rt.volumeExists(row.volume_name)).toBe(true);
@@ -318,8 +323,27 @@ describeDocker("instance lifecycle routes (Docker)", () => {
     expect(await teardown(userId)).toMatchObject({ instancesFound: 0 });
   }, 60_000);
 
+  it("an account's deletion cascades to its instance row; teardown still removes everything", async () => {
+    const userId = "usr_cascade";
+    await ensureUser(userId);
+    const row = await ensureInstanceRecord(userId);
+    await ensureContainer(row);
+    // What deleteUser does (the teardown job it enqueues is run by hand here).
+    await db()`delete from users where id = ${userId}`;
+    expect(await getInstanceByUser(userId)).toBeUndefined();
+    const result = await teardown(userId);
+    expect(result).toMatchObject({ instancesFound: 1, tokensRevoked: 1 });
+    expect(await rt.inspect(row.container_name)).toBeUndefined();
+    expect(await rt.volumeExists(row.volume_name)).toBe(false);
+    expect(await db()`select 1 from instance_teardowns where user_id = ${userId}`).toHaveLength(0);
+    expect(await teardown(userId)).toMatchObject({ instancesFound: 0 });
+    // An instance needs an account.
+    await expect(ensureInstanceRecord("usr_no_account")).rejects.toThrow(/foreign key/);
+  }, 60_000);
+
   it("answers 502 when no worker takes the job in time", async () => {
     const userId = "usr_noworker";
+    await ensureUser(userId);
     await ensureInstanceRecord(userId);
     await stopWorker(5_000);
     process.env.INSTANCE_ACTION_TIMEOUT_MS = "500";
@@ -349,6 +373,7 @@ describeDocker("update-image (Docker)", () => {
 
   it("snapshots the state, rolls back image and state when the new gateway is not healthy", async () => {
     const userId = "usr_update";
+    await ensureUser(userId);
     const row = await ensureInstanceRecord(userId);
     await ensureContainer(row);
     await rt.exec(row.container_name, ["sh", "-c", "echo before > /home/node/.openclaw/marker"]);

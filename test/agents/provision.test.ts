@@ -8,7 +8,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { call } from "../helpers/api.ts";
-import { sessionCookieFor } from "../helpers/users.ts";
+import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import { createDiscordFake } from "../msw/handlers/discord.ts";
 import { createMuxFake } from "../msw/handlers/mux.ts";
 import { createTelegramFake } from "../msw/handlers/telegram.ts";
@@ -211,6 +211,7 @@ describe("POST /api/provision", () => {
 
     // A user whose gateway does not answer: 502 before any stream is created.
     const withGateway = newUser();
+    await ensureUser(withGateway);
     const row = await ensureInstanceRecord(withGateway, { plan: "solo" });
     await updateInstance(row.id, {
       gateway_address: "127.0.0.1:9",

@@ -26,7 +26,7 @@ import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { configureAi, giveCredits } from "../ai/support.ts";
 import { call } from "../helpers/api.ts";
-import { sessionCookieFor } from "../helpers/users.ts";
+import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
 import {
@@ -457,6 +457,7 @@ describe("without a reachable gateway", () => {
   it("answers 404 without an instance and 502 when the gateway does not answer", async () => {
     expect((await getAgent("?action=health", "usr_talk_none")).status).toBe(404);
     expect((await postAgent({ message: "hi" }, "usr_talk_none")).status).toBe(404);
+    await ensureUser("usr_talk_down");
     const row = await ensureInstanceRecord("usr_talk_down", { plan: "solo" });
     await updateInstance(row.id, {
       gateway_address: "127.0.0.1:9",

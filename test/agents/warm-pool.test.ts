@@ -1,11 +1,30 @@
+import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
+import { deviceIdentityFromPrivateKey } from "../../app/server/agents/gateway-client.server.ts";
+import { closeGatewayClients } from "../../app/server/agents/gateway-connection.server.ts";
 import { ensureInstanceRecord, getInstance } from "../../app/server/agents/instances.server.ts";
+import { chat } from "../../app/server/agents/talk.server.ts";
+import { authenticateInstanceToken } from "../../app/server/ai/instance-tokens.server.ts";
+import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { connectPaired, provision, reconcileAll, teardown } from "../../worker/instances.ts";
-import { fillPool } from "../../worker/pool.ts";
+import { sendResponse, toRequest } from "../../app/server/platform/node-http.server.ts";
+import {
+  connectPaired,
+  connectWithPairing,
+  provision,
+  reconcileAll,
+  STATE_DIR,
+  teardown,
+} from "../../worker/instances.ts";
+import { fillPool, type PoolRow } from "../../worker/pool.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
+import { configureAi, giveCredits } from "../ai/support.ts";
+import { call } from "../helpers/api.ts";
+import { createOpenAiFake } from "../msw/handlers/openai.ts";
+import { mswServer } from "../msw/server.ts";
 import {
   allowDockerNetworks,
   cleanupTestObjects,
@@ -13,45 +32,168 @@ import {
   testRun,
 } from "../runtime/docker-support.ts";
 
-// Warm pool with the real gateway: a pooled gateway is started and paired ahead of time; a
-// provisioning adopts it (config patched for the tenant over the control protocol) instead of
-// a cold start; reconcile leaves it alone; teardown removes it.
+// Warm pool with the real gateway, one pooled gateway for the whole file: it is started, paired
+// and warmed up by a dry-run chat turn that the platform's model endpoint answers for its
+// warm-up token (no provider call, nothing metered), leaving no session behind; a provisioning
+// adopts it (config patched for the tenant over the control protocol), the tenant's first chat
+// goes through the platform to the (msw) provider and is metered to the tenant; reconcile
+// leaves it alone; teardown removes it.
 
 const rt = new DockerRuntime({ maxCpus: 1 });
+const openai = createOpenAiFake();
+const REPLY = "Hello from the fake model behind the platform.";
+const TENANT = "usr_warm";
+let server: Server;
+/** Bearer tokens the platform's model endpoint saw, in order. */
+const bearers: string[] = [];
+
+/**
+ * Where the gateway's state still holds `needle`: files (transcripts, memory, archives) by
+ * content, and the rows of its SQLite databases (sessions and transcript events live there),
+ * read with Node's own SQLite inside the container. Freed SQLite pages are not content.
+ */
+async function stateMentioning(container: string, needle: string): Promise<string[]> {
+  const script = `
+    const { DatabaseSync } = require("node:sqlite");
+    const fs = require("node:fs"), path = require("node:path");
+    const needle = process.argv[1], hits = [];
+    const walk = (d) => !fs.existsSync(d) ? [] : fs.readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(path.join(d, e.name)) : e.isFile() ? [path.join(d, e.name)] : []);
+    for (const f of [...walk(${JSON.stringify(STATE_DIR)}), ...walk("/tmp/openclaw")]) {
+      if (/\\.sqlite(-wal|-shm|-journal)?$/.test(f)) {
+        if (!f.endsWith(".sqlite")) continue;
+        // A copy (with its write-ahead log): the gateway holds the original locked.
+        const copy = "/tmp/state-check.sqlite";
+        for (const x of ["", "-wal", "-shm"]) fs.rmSync(copy + x, { force: true });
+        fs.copyFileSync(f, copy);
+        if (fs.existsSync(f + "-wal")) fs.copyFileSync(f + "-wal", copy + "-wal");
+        const db = new DatabaseSync(copy);
+        for (const { name } of db.prepare("select name from sqlite_master where type = 'table'").all()) {
+          const rows = db.prepare('select * from "' + name.replace(/"/g, '""') + '"').all();
+          const n = rows.filter((r) => JSON.stringify(r, (k, v) =>
+            v instanceof Uint8Array ? Buffer.from(v).toString("utf8") : v).includes(needle)).length;
+          if (n) hits.push(f + ":" + name + " (" + n + " rows)");
+        }
+        db.close();
+      } else if (fs.readFileSync(f).includes(needle)) hits.push(f);
+    }
+    console.log(JSON.stringify(hits));`;
+  const result = await rt.exec(container, ["node", "--no-warnings", "-e", script, needle]);
+  if (result.exitCode !== 0) throw new Error(`state check failed: ${result.stderr}`);
+  return JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "[]") as string[];
+}
 
 describeDocker("warm pool (real gateway)", () => {
-  beforeAll(() => {
+  beforeAll(async () => {
     process.env.RUNTIME_DEPLOYMENT = testRun;
     process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
     process.env.RUNTIME_POOL_SIZE = "1";
     resetEnvCache();
     setRuntime(rt);
     allowDockerNetworks();
-  });
+    mswServer.use(...openai.handlers);
+    openai.state.reply = REPLY;
+    await configureAi({ OPENAI_API_KEY: "test-key" });
+    const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK, {
+      "agent-platform.deployment": testRun,
+    });
+    // The platform's model endpoint on the address containers reach.
+    server = createServer(async (req, res) => {
+      bearers.push(String(req.headers.authorization ?? "").replace(/^Bearer\s+/i, ""));
+      const request = toRequest(req, res, `http://${req.headers.host}`);
+      const response = await completionsRoute.action({ request, params: {}, context: {} });
+      await sendResponse(res, response, false);
+    });
+    await new Promise<void>((ok) => server.listen(0, gatewayIp, ok));
+    const { port } = server.address() as { port: number };
+    process.env.RUNTIME_PLATFORM_AI_URL = `http://${gatewayIp}:${port}/api/ai/v1`;
+    resetEnvCache();
+  }, 60_000);
   afterAll(async () => {
+    closeGatewayClients();
     setRuntime(undefined);
+    server?.close();
     await cleanupTestObjects(rt);
   });
 
-  it("provisioning adopts a warm gateway in seconds; nothing is created twice", async () => {
+  let pooled: PoolRow;
+  let warmupToken: string;
+
+  it("a pooled gateway is warmed up by a dry-run turn and keeps no session of it", async () => {
+    const t0 = Date.now();
     const filled = await fillPool();
+    process.stdout.write(`pool fill (start, pair, warm up) ${Date.now() - t0} ms\n`);
     expect(filled.started).toHaveLength(1);
     expect((await fillPool()).started).toHaveLength(0); // full: nothing more
-    const [pooled] = await db()<{ container_name: string; state: string }[]>`
-      select container_name, state from gateway_pool`;
-    expect(pooled?.state).toBe("ready");
+    const rows = await db()<PoolRow[]>`select * from gateway_pool`;
+    expect(rows).toHaveLength(1);
+    pooled = rows[0] as PoolRow;
+    expect(pooled.state).toBe("ready");
 
-    const row = await ensureInstanceRecord("usr_warm");
+    // The dry-run turn reached the platform's endpoint with the warm-up token, which answered
+    // it itself: no provider call, nothing metered, to nobody.
+    expect(bearers.length).toBeGreaterThan(0);
+    warmupToken = bearers[0] as string;
+    expect(new Set(bearers)).toEqual(new Set([warmupToken]));
+    expect(await authenticateInstanceToken(warmupToken)).toEqual({
+      warmup: true,
+      poolId: pooled.id,
+    });
+    expect(openai.state.calls).toHaveLength(0);
+    expect(await db()`select 1 from ai_usage`).toHaveLength(0);
+
+    // Nothing of the warm-up is left: no session, no transcript (live or archived).
+    const { client } = await connectWithPairing({
+      container: pooled.container_id as string,
+      address: pooled.gateway_address as string,
+      token: unseal(pooled.gateway_token_sealed),
+      device: deviceIdentityFromPrivateKey(unseal(pooled.device_private_key_sealed as string)),
+    });
+    try {
+      const list = await client.request<{ sessions?: unknown[] }>("sessions.list", {});
+      expect(list.sessions ?? []).toEqual([]);
+    } finally {
+      client.close();
+    }
+    expect(await stateMentioning(pooled.container_id as string, "Warm-up: reply")).toEqual([]);
+  }, 300_000);
+
+  it("provisioning adopts it; the tenant's first chat is answered through the platform and metered to the tenant", async () => {
+    await giveCredits(TENANT, 5_000_000);
+    const row = await ensureInstanceRecord(TENANT);
     const t0 = Date.now();
     const result = await provision(row.id);
-    const ms = Date.now() - t0;
-    process.stdout.write(`warm provision ${ms} ms ${JSON.stringify(result)}\n`);
-    expect(result).toMatchObject({ adopted: pooled?.container_name });
-    expect(ms).toBeLessThan(15_000);
+    const provisionMs = Date.now() - t0;
+    expect(result).toMatchObject({ adopted: pooled.container_name });
+    const first = await chat(TENANT, { message: "Hi, first message" });
+    const firstChatMs = Date.now() - t0;
+    process.stdout.write(
+      `warm provision ${provisionMs} ms, provision start → first reply ${firstChatMs} ms\n`,
+    );
+    expect(first.reply).toBe(REPLY);
+    expect(first.sessionId).toMatch(/^agent:main:/);
+
+    // The provider saw the tenant's message; the call is metered to the tenant's instance.
+    expect(JSON.stringify(openai.state.calls.at(-1)?.body)).toContain("Hi, first message");
+    const usage = await db()<{ user_id: string; instance_id: string; status: string }[]>`
+      select user_id, instance_id, status from ai_usage`;
+    expect(usage.length).toBeGreaterThan(0);
+    for (const u of usage)
+      expect(u).toEqual({ user_id: TENANT, instance_id: row.id, status: "ok" });
+
+    // The warm-up token is revoked: the endpoint refuses it; the tenant has its own token.
+    expect(bearers.at(-1)).not.toBe(warmupToken);
+    expect(await authenticateInstanceToken(warmupToken)).toBeUndefined();
+    const refused = await call(completionsRoute, "/api/ai/v1/chat/completions", {
+      method: "POST",
+      headers: { authorization: `Bearer ${warmupToken}` },
+      body: { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] },
+    });
+    expect(refused.status).toBe(401);
 
     const adopted = await getInstance(row.id);
     expect(adopted).toMatchObject({
-      container_name: pooled?.container_name,
+      container_name: pooled.container_name,
       observed_state: "running",
       health: "healthy",
     });
@@ -59,10 +201,9 @@ describeDocker("warm pool (real gateway)", () => {
     const { client, hello } = await connectPaired(adopted!, adopted!.gateway_address!);
     try {
       expect(hello.server.version).toMatch(/2026\.9\.6/);
-      const cfg = await client.request<{ config?: { agents?: unknown; models?: unknown } }>(
-        "config.get",
-      );
-      expect(JSON.stringify(cfg)).toContain("/api/ai/v1");
+      // The tenant sees only their own session.
+      const list = await client.request<{ sessions?: Array<{ key: string }> }>("sessions.list", {});
+      expect((list.sessions ?? []).map((s) => s.key)).toEqual([first.sessionId]);
     } finally {
       client.close();
     }
@@ -74,7 +215,8 @@ describeDocker("warm pool (real gateway)", () => {
     expect(reconciled.orphansRemoved).toEqual([]);
     expect((await rt.inspect(adopted!.container_name))?.running).toBe(true);
 
-    await teardown("usr_warm");
+    closeGatewayClients();
+    await teardown(TENANT);
     expect(await rt.inspect(adopted!.container_name)).toBeUndefined();
     expect(await rt.volumeExists(adopted!.volume_name)).toBe(false);
   }, 300_000);

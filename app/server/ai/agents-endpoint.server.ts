@@ -6,14 +6,15 @@ import { complete } from "./completions.server.ts";
 import {
   authenticateInstanceToken,
   bearerToken,
-  type InstanceIdentity,
+  type TokenIdentity,
 } from "./instance-tokens.server.ts";
-import type { ChatBody } from "./providers/shared.server.ts";
+import { type ChatBody, openAiUsage, sseData } from "./providers/shared.server.ts";
 
 // The model endpoint of hosted agents: OpenAI's chat-completions API, authenticated by the
-// per-instance token the gateway was configured with, metered and billed to its owner.
+// per-instance token the gateway was configured with, metered and billed to its owner. A pooled
+// gateway's warm-up token gets a fixed minimal answer from here instead (decision 0038).
 
-export async function authenticateInstance(request: Request): Promise<InstanceIdentity> {
+export async function authenticateInstance(request: Request): Promise<TokenIdentity> {
   const token = bearerToken(request);
   if (!token) throw new DomainError(401, "Missing bearer token");
   const identity = await authenticateInstanceToken(token);
@@ -26,6 +27,7 @@ const overhead = (ms: number) => Math.max(0, ms).toFixed(2);
 export async function agentCompletion(request: Request, body: ChatBody, startedAt: number) {
   const identity = await authenticateInstance(request);
   const stream = body.stream === true;
+  if (identity.warmup) return warmupCompletion(body, stream);
   const result = await complete({
     endpoint: "agents",
     userId: identity.userId,
@@ -54,6 +56,67 @@ export async function agentCompletion(request: Request, body: ChatBody, startedA
   // An OpenAI-compatible provider's answer goes out as received (no re-serialisation).
   const { raw, openai } = result.completion;
   return raw !== undefined ? jsonText(raw, { headers }) : json(openai, { headers });
+}
+
+/** What a pooled gateway's dry-run turn is answered (OpenAI's wire format, never metered). */
+export const WARMUP_REPLY = "OK";
+
+/**
+ * A pooled gateway's warm-up turn: the same request path as a tenant's (so the gateway warms
+ * the code it will run for them), answered here with a fixed minimal completion. No provider is
+ * called and nobody is billed: the token belongs to no user.
+ */
+function warmupCompletion(body: ChatBody, stream: boolean): Response {
+  const id = `chatcmpl-warmup-${Date.now().toString(36)}`;
+  const created = Math.floor(Date.now() / 1000);
+  const usage = openAiUsage({ promptTokens: 0, completionTokens: 0 });
+  const headers = { "x-ai-provider": "platform", "x-ai-model": body.model, "x-overhead-ms": "0" };
+  if (!stream) {
+    return json(
+      {
+        id,
+        object: "chat.completion",
+        created,
+        model: body.model,
+        choices: [
+          {
+            index: 0,
+            message: { role: "assistant", content: WARMUP_REPLY },
+            finish_reason: "stop",
+          },
+        ],
+        usage,
+      },
+      { headers },
+    );
+  }
+  const chunk = (choices: unknown[], extra: object = {}) => ({
+    id,
+    object: "chat.completion.chunk",
+    created,
+    model: body.model,
+    choices,
+    ...extra,
+  });
+  const events = [
+    chunk([{ index: 0, delta: { role: "assistant", content: WARMUP_REPLY }, finish_reason: null }]),
+    chunk([{ index: 0, delta: {}, finish_reason: "stop" }]),
+    chunk([], { usage }),
+  ];
+  const sse = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const e of events) controller.enqueue(sseData(e));
+      controller.enqueue(sseData("[DONE]"));
+      controller.close();
+    },
+  });
+  return new Response(sse, {
+    headers: {
+      ...headers,
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+    },
+  });
 }
 
 /** GET /api/ai/v1/models in OpenAI's list format. */

@@ -9,11 +9,23 @@ import { db } from "../platform/db.server.ts";
 export const INSTANCE_TOKEN_PREFIX = "ait_";
 
 export interface InstanceIdentity {
+  warmup?: false;
   userId: string;
   instanceId: string;
   /** The owner's BYOK keys, sealed (read in the same query to save a round trip). */
   sealedKeys: Array<{ provider: string; sealed: string }>;
 }
+
+/**
+ * A pooled gateway's warm-up token (decision 0038): it belongs to no user; the agents' endpoint
+ * answers it with a fixed minimal completion, no provider and nothing metered.
+ */
+export interface WarmupIdentity {
+  warmup: true;
+  poolId: string;
+}
+
+export type TokenIdentity = InstanceIdentity | WarmupIdentity;
 
 /** Creates a token for an instance; the only time the plain token exists. */
 export async function issueInstanceToken(userId: string, instanceId: string): Promise<string> {
@@ -23,7 +35,15 @@ export async function issueInstanceToken(userId: string, instanceId: string): Pr
   return token;
 }
 
-/** Revokes every token of an instance (deprovisioning, token rotation). */
+/** Creates a warm-up token for a pooled gateway (`gwp_…`); revoked when it is claimed. */
+export async function issueWarmupToken(poolId: string): Promise<string> {
+  const token = `${INSTANCE_TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
+  await db()`insert into ai_instance_tokens (token_hash, user_id, instance_id, warmup)
+    values (${sha256Hex(token)}, ${null}, ${poolId}, true)`;
+  return token;
+}
+
+/** Revokes every token of an instance (or of a pooled gateway, by its pool id) (deprovisioning, token rotation). */
 export async function revokeInstanceTokens(instanceId: string): Promise<number> {
   const rows = await db()`update ai_instance_tokens set revoked_at = now()
     where instance_id = ${instanceId} and revoked_at is null returning 1`;
@@ -35,16 +55,14 @@ export async function revokeInstanceTokens(instanceId: string): Promise<number> 
 // revocation (or a BYOK key change) takes effect within CACHE_MS on every web process.
 const CACHE_MS = 5_000;
 const CACHE_MAX = 10_000;
-const cache = new Map<string, { at: number; identity: InstanceIdentity | undefined }>();
+const cache = new Map<string, { at: number; identity: TokenIdentity | undefined }>();
 
 export function resetInstanceTokenCache(): void {
   cache.clear();
 }
 
-/** The instance a bearer token belongs to, or undefined when unknown or revoked. */
-export async function authenticateInstanceToken(
-  token: string,
-): Promise<InstanceIdentity | undefined> {
+/** The instance (or pooled gateway) a bearer token belongs to; undefined: unknown or revoked. */
+export async function authenticateInstanceToken(token: string): Promise<TokenIdentity | undefined> {
   if (!token.startsWith(INSTANCE_TOKEN_PREFIX) || token.length > 200) return undefined;
   const hash = sha256Hex(token);
   const hit = cache.get(hash);
@@ -55,17 +73,21 @@ export async function authenticateInstanceToken(
   return identity;
 }
 
-async function lookup(hash: string): Promise<InstanceIdentity | undefined> {
+async function lookup(hash: string): Promise<TokenIdentity | undefined> {
   const [row] = await db()<
-    { user_id: string; instance_id: string; keys: Array<{ provider: string; sealed: string }> }[]
+    {
+      user_id: string | null;
+      instance_id: string;
+      keys: Array<{ provider: string; sealed: string }>;
+    }[]
   >`select t.user_id, t.instance_id,
       coalesce((select json_agg(json_build_object('provider', k.provider, 'sealed', k.sealed_key))
         from ai_user_keys k where k.user_id = t.user_id), '[]'::json) as keys
     from ai_instance_tokens t
     where t.token_hash = ${hash} and t.revoked_at is null`;
-  return row
-    ? { userId: row.user_id, instanceId: row.instance_id, sealedKeys: row.keys }
-    : undefined;
+  if (!row) return undefined;
+  if (row.user_id === null) return { warmup: true, poolId: row.instance_id };
+  return { userId: row.user_id, instanceId: row.instance_id, sealedKeys: row.keys };
 }
 
 export function bearerToken(request: Request): string | undefined {
