@@ -517,6 +517,9 @@ export function describeApi() {
       "POST /api/agent {action: 'update-skill', skillId, enabled}": "Turn a skill on or off",
       "POST /api/agent {action: 'set-credential', key, value}":
         "Configure a provider key or channel token",
+      "GET /api/agent/whatsapp": "The WhatsApp channel's state (configured, linked, connected)",
+      "POST /api/agent/whatsapp {action: 'start' | 'wait'}":
+        "Link WhatsApp: a QR to scan (start), then wait for the scan",
     },
   };
 }
