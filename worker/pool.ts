@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { channelSettings, channelsPatch } from "../app/server/agents/channels.server.ts";
 import {
   deviceIdentityFromPrivateKey,
   generateDeviceIdentity,
@@ -9,7 +10,11 @@ import {
   updateInstance,
 } from "../app/server/agents/instances.server.ts";
 import { runTurn } from "../app/server/agents/talk.server.ts";
-import { issueWarmupToken, revokeInstanceTokens } from "../app/server/ai/instance-tokens.server.ts";
+import {
+  handOverWarmupToken,
+  issueWarmupToken,
+  revokeInstanceTokens,
+} from "../app/server/ai/instance-tokens.server.ts";
 import { seal, unseal } from "../app/server/platform/crypto.server.ts";
 import { db } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
@@ -235,9 +240,9 @@ async function discardPooled(id: string, name: string): Promise<void> {
 }
 
 /**
- * Gives `row` a ready pooled gateway: claims one (no two provisionings get the same), patches
- * its config for the tenant (provider token, model) and takes over its container, volume,
- * token and device. Returns undefined when the pool has none ready (or adoption failed; the
+ * Gives `row` a ready pooled gateway: claims one (no two provisionings get the same), hands its
+ * warm-up token over to the tenant (patching the config only where the tenant's model or
+ * channels differ) and takes over its container, volume, token and device. Returns undefined when the pool has none ready (or adoption failed; the
  * claimed gateway is then discarded and the caller provisions cold).
  */
 export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | undefined> {
@@ -248,8 +253,6 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
       order by ready_at limit 1 for update skip locked)
     returning *`;
   if (!pooled) return undefined;
-  // The warm-up token goes at once; the tenant gets its own token in the patch below.
-  await revokeInstanceTokens(pooled.id);
   try {
     const info = await rt().inspect(pooled.container_name);
     if (!info?.running || !info.address) throw new Error("pooled gateway is not running");
@@ -264,9 +267,17 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
     try {
       // Carries nothing: no session may be there (the dry run's was deleted; a heartbeat has
       // no route in a pooled gateway). Checked alongside the patch, not after it.
+      // The warm-up token becomes the tenant's: the gateway keeps the provider it warmed up
+      // with, and a config patch (a provider reload that costs the first reply seconds) is
+      // needed only when the tenant's model or channels differ from the warm-up's.
+      const handedOver = await handOverWarmupToken(pooled.id, row.user_id, row.id);
+      const defaults =
+        handedOver &&
+        (row.model ?? env().RUNTIME_DEFAULT_MODEL) === env().RUNTIME_DEFAULT_MODEL &&
+        Object.keys(channelsPatch(await channelSettings(row.user_id))).length === 0;
       const [sessions] = await Promise.all([
         client.request<{ sessions?: Array<{ key: string }> }>("sessions.list", {}),
-        applyPlatformConfig(client, row),
+        defaults ? undefined : applyPlatformConfig(client, row),
       ]);
       if ((sessions.sessions ?? []).length > 0) {
         throw new Error(`the pooled gateway has sessions: ${sessions.sessions?.map((s) => s.key)}`);
@@ -300,6 +311,10 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
       { err: error, pooled: pooled.id },
       "adopting a pooled gateway failed; discarding it",
     );
+    // Whoever holds the gateway's token now (pool or tenant), it goes with the gateway; a cold
+    // provision issues the tenant a fresh one.
+    await revokeInstanceTokens(pooled.id);
+    await revokeInstanceTokens(row.id);
     await rt().remove(pooled.container_name);
     await rt().removeVolume(pooled.volume_name);
     return undefined;

@@ -4,6 +4,8 @@ import * as modelsRoute from "../../app/routes/api.ai.v1.models.ts";
 import { WARMUP_REPLY } from "../../app/server/ai/agents-endpoint.server.ts";
 import {
   authenticateInstanceToken,
+  handOverWarmupToken,
+  issueInstanceToken,
   issueWarmupToken,
   revokeInstanceTokens,
 } from "../../app/server/ai/instance-tokens.server.ts";
@@ -12,7 +14,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { call } from "../helpers/api.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
-import { configureAi } from "./support.ts";
+import { configureAi, giveCredits } from "./support.ts";
 
 // A pooled gateway's warm-up token (decision 0038): the agents' endpoint answers it itself, in
 // OpenAI's wire format, JSON and streamed, with no provider call and nothing metered or
@@ -100,6 +102,29 @@ it("lists models, and is refused once revoked", async () => {
   const refused = await complete({});
   expect(refused.status).toBe(401);
   await nothingSpent();
+});
+
+it("is handed over to the tenant at adoption: the same token then calls the provider, billed to the tenant", async () => {
+  const tenant = `usr_tenant${seq}`;
+  const instance = `ins_tenant${seq}`;
+  await giveCredits(tenant, 5_000_000);
+  const older = await issueInstanceToken(tenant, instance);
+  expect(await authenticateInstanceToken(token)).toMatchObject({ warmup: true });
+  expect(await handOverWarmupToken(poolId, tenant, instance)).toBe(true);
+  expect(await authenticateInstanceToken(token)).toMatchObject({
+    userId: tenant,
+    instanceId: instance,
+  });
+  expect(await authenticateInstanceToken(older)).toBeUndefined(); // one live token per instance
+  const res = await complete({});
+  expect(res.status).toBe(200);
+  expect(res.json.choices[0].message.content).not.toBe(WARMUP_REPLY);
+  expect(openai.state.calls.filter((c) => c.url.endsWith("/chat/completions"))).toHaveLength(1);
+  await flushMetering();
+  const usage = await db()`select user_id, instance_id from ai_usage`;
+  expect(usage).toEqual([{ user_id: tenant, instance_id: instance }]);
+  // Nothing left to hand over twice.
+  expect(await handOverWarmupToken(poolId, tenant, instance)).toBe(false);
 });
 
 it("a warm-up row without the flag, or a user with the flag, cannot exist", async () => {

@@ -43,6 +43,29 @@ export async function issueWarmupToken(poolId: string): Promise<string> {
   return token;
 }
 
+/**
+ * At adoption, the pooled gateway's warm-up token becomes the tenant instance's token (decision
+ * 0038): the gateway keeps the provider key it warmed up with, so adoption needs no config
+ * reload. The instance's older tokens are revoked. False when the pool id has no live warm-up
+ * token (the caller then issues a fresh token and patches it in).
+ */
+export async function handOverWarmupToken(
+  poolId: string,
+  userId: string,
+  instanceId: string,
+): Promise<boolean> {
+  return db().begin(async (sql) => {
+    await sql`update ai_instance_tokens set revoked_at = now()
+      where instance_id = ${instanceId} and revoked_at is null`;
+    const rows = await sql`update ai_instance_tokens
+      set user_id = ${userId}, instance_id = ${instanceId}, warmup = false
+      where instance_id = ${poolId} and warmup and revoked_at is null
+      returning 1`;
+    cache.clear();
+    return rows.length === 1;
+  });
+}
+
 /** Revokes every token of an instance (or of a pooled gateway, by its pool id) (deprovisioning, token rotation). */
 export async function revokeInstanceTokens(instanceId: string): Promise<number> {
   const rows = await db()`update ai_instance_tokens set revoked_at = now()
@@ -68,6 +91,9 @@ export async function authenticateInstanceToken(token: string): Promise<TokenIde
   const hit = cache.get(hash);
   if (hit && Date.now() - hit.at < CACHE_MS) return hit.identity;
   const identity = await lookup(hash);
+  // Warm-up identities are never cached: at adoption the token turns into the tenant's, and
+  // the tenant's first call must not get a warm-up answer from another process's cache.
+  if (identity?.warmup) return identity;
   if (cache.size >= CACHE_MAX) cache.clear();
   cache.set(hash, { at: Date.now(), identity });
   return identity;
