@@ -10,7 +10,7 @@ import {
   withDatabase,
 } from "../app/server/platform/embedded-postgres.server.ts";
 import { removeRunObjects } from "./docker-run.ts";
-import { type Child, root, startNode } from "./servers.ts";
+import { agentPoster, type Child, root, startNode } from "./servers.ts";
 
 // `npm run bench:runtime` (also the last part of `npm run bench`): the agent runtime against a
 // bare `docker run` of the same image, same run, one gateway at a time at 1 CPU:
@@ -179,16 +179,7 @@ if (skip) {
         const userId = `usr_${name}_${run.replace(/-/g, "_")}`;
         await addUser(userId);
         const cookie = (await createSession(userId)).setCookie.split(";")[0] as string;
-        const postAgent = async (body: object) => {
-          const res = await fetch(`${web.url}/api/agent`, {
-            method: "POST",
-            headers: { cookie, "content-type": "application/json" },
-            body: JSON.stringify(body),
-          });
-          const json = (await res.json()) as { reply?: string; sessionId?: string; error?: string };
-          if (!res.ok) throw new Error(`POST /api/agent ${res.status}: ${json.error}`);
-          return json;
-        };
+        const postAgent = agentPoster(web.url, cookie);
         const tenant = await ensureInstanceRecord(userId, { plan: "solo" });
         const t0 = Date.now();
         const p = await w.provision(tenant.id);

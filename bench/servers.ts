@@ -60,3 +60,17 @@ export async function startNode(
       }),
   };
 }
+
+/** `POST /api/agent` as a signed-in user (session cookie); throws on an error answer. */
+export function agentPoster(webUrl: string, cookie: string) {
+  return async (body: object) => {
+    const res = await fetch(`${webUrl}/api/agent`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const json = (await res.json()) as { reply?: string; sessionId?: string; error?: string };
+    if (!res.ok) throw new Error(`POST /api/agent ${res.status}: ${json.error}`);
+    return json;
+  };
+}

@@ -11,7 +11,7 @@ import {
   withDatabase,
 } from "../app/server/platform/embedded-postgres.server.ts";
 import { removeRunObjects } from "./docker-run.ts";
-import { startNode } from "./servers.ts";
+import { agentPoster, startNode } from "./servers.ts";
 
 // `npm run bench` (after the runtime part; BENCH_TALK=0 skips it): the platform's added latency
 // for one chat turn with a real gateway — POST /api/agent and the live agent socket — against
@@ -107,16 +107,7 @@ if (skip) {
     if (!instance?.gateway_address) throw new Error("the gateway has no address");
     const direct = await w.connectPaired(instance, instance.gateway_address);
 
-    const postAgent = async (body: object) => {
-      const res = await fetch(`${web.url}/api/agent`, {
-        method: "POST",
-        headers: { cookie, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      const json = (await res.json()) as { reply?: string; sessionId?: string; error?: string };
-      if (!res.ok) throw new Error(`POST /api/agent ${res.status}: ${json.error}`);
-      return json;
-    };
+    const postAgent = agentPoster(web.url, cookie);
     const socket = new WebSocket(`ws://127.0.0.1:${port}/agent/${userId}`, {
       headers: { cookie },
     });

@@ -1,33 +1,20 @@
 import { Form } from "@remix-run/react";
 import { useEffect, useState } from "react";
+import type { WhatsAppLink, WhatsAppStatus } from "../server/agents/whatsapp-link.server.ts";
 
 // WhatsApp (chatapp3) linking on the chat page. Without JavaScript: "Link WhatsApp" posts the
 // form and the page shows the QR image (a data URL) with an "I scanned it" button that waits for
 // the link. With JavaScript, the page keeps waiting by itself (POST /api/agent/whatsapp
 // action "wait") and swaps in the refreshed QR WhatsApp hands out, until the phone is linked.
 
-export interface WhatsAppStatusView {
-  configured: boolean;
-  linked: boolean;
-  connected: boolean;
-  account: string | null;
-  state: string | null;
-  lastError: string | null;
-}
-
-export interface WhatsAppLinkResult {
-  linked?: boolean;
-  qrDataUrl?: string | null;
-}
-
 export function WhatsAppLinkPanel({
   status,
   statusError,
   result,
 }: {
-  status: WhatsAppStatusView | null;
+  status: WhatsAppStatus | null;
   statusError: string | null;
-  result: WhatsAppLinkResult | undefined;
+  result: Partial<Pick<WhatsAppLink, "linked" | "qrDataUrl">> | undefined;
 }) {
   const [qr, setQr] = useState<string | null>(result?.qrDataUrl ?? null);
   const [linked, setLinked] = useState<boolean>(result?.linked ?? status?.linked ?? false);
