@@ -55,24 +55,85 @@ export interface PoolRow {
   device_token_sealed: string | null;
   gateway_address: string | null;
   gateway_version: string | null;
+  ready_at: Date | null;
+  state_since: Date;
 }
 
+/** A 'starting' row this old belongs to a filler that died (the fill-pool job expires at 15 min). */
+const ORPHAN_AFTER_MINUTES = 20;
+
 /**
- * Starts pooled gateways until RUNTIME_POOL_SIZE are ready or starting. Returns how many.
+ * Starts pooled gateways until RUNTIME_POOL_SIZE are ready or starting, after discarding the
+ * gateways of fillers that died and warming up again those ready for RUNTIME_POOL_REWARM_MINUTES.
  * `warmUpCycles` other than WARMUP_CYCLES: the benchmark's comparison only.
  */
 export async function fillPool(
   options: { warmUpCycles?: number } = {},
-): Promise<{ started: string[]; size: number }> {
+): Promise<{ started: string[]; rewarmed: string[]; discarded: string[]; size: number }> {
   const size = env().RUNTIME_POOL_SIZE;
   const started: string[] = [];
+  const orphans = await db()<{ id: string; container_name: string }[]>`
+    select id, container_name from gateway_pool
+    where state = 'starting' and state_since < now() - make_interval(mins => ${ORPHAN_AFTER_MINUTES})`;
+  for (const orphan of orphans) await discardPooled(orphan.id, orphan.container_name);
+  const rewarmed = await rewarmStale();
   for (;;) {
     const [{ n } = { n: 0 }] = await db()<{ n: number }[]>`
       select count(*)::int as n from gateway_pool`;
     if (n >= size) break;
     started.push(await startPooledGateway(options.warmUpCycles ?? WARMUP_CYCLES));
   }
-  return { started, size };
+  return { started, rewarmed, discarded: orphans.map((o) => o.id), size };
+}
+
+/**
+ * Warms up again, one at a time, the pooled gateways that have been ready for
+ * RUNTIME_POOL_REWARM_MINUTES: OpenClaw retires its idle SQLite workers and re-plans session
+ * maintenance after 30 minutes, which a tenant's first turn would pay again (decision 0038).
+ * A gateway being re-warmed is 'starting', so no provisioning adopts it meanwhile; one that
+ * fails is discarded (the next fill replaces it).
+ */
+async function rewarmStale(): Promise<string[]> {
+  const minutes = env().RUNTIME_POOL_REWARM_MINUTES;
+  const rewarmed: string[] = [];
+  if (minutes <= 0) return rewarmed;
+  for (;;) {
+    const [row] = await db()<PoolRow[]>`
+      update gateway_pool set state = 'starting', state_since = now() where id = (
+        select id from gateway_pool
+        where state = 'ready' and state_since < now() - make_interval(mins => ${minutes})
+        order by state_since limit 1 for update skip locked)
+      returning *`;
+    if (!row) return rewarmed;
+    try {
+      const info = await rt().inspect(row.container_name);
+      if (!info?.running || !info.address) throw new Error("pooled gateway is not running");
+      const { gatewayIp } = await rt().ensureNetwork(env().RUNTIME_NETWORK, {
+        [DEPLOYMENT_LABEL]: deployment(),
+      });
+      const { client } = await connectWithPairing({
+        container: info.id,
+        address: gatewayEndpoint(info, GATEWAY_PORT) as string,
+        token: unseal(row.gateway_token_sealed),
+        device: deviceIdentityFromPrivateKey(unseal(row.device_private_key_sealed as string)),
+      });
+      try {
+        const aiBaseUrl = await platformAiBaseUrl(gatewayIp);
+        await warmUp(client, { id: row.id, containerId: info.id, aiBaseUrl });
+      } finally {
+        client.close();
+      }
+      await db()`update gateway_pool set state = 'ready', state_since = now(), ready_at = now()
+        where id = ${row.id}`;
+      rewarmed.push(row.id);
+    } catch (error) {
+      log().warn(
+        { err: error, pooled: row.id },
+        "re-warming a pooled gateway failed; discarding it",
+      );
+      await discardPooled(row.id, row.container_name);
+    }
+  }
 }
 
 async function startPooledGateway(cycles: number): Promise<string> {
@@ -135,7 +196,7 @@ async function startPooledGateway(cycles: number): Promise<string> {
     await db()`update gateway_pool set state = 'ready', container_id = ${containerId},
         gateway_address = ${address}, gateway_version = ${hello.server.version},
         device_token_sealed = ${hello.auth?.deviceToken ? seal(hello.auth.deviceToken) : null},
-        ready_at = now()
+        ready_at = now(), state_since = now()
       where id = ${id}`;
     return id;
   } catch (error) {
@@ -144,11 +205,11 @@ async function startPooledGateway(cycles: number): Promise<string> {
   }
 }
 
-const WARMUP_MESSAGE = "Warm-up: reply with OK.";
+export const WARMUP_MESSAGE = "Warm-up: reply with OK.";
 const WARMUP_ATTEMPTS = 3;
 /**
- * Dry-run cycles per pooled gateway. One takes the tenant's first reply from 27–44 s to 6–9 s
- * on a loaded 2-core machine; a second measured no better (bench/runtime.ts, decision 0038).
+ * Dry-run cycles per pooled gateway. One takes the tenant's first reply (provision start →
+ * reply) from 21–44 s to 1.4–2.2 s at 1 CPU; a second measured no better (decision 0038).
  */
 export const WARMUP_CYCLES = 1;
 
@@ -210,12 +271,18 @@ export async function warmUp(
   return { ms, attempts };
 }
 
-/** Deletes a session and its transcript, including the copy the gateway archives on delete. */
+/**
+ * Deletes a session and its transcript, including the copy the gateway archives on delete.
+ * The session is reset first: a used session deleted straight away leaves its reclamation to
+ * the gateway's next turn, which then took 3.7–5.7 s instead of 0.8–1.0 s (a new SQLite worker
+ * thread, ~2 s of CPU); reset first, the delete does that work itself (decision 0038).
+ */
 async function forgetSession(
   client: Awaited<ReturnType<typeof connectWithPairing>>["client"],
   containerId: string,
   key: string,
 ): Promise<void> {
+  await client.request("sessions.reset", { key }, { timeoutMs: 120_000 });
   // Deleting takes the gateway 1–20 s on a busy machine (SQLite reclamation).
   const result = await client.request<{ archived?: string[] }>(
     "sessions.delete",

@@ -18,7 +18,7 @@ import {
   STATE_DIR,
   teardown,
 } from "../../worker/instances.ts";
-import { fillPool, type PoolRow } from "../../worker/pool.ts";
+import { fillPool, type PoolRow, WARMUP_MESSAGE } from "../../worker/pool.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { configureAi, giveCredits } from "../ai/support.ts";
@@ -157,6 +157,43 @@ describeDocker("warm pool (real gateway)", () => {
     expect(await stateMentioning(pooled.container_id as string, "Warm-up: reply")).toEqual([]);
   }, 300_000);
 
+  it("a gateway ready for RUNTIME_POOL_REWARM_MINUTES is warmed up again; a dead filler's row is discarded", async () => {
+    // A fresh fill leaves it alone; an hour later it is re-warmed with a new warm-up token.
+    expect((await fillPool()).rewarmed).toEqual([]);
+    await db()`update gateway_pool set state_since = now() - interval '1 hour' where id = ${pooled.id}`;
+    // A row a filler left behind when it died: 'starting' for longer than a fill can take.
+    await db()`insert into gateway_pool (id, container_name, volume_name, image, gateway_token_sealed, state_since)
+      values ('gwp_orphan', ${`agent-gwp-orphan-${testRun}`}, ${`agent-gwp-orphan-${testRun}-state`},
+        'agent-gateway:none', 'sealed', now() - interval '1 hour')`;
+    const seen = bearers.length;
+    const result = await fillPool();
+    expect(result).toMatchObject({ started: [], rewarmed: [pooled.id], discarded: ["gwp_orphan"] });
+    const [row] = await db()<PoolRow[]>`select * from gateway_pool`;
+    expect(row).toMatchObject({ id: pooled.id, state: "ready" });
+    expect(Date.now() - (row as PoolRow).state_since.getTime()).toBeLessThan(120_000);
+    expect(await db()`select 1 from gateway_pool`).toHaveLength(1);
+
+    // The new dry run used a new warm-up token (the old one is revoked) and left no session.
+    const fresh = bearers.slice(seen);
+    expect(fresh.length).toBeGreaterThan(0);
+    expect(fresh.every((b) => b === fresh[0] && b !== warmupToken)).toBe(true);
+    expect(await authenticateInstanceToken(warmupToken)).toBeUndefined();
+    warmupToken = fresh[0] as string;
+    const { client } = await connectWithPairing({
+      container: pooled.container_id as string,
+      address: pooled.gateway_address as string,
+      token: unseal(pooled.gateway_token_sealed),
+      device: deviceIdentityFromPrivateKey(unseal(pooled.device_private_key_sealed as string)),
+    });
+    try {
+      const list = await client.request<{ sessions?: unknown[] }>("sessions.list", {});
+      expect(list.sessions ?? []).toEqual([]);
+    } finally {
+      client.close();
+    }
+    expect(await stateMentioning(pooled.container_id as string, WARMUP_MESSAGE)).toEqual([]);
+  }, 300_000);
+
   it("provisioning adopts it; the tenant's first chat is answered through the platform and metered to the tenant", async () => {
     await giveCredits(TENANT, 5_000_000);
     const row = await ensureInstanceRecord(TENANT);
@@ -188,7 +225,7 @@ describeDocker("warm pool (real gateway)", () => {
       userId: TENANT,
       instanceId: row.id,
     });
-    const [pool] = await db()`select count(*)::int as n from ai_instance_tokens where warmup`;
+    const [pool] = await db()`select count(*)::int as n from ai_instance_tokens where warmup and revoked_at is null`;
     expect(pool?.n).toBe(0);
 
     const adopted = await getInstance(row.id);
