@@ -531,22 +531,62 @@ export async function runAction(
         let cleared = 0;
         for (const s of list.sessions ?? []) {
           if (!s.key) continue;
-          await client.request("sessions.delete", { key: s.key });
+          await forgetSession(client, info.id, s.key);
           cleared++;
         }
-        await client.request("agents.files.set", {
-          agentId: "main",
-          name: "MEMORY.md",
-          content: "",
-        });
+        // Every agent's long-term memory: MEMORY.md emptied, its daily notes (memory/) removed.
+        const agents = await client.request<{ agents?: Array<{ id?: string }> }>("agents.list", {});
+        const ids = (agents.agents ?? []).flatMap((a) => (a.id ? [a.id] : []));
+        for (const agentId of ids.length ? ids : ["main"]) {
+          await client.request("agents.files.set", { agentId, name: "MEMORY.md", content: "" });
+        }
+        const notes = await rt().exec(
+          info.id,
+          ["sh", "-c", `rm -rf -- ${STATE_DIR}/workspace/memory ${STATE_DIR}/workspace-*/memory`],
+          { timeoutMs: 30_000 },
+        );
+        if (notes.exitCode !== 0) {
+          throw new Error(
+            `removing the agents' memory notes failed: ${notes.stderr.slice(0, 300)}`,
+          );
+        }
         return {
           ok: true,
-          message: `Memory reset: ${cleared} session(s) cleared, MEMORY.md emptied`,
+          message: `Memory reset: ${cleared} session(s) cleared, memory of ${Math.max(ids.length, 1)} agent(s) emptied`,
         };
       } finally {
         client.close();
       }
     }
+  }
+}
+
+/**
+ * Deletes a session and its transcript, including the copy the gateway archives on delete.
+ * The session is reset first: a used session deleted straight away leaves its reclamation to
+ * the gateway's next turn, which then took 3.7–5.7 s instead of 0.8–1.0 s (a new SQLite worker
+ * thread, ~2 s of CPU); reset first, the delete does that work itself (decision 0038). Used by
+ * the warm pool's dry run and by reset-memory.
+ */
+export async function forgetSession(
+  client: GatewayClient,
+  containerId: string,
+  key: string,
+): Promise<void> {
+  await client.request("sessions.reset", { key }, { timeoutMs: 120_000 });
+  // Deleting takes the gateway 1–20 s on a busy machine (SQLite reclamation).
+  const result = await client.request<{ archived?: string[] }>(
+    "sessions.delete",
+    { key, deleteTranscript: true },
+    { timeoutMs: 120_000 },
+  );
+  const archived = (result.archived ?? []).filter((p) => p.startsWith(`${STATE_DIR}/`));
+  if (archived.length === 0) return;
+  const removed = await rt().exec(containerId, ["rm", "-f", "--", ...archived], {
+    timeoutMs: 30_000,
+  });
+  if (removed.exitCode !== 0) {
+    throw new Error(`removing the warm-up transcript failed: ${removed.stderr.slice(0, 300)}`);
   }
 }
 

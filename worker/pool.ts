@@ -23,6 +23,7 @@ import {
   connectWithPairing,
   DEPLOYMENT_LABEL,
   deployment,
+  forgetSession,
   GATEWAY_PORT,
   gatewayConfig,
   log,
@@ -269,34 +270,6 @@ export async function warmUp(
   const ms = Date.now() - t0;
   log().info({ pooled: pooled.id, ms, attempts }, "pooled gateway warmed up");
   return { ms, attempts };
-}
-
-/**
- * Deletes a session and its transcript, including the copy the gateway archives on delete.
- * The session is reset first: a used session deleted straight away leaves its reclamation to
- * the gateway's next turn, which then took 3.7–5.7 s instead of 0.8–1.0 s (a new SQLite worker
- * thread, ~2 s of CPU); reset first, the delete does that work itself (decision 0038).
- */
-async function forgetSession(
-  client: Awaited<ReturnType<typeof connectWithPairing>>["client"],
-  containerId: string,
-  key: string,
-): Promise<void> {
-  await client.request("sessions.reset", { key }, { timeoutMs: 120_000 });
-  // Deleting takes the gateway 1–20 s on a busy machine (SQLite reclamation).
-  const result = await client.request<{ archived?: string[] }>(
-    "sessions.delete",
-    { key, deleteTranscript: true },
-    { timeoutMs: 120_000 },
-  );
-  const archived = (result.archived ?? []).filter((p) => p.startsWith(`${STATE_DIR}/`));
-  if (archived.length === 0) return;
-  const removed = await rt().exec(containerId, ["rm", "-f", "--", ...archived], {
-    timeoutMs: 30_000,
-  });
-  if (removed.exitCode !== 0) {
-    throw new Error(`removing the warm-up transcript failed: ${removed.stderr.slice(0, 300)}`);
-  }
 }
 
 async function discardPooled(id: string, name: string): Promise<void> {

@@ -11,7 +11,13 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { connectPaired, provision, runAction, waitHealthy } from "../../worker/instances.ts";
+import {
+  connectPaired,
+  provision,
+  runAction,
+  STATE_DIR,
+  waitHealthy,
+} from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import type { ContainerInfo } from "../../worker/runtime/types.ts";
@@ -126,9 +132,44 @@ describeDocker("real gateway", () => {
       live.close();
     }
 
-    // reset-memory through the gateway
-    const reset = await runAction((await getInstance(row.id)) as InstanceRow, "reset-memory");
-    expect(reset).toMatchObject({ ok: true, message: expect.stringMatching(/Memory reset/) });
+    // reset-memory through the gateway: sessions, MEMORY.md and the daily notes are gone.
+    const remembered = (await getInstance(row.id)) as InstanceRow;
+    const { client: mem } = await connectPaired(remembered, remembered.gateway_address as string);
+    try {
+      await mem.request("sessions.create", { agentId: "main" });
+      await mem.request("agents.files.set", {
+        agentId: "main",
+        name: "MEMORY.md",
+        content: "The user's cat is called Miso.",
+      });
+    } finally {
+      mem.close();
+    }
+    const note = `${STATE_DIR}/workspace/memory/2026-11-22.md`;
+    const wrote = await rt.exec(remembered.container_name, [
+      "sh",
+      "-c",
+      `mkdir -p ${STATE_DIR}/workspace/memory && echo 'Miso likes tuna' > ${note}`,
+    ]);
+    expect(wrote.exitCode).toBe(0);
+    const reset = await runAction(remembered, "reset-memory");
+    expect(reset).toMatchObject({
+      ok: true,
+      message: expect.stringMatching(/Memory reset: 1 session\(s\) cleared, memory of 1 agent/),
+    });
+    const { client: check } = await connectPaired(remembered, remembered.gateway_address as string);
+    try {
+      const list = await check.request<{ sessions?: unknown[] }>("sessions.list", {});
+      expect(list.sessions ?? []).toEqual([]);
+      const file = await check.request<{ file?: { content?: string } }>("agents.files.get", {
+        agentId: "main",
+        name: "MEMORY.md",
+      });
+      expect(file.file?.content ?? "").toBe("");
+    } finally {
+      check.close();
+    }
+    expect((await rt.exec(remembered.container_name, ["test", "-e", note])).exitCode).toBe(1);
 
     // stop and start (the worker's actions), then healthy again
     let t = Date.now();
