@@ -107,16 +107,9 @@ async function rewarmStale(): Promise<string[]> {
       returning *`;
     if (!row) return rewarmed;
     try {
-      const info = await rt().inspect(row.container_name);
-      if (!info?.running || !info.address) throw new Error("pooled gateway is not running");
+      const { info, client } = await connectPooled(row);
       const { gatewayIp } = await rt().ensureNetwork(env().RUNTIME_NETWORK, {
         [DEPLOYMENT_LABEL]: deployment(),
-      });
-      const { client } = await connectWithPairing({
-        container: info.id,
-        address: gatewayEndpoint(info, GATEWAY_PORT) as string,
-        token: unseal(row.gateway_token_sealed),
-        device: deviceIdentityFromPrivateKey(unseal(row.device_private_key_sealed as string)),
       });
       try {
         const aiBaseUrl = await platformAiBaseUrl(gatewayIp);
@@ -279,6 +272,20 @@ async function discardPooled(id: string, name: string): Promise<void> {
   await db()`delete from gateway_pool where id = ${id}`;
 }
 
+/** A paired control connection to a running pooled gateway (throws when it is not running). */
+async function connectPooled(row: PoolRow) {
+  const info = await rt().inspect(row.container_name);
+  if (!info?.running || !info.address) throw new Error("pooled gateway is not running");
+  const address = gatewayEndpoint(info, GATEWAY_PORT) as string;
+  const { client, hello } = await connectWithPairing({
+    container: info.id,
+    address,
+    token: unseal(row.gateway_token_sealed),
+    device: deviceIdentityFromPrivateKey(unseal(row.device_private_key_sealed as string)),
+  });
+  return { info, address, client, hello };
+}
+
 /**
  * Gives `row` a ready pooled gateway: claims one (no two provisionings get the same), hands its
  * warm-up token over to the tenant (patching the config only where the tenant's model or
@@ -294,16 +301,7 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
     returning *`;
   if (!pooled) return undefined;
   try {
-    const info = await rt().inspect(pooled.container_name);
-    if (!info?.running || !info.address) throw new Error("pooled gateway is not running");
-    const address = gatewayEndpoint(info, GATEWAY_PORT) as string;
-    const device = deviceIdentityFromPrivateKey(unseal(pooled.device_private_key_sealed as string));
-    const { client, hello } = await connectWithPairing({
-      container: info.id,
-      address,
-      token: unseal(pooled.gateway_token_sealed),
-      device,
-    });
+    const { info, address, client, hello } = await connectPooled(pooled);
     try {
       // Carries nothing: no session may be there (the dry run's was deleted; a heartbeat has
       // no route in a pooled gateway). Checked alongside the patch, not after it.

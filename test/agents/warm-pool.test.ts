@@ -82,6 +82,21 @@ async function stateMentioning(container: string, needle: string): Promise<strin
   return JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "[]") as string[];
 }
 
+/** The sessions a pooled gateway lists, over its own paired connection. */
+async function sessionsOf(pooled: PoolRow): Promise<unknown[]> {
+  const { client } = await connectWithPairing({
+    container: pooled.container_id as string,
+    address: pooled.gateway_address as string,
+    token: unseal(pooled.gateway_token_sealed),
+    device: deviceIdentityFromPrivateKey(unseal(pooled.device_private_key_sealed as string)),
+  });
+  try {
+    return (await client.request<{ sessions?: unknown[] }>("sessions.list", {})).sessions ?? [];
+  } finally {
+    client.close();
+  }
+}
+
 describeDocker("warm pool (real gateway)", () => {
   beforeAll(async () => {
     process.env.RUNTIME_DEPLOYMENT = testRun;
@@ -142,18 +157,7 @@ describeDocker("warm pool (real gateway)", () => {
     expect(await db()`select 1 from ai_usage`).toHaveLength(0);
 
     // Nothing of the warm-up is left: no session, no transcript (live or archived).
-    const { client } = await connectWithPairing({
-      container: pooled.container_id as string,
-      address: pooled.gateway_address as string,
-      token: unseal(pooled.gateway_token_sealed),
-      device: deviceIdentityFromPrivateKey(unseal(pooled.device_private_key_sealed as string)),
-    });
-    try {
-      const list = await client.request<{ sessions?: unknown[] }>("sessions.list", {});
-      expect(list.sessions ?? []).toEqual([]);
-    } finally {
-      client.close();
-    }
+    expect(await sessionsOf(pooled)).toEqual([]);
     expect(await stateMentioning(pooled.container_id as string, "Warm-up: reply")).toEqual([]);
   }, 300_000);
 
@@ -179,18 +183,7 @@ describeDocker("warm pool (real gateway)", () => {
     expect(fresh.every((b) => b === fresh[0] && b !== warmupToken)).toBe(true);
     expect(await authenticateInstanceToken(warmupToken)).toBeUndefined();
     warmupToken = fresh[0] as string;
-    const { client } = await connectWithPairing({
-      container: pooled.container_id as string,
-      address: pooled.gateway_address as string,
-      token: unseal(pooled.gateway_token_sealed),
-      device: deviceIdentityFromPrivateKey(unseal(pooled.device_private_key_sealed as string)),
-    });
-    try {
-      const list = await client.request<{ sessions?: unknown[] }>("sessions.list", {});
-      expect(list.sessions ?? []).toEqual([]);
-    } finally {
-      client.close();
-    }
+    expect(await sessionsOf(pooled)).toEqual([]);
     expect(await stateMentioning(pooled.container_id as string, WARMUP_MESSAGE)).toEqual([]);
   }, 300_000);
 
@@ -225,7 +218,8 @@ describeDocker("warm pool (real gateway)", () => {
       userId: TENANT,
       instanceId: row.id,
     });
-    const [pool] = await db()`select count(*)::int as n from ai_instance_tokens where warmup and revoked_at is null`;
+    const [pool] =
+      await db()`select count(*)::int as n from ai_instance_tokens where warmup and revoked_at is null`;
     expect(pool?.n).toBe(0);
 
     const adopted = await getInstance(row.id);
