@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
-import { activeLease, draw, type Lease, openLease } from "./credit-leases.server.ts";
+import { logger } from "../platform/logger.server.ts";
+import { activeLease, draw, type Lease, openLease, wantsRefill } from "./credit-leases.server.ts";
 import { usdToMicro } from "./money.server.ts";
 
 // Credits and budgets. Before a call, the most it can cost is held on the user's ai_accounts row
@@ -86,6 +87,7 @@ export async function reserve(
   for (;;) {
     const lease = activeLease(userId, mode);
     if (lease && draw(lease, amountMicroUsd)) {
+      if (wantsRefill(lease)) refillAhead(lease);
       return { id: lease.id, userId, amountMicroUsd, mode, lease };
     }
     // One lease request per user and mode at a time in this process: concurrent callers wait
@@ -113,6 +115,41 @@ export async function reserve(
 }
 
 const opening = new Map<string, Promise<Lease>>();
+
+/**
+ * Takes the next full block in the background while the current lease still serves calls, so
+ * a busy user's requests never wait on the lease statement (it was the stream p99 tail:
+ * docs/decisions/0086). Only a full block: when the balance or the daily allowance cannot cover
+ * one, the current lease keeps serving and the request path takes the smaller lease as before.
+ */
+function refillAhead(lease: Lease): void {
+  const key = `${lease.userId}:${lease.mode}`;
+  if (opening.has(key)) return;
+  const block = usdToMicro(env().AI_CREDIT_LEASE_USD);
+  if (block <= 0) return;
+  const id = `res_${randomUUID()}`;
+  const promise = tryReserve(id, lease.userId, block, lease.mode).then((ok) => {
+    // A lease that was replaced meanwhile (rotation on the request path) keeps its successor.
+    if (ok && activeLease(lease.userId, lease.mode) === lease) {
+      return openLease(id, lease.userId, lease.mode, block);
+    }
+    if (ok) return releaseUnused(id, lease.userId, block).then(() => lease);
+    return lease;
+  });
+  opening.set(key, promise);
+  promise
+    .catch((error: unknown) => logger().warn({ err: error }, "credit lease refill failed"))
+    .finally(() => {
+      if (opening.get(key) === promise) opening.delete(key);
+    });
+}
+
+/** Gives back a block that was taken and not needed. */
+async function releaseUnused(id: string, userId: string, amount: number): Promise<void> {
+  await db()`with gone as (delete from ai_reservations where id = ${id} returning 1)
+    update ai_accounts set held_micro_usd = greatest(0, held_micro_usd - ${amount})
+    where user_id = ${userId} and exists (select 1 from gone)`;
+}
 
 async function takeLease(userId: string, amount: number, mode: BillingMode): Promise<Lease> {
   const block = Math.max(amount, usdToMicro(env().AI_CREDIT_LEASE_USD));

@@ -14,6 +14,8 @@ export interface Lease {
   id: string;
   userId: string;
   mode: BillingMode;
+  /** The block taken. */
+  size: number;
   /** What the database still holds for this lease (block minus the costs flushed so far). */
   dbHeld: number;
   /** What calls may still draw (block minus draws in flight minus settled costs). */
@@ -61,6 +63,7 @@ export function openLease(
     id,
     userId,
     mode,
+    size: amountMicroUsd,
     dbHeld: amountMicroUsd,
     available: amountMicroUsd,
     outstanding: 0,
@@ -72,6 +75,21 @@ export function openLease(
   };
   active.set(keyOf(userId, mode), lease);
   return lease;
+}
+
+/** A lease is replaced ahead of need below this share of its block or this close to its max age. */
+export const REFILL_BELOW = 0.25;
+export const REFILL_AGE_MS = LEASE_MAX_AGE_MS - 10_000;
+
+/**
+ * True when the next block should be taken now, in the background, so that no request waits on
+ * the database for it: the lease is running low or about to rotate. docs/decisions/0086
+ */
+export function wantsRefill(lease: Lease): boolean {
+  return (
+    !lease.retired &&
+    (lease.available < lease.size * REFILL_BELOW || Date.now() - lease.createdAt > REFILL_AGE_MS)
+  );
 }
 
 /** Takes `amount` from the lease when it has that much; false otherwise. */

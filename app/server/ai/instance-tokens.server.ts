@@ -61,7 +61,7 @@ export async function handOverWarmupToken(
       set user_id = ${userId}, instance_id = ${instanceId}, warmup = false
       where instance_id = ${poolId} and warmup and revoked_at is null
       returning 1`;
-    cache.clear();
+    clearCache();
     return rows.length === 1;
   });
 }
@@ -70,7 +70,7 @@ export async function handOverWarmupToken(
 export async function revokeInstanceTokens(instanceId: string): Promise<number> {
   const rows = await db()`update ai_instance_tokens set revoked_at = now()
     where instance_id = ${instanceId} and revoked_at is null returning 1`;
-  cache.clear(); // this process at once; others within CACHE_MS
+  clearCache(); // this process at once; others within CACHE_MS
   return rows.length;
 }
 
@@ -79,9 +79,17 @@ export async function revokeInstanceTokens(instanceId: string): Promise<number> 
 const CACHE_MS = 5_000;
 const CACHE_MAX = 10_000;
 const cache = new Map<string, { at: number; identity: TokenIdentity | undefined }>();
+/** Bumped whenever the cache is cleared, so a lookup in flight does not re-add what was revoked. */
+let cacheGeneration = 0;
+
+function clearCache(): void {
+  cache.clear();
+  refreshing.clear();
+  cacheGeneration += 1;
+}
 
 export function resetInstanceTokenCache(): void {
-  cache.clear();
+  clearCache();
 }
 
 /** The instance (or pooled gateway) a bearer token belongs to; undefined: unknown or revoked. */
@@ -89,14 +97,43 @@ export async function authenticateInstanceToken(token: string): Promise<TokenIde
   if (!token.startsWith(INSTANCE_TOKEN_PREFIX) || token.length > 200) return undefined;
   const hash = sha256Hex(token);
   const hit = cache.get(hash);
-  if (hit && Date.now() - hit.at < CACHE_MS) return hit.identity;
-  const identity = await lookup(hash);
-  // Warm-up identities are never cached: at adoption the token turns into the tenant's, and
-  // the tenant's first call must not get a warm-up answer from another process's cache.
-  if (identity?.warmup) return identity;
-  if (cache.size >= CACHE_MAX) cache.clear();
-  cache.set(hash, { at: Date.now(), identity });
-  return identity;
+  if (hit) {
+    const age = Date.now() - hit.at;
+    if (age < CACHE_MS) {
+      // Past half its life the entry is re-read in the background, so a busy gateway's calls
+      // never wait on the lookup (a stream p99 tail); the bound stays CACHE_MS, since an entry
+      // is only served while younger than that. docs/decisions/0086
+      if (age >= CACHE_MS / 2) void refresh(hash);
+      return hit.identity;
+    }
+  }
+  return refresh(hash);
+}
+
+const refreshing = new Map<string, Promise<TokenIdentity | undefined>>();
+
+/** One lookup per token at a time; the result (but never a warm-up identity) is cached. */
+function refresh(hash: string): Promise<TokenIdentity | undefined> {
+  const inFlight = refreshing.get(hash);
+  if (inFlight) return inFlight;
+  const startedAt = Date.now();
+  const generation = cacheGeneration;
+  const pending: Promise<TokenIdentity | undefined> = lookup(hash)
+    .then((identity) => {
+      // Warm-up identities are never cached: at adoption the token turns into the tenant's, and
+      // the tenant's first call must not get a warm-up answer from another process's cache.
+      // Nor is a read that started before an in-process revocation cleared the cache.
+      if (identity?.warmup || generation !== cacheGeneration) return identity;
+      if (cache.size >= CACHE_MAX) cache.clear();
+      // Aged from when the read started: the row was as seen at or after that moment.
+      cache.set(hash, { at: startedAt, identity });
+      return identity;
+    })
+    .finally(() => {
+      if (refreshing.get(hash) === pending) refreshing.delete(hash);
+    });
+  refreshing.set(hash, pending);
+  return pending;
 }
 
 async function lookup(hash: string): Promise<TokenIdentity | undefined> {
