@@ -1,14 +1,13 @@
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
 import { userStanding } from "../../app/server/ai/budgets.server.ts";
-import { issueInstanceToken } from "../../app/server/ai/instance-tokens.server.ts";
 import { flushMetering } from "../../app/server/ai/metering.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { call } from "../helpers/api.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
-import { balanceOf, configureAi, giveCredits } from "./support.ts";
+import { balanceOf, giveCredits, leaseTestUser } from "./support.ts";
 
 // Credit leases: a process holds a block of the user's credit and draws calls from it, so the
 // request path does not write per call; settlement is batched; the totals stay exact and the
@@ -17,17 +16,10 @@ import { balanceOf, configureAi, giveCredits } from "./support.ts";
 const openai = createOpenAiFake();
 beforeAll(() => mswServer.use(...openai.handlers));
 
-let seq = 0;
 let userId: string;
 let token: string;
 beforeEach(async () => {
-  openai.state.calls = [];
-  openai.state.failures = [];
-  openai.state.usage = { prompt: 12, completion: 7 }; // 100 micro-USD on gpt-4o
-  await configureAi({ OPENAI_API_KEY: "test-key", AI_CREDIT_LEASE_USD: "0.01" });
-  seq += 1;
-  userId = `usr_lease_${seq}`;
-  token = await issueInstanceToken(userId, `ins_lease_${seq}`);
+  ({ userId, token } = await leaseTestUser(openai, "lease"));
 });
 
 const complete = () =>

@@ -2,17 +2,14 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vite
 import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
 import { userStanding } from "../../app/server/ai/budgets.server.ts";
 import { activeLease, type Lease } from "../../app/server/ai/credit-leases.server.ts";
-import {
-  authenticateInstanceToken,
-  issueInstanceToken,
-} from "../../app/server/ai/instance-tokens.server.ts";
+import { authenticateInstanceToken } from "../../app/server/ai/instance-tokens.server.ts";
 import { flushMetering } from "../../app/server/ai/metering.server.ts";
 import { sha256Hex } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { call } from "../helpers/api.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
-import { balanceOf, configureAi, giveCredits } from "./support.ts";
+import { balanceOf, giveCredits, leaseTestUser } from "./support.ts";
 
 // Work that used to wait on the database inside a request now happens ahead of need, in the
 // background (docs/decisions/0086): the next credit block is taken while the current one still
@@ -22,19 +19,11 @@ import { balanceOf, configureAi, giveCredits } from "./support.ts";
 const openai = createOpenAiFake();
 beforeAll(() => mswServer.use(...openai.handlers));
 
-let seq = 0;
 let userId: string;
 let instanceId: string;
 let token: string;
 beforeEach(async () => {
-  openai.state.calls = [];
-  openai.state.failures = [];
-  openai.state.usage = { prompt: 12, completion: 7 }; // 100 micro-USD on gpt-4o
-  await configureAi({ OPENAI_API_KEY: "test-key", AI_CREDIT_LEASE_USD: "0.01" });
-  seq += 1;
-  userId = `usr_ahead_${seq}`;
-  instanceId = `ins_ahead_${seq}`;
-  token = await issueInstanceToken(userId, instanceId);
+  ({ userId, instanceId, token } = await leaseTestUser(openai, "ahead"));
 });
 afterEach(() => {
   vi.useRealTimers();

@@ -1,10 +1,14 @@
 import { resetCatalogCache } from "../../app/server/ai/catalog.server.ts";
 import { resetCooldowns } from "../../app/server/ai/cooldown.server.ts";
 import { resetAiHealthCache } from "../../app/server/ai/health.server.ts";
-import { resetInstanceTokenCache } from "../../app/server/ai/instance-tokens.server.ts";
+import {
+  issueInstanceToken,
+  resetInstanceTokenCache,
+} from "../../app/server/ai/instance-tokens.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { ensureUser } from "../helpers/users.ts";
+import type { createOpenAiFake } from "../msw/handlers/openai.ts";
 
 // Shared set-up of the AI-layer tests: which providers are configured, and a clean slate.
 
@@ -56,4 +60,21 @@ export async function balanceOf(userId: string): Promise<number> {
   const [row] = await db()<{ b: number }[]>`select coalesce(sum(amount_micro_usd), 0)::bigint as b
     from credit_ledger where user_id = ${userId}`;
   return row?.b ?? 0;
+}
+
+let leaseSeq = 0;
+
+/**
+ * The credit-lease tests' slate: the OpenAI fake answering 100 micro-USD per call (gpt-4o),
+ * 0.01 USD leases, and a new user with a model-endpoint token of a new instance.
+ */
+export async function leaseTestUser(openai: ReturnType<typeof createOpenAiFake>, prefix: string) {
+  openai.state.calls = [];
+  openai.state.failures = [];
+  openai.state.usage = { prompt: 12, completion: 7 };
+  await configureAi({ OPENAI_API_KEY: "test-key", AI_CREDIT_LEASE_USD: "0.01" });
+  leaseSeq += 1;
+  const userId = `usr_${prefix}_${leaseSeq}`;
+  const instanceId = `ins_${prefix}_${leaseSeq}`;
+  return { userId, instanceId, token: await issueInstanceToken(userId, instanceId) };
 }
