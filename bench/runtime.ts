@@ -27,6 +27,9 @@ process.env.DATA_DIR = dataDir;
 process.env.RUNTIME_DEPLOYMENT = run;
 process.env.RUNTIME_NETWORK = `agent-${run}`;
 process.env.RUNTIME_MAX_CPUS = "1";
+// The cold figures compare the platform's provisioning with a bare `docker run`; the dry run at
+// cold provisioning is measured on its own in part 4, where the web process answers it.
+process.env.RUNTIME_COLD_WARMUP = "off";
 // The bench seals the instance's secrets and signs the session; the web process reads them.
 process.env.SEALING_KEY = randomBytes(32).toString("hex");
 process.env.SESSION_SECRET = randomBytes(32).toString("hex");
@@ -204,6 +207,19 @@ if (skip) {
       // fail outright (decision 0038); that is reported, not retried.
       await fillPool({ warmUpCycles: 0 });
       const cold = await firstChat("unwarmed").catch((error: Error) => error);
+      // No pool, the dry run at cold provisioning instead: provision start → ready → first reply.
+      process.env.RUNTIME_POOL_SIZE = "0";
+      process.env.RUNTIME_COLD_WARMUP = "on";
+      resetEnvCache();
+      const coldUser = `usr_colddry_${run.replace(/-/g, "_")}`;
+      await addUser(coldUser);
+      const coldCookie = (await createSession(coldUser)).setCookie.split(";")[0] as string;
+      const coldTenant = await ensureInstanceRecord(coldUser, { plan: "solo" });
+      t = Date.now();
+      await w.provision(coldTenant.id);
+      const coldReadyMs = Date.now() - t;
+      await agentPoster(web.url, coldCookie)({ message: "Hello!" });
+      const coldFirstMs = Date.now() - t;
       const target = 3_000;
       rows.push(
         [
@@ -217,6 +233,10 @@ if (skip) {
         ],
         ["warm pool: second reply", secs(warm.secondMs)],
         ["warm pool: first reply, 2nd new session", secs(warm.newSessionMs)],
+        [
+          "no pool, dry run at provisioning",
+          `ready ${secs(coldReadyMs)}, first reply ${secs(coldFirstMs)} (${secs(coldFirstMs - coldReadyMs)} after ready)`,
+        ],
         [
           "pool without dry run: first reply",
           cold instanceof Error

@@ -33,7 +33,7 @@ import { db } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
 import { sendJob } from "../app/server/platform/jobs.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
-import { adoptFromPool, pooledContainerNames } from "./pool.ts";
+import { adoptFromPool, pooledContainerNames, warmUpProvisioned } from "./pool.ts";
 import {
   type AgentRuntime,
   type ContainerInfo,
@@ -382,6 +382,8 @@ export async function provision(instanceId: string) {
       await waitHealthy(info);
       const healthyMs = Date.now() - t0;
       row = (await getInstance(instanceId)) as InstanceRow;
+      // A gateway paired now is new (a retried or repeated provisioning finds it paired).
+      const fresh = !row.paired_at;
       const {
         client,
         hello,
@@ -392,6 +394,9 @@ export async function provision(instanceId: string) {
         // Channels the user provisioned before the container existed (POST /api/provision).
         const channels = await channelSettings(paired.user_id);
         if (Object.keys(channels).length > 0) await applyChannels(client, channels);
+        if (fresh && env().RUNTIME_COLD_WARMUP === "on") {
+          await warmUpProvisioned(client, paired, info.id);
+        }
       } finally {
         client.close();
       }
@@ -542,7 +547,13 @@ export async function runAction(
         }
         const notes = await rt().exec(
           info.id,
-          ["sh", "-c", `rm -rf -- ${STATE_DIR}/workspace/memory ${STATE_DIR}/workspace-*/memory`],
+          // The runtime's own state folder (the process driver's is not STATE_DIR); refused
+          // when unset rather than resolving to /workspace.
+          [
+            "sh",
+            "-c",
+            'd="$OPENCLAW_STATE_DIR"; test -n "$d" && rm -rf -- "$d"/workspace/memory "$d"/workspace-*/memory',
+          ],
           { timeoutMs: 30_000 },
         );
         if (notes.exitCode !== 0) {

@@ -216,7 +216,7 @@ export const WARMUP_CYCLES = 1;
  */
 export async function warmUp(
   client: Awaited<ReturnType<typeof connectWithPairing>>["client"],
-  pooled: { id: string; containerId: string; aiBaseUrl: string },
+  pooled: { id: string; containerId: string; aiBaseUrl: string; model?: string },
   cycles = WARMUP_CYCLES,
 ): Promise<{ ms: number; attempts: number }> {
   const t0 = Date.now();
@@ -228,7 +228,7 @@ export async function warmUp(
       gatewayConfig({
         aiBaseUrl: pooled.aiBaseUrl,
         aiToken: await issueWarmupToken(pooled.id),
-        model: env().RUNTIME_DEFAULT_MODEL,
+        model: pooled.model ?? env().RUNTIME_DEFAULT_MODEL,
       }),
     );
     for (let attempt = 1; ; attempt++) {
@@ -270,6 +270,38 @@ async function discardPooled(id: string, name: string): Promise<void> {
   await rt().remove(name);
   await rt().removeVolume(`${name}-state`);
   await db()`delete from gateway_pool where id = ${id}`;
+}
+
+/**
+ * The dry run for a gateway provisioned cold (RUNTIME_COLD_WARMUP): the pool's turn, with the
+ * tenant's model, under a warm-up token of its own (`wu_<instance id>`) that is then handed over
+ * to the tenant, so the tenant's first chat neither pays the gateway's first-run cost nor meets
+ * its state-lock contention. Best effort: when it fails, the tenant's own configuration is
+ * applied again and provisioning goes on. True when the dry run was done.
+ */
+export async function warmUpProvisioned(
+  client: Awaited<ReturnType<typeof connectWithPairing>>["client"],
+  row: Pick<InstanceRow, "id" | "user_id" | "model">,
+  containerId: string,
+): Promise<boolean> {
+  const warmId = `wu_${row.id}`;
+  try {
+    const { gatewayIp } = await rt().ensureNetwork(env().RUNTIME_NETWORK, {
+      [DEPLOYMENT_LABEL]: deployment(),
+    });
+    const aiBaseUrl = await platformAiBaseUrl(gatewayIp);
+    const model = row.model ?? env().RUNTIME_DEFAULT_MODEL;
+    await warmUp(client, { id: warmId, containerId, aiBaseUrl, model });
+    if (!(await handOverWarmupToken(warmId, row.user_id, row.id))) {
+      throw new Error("the warm-up token was not handed over");
+    }
+    return true;
+  } catch (error) {
+    log().warn({ err: error, instanceId: row.id }, "the new gateway's dry run failed");
+    await revokeInstanceTokens(warmId);
+    await applyPlatformConfig(client, row);
+    return false;
+  }
 }
 
 /** A paired control connection to a running pooled gateway (throws when it is not running). */

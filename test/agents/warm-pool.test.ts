@@ -251,4 +251,57 @@ describeDocker("warm pool (real gateway)", () => {
     expect(await rt.inspect(adopted!.container_name)).toBeUndefined();
     expect(await rt.volumeExists(adopted!.volume_name)).toBe(false);
   }, 300_000);
+
+  it("with the pool off, a cold provisioning runs the same dry run and hands its token over", async () => {
+    process.env.RUNTIME_POOL_SIZE = "0";
+    process.env.RUNTIME_COLD_WARMUP = "on";
+    resetEnvCache();
+    const tenant = "usr_cold";
+    await giveCredits(tenant, 5_000_000);
+    const row = await ensureInstanceRecord(tenant, { model: "openai/gpt-4o" });
+    const seen = bearers.length;
+    const calls = openai.state.calls.length;
+    const t0 = Date.now();
+    const result = await provision(row.id);
+    const provisionMs = Date.now() - t0;
+    expect(result).not.toHaveProperty("adopted");
+
+    // The dry run's calls carried one warm-up token, answered by the platform itself: nothing
+    // reached the provider, nothing was metered. That token is now the tenant's.
+    const dry = bearers.slice(seen);
+    expect(dry.length).toBeGreaterThan(0);
+    expect(new Set(dry).size).toBe(1);
+    expect(openai.state.calls).toHaveLength(calls);
+    expect(await db()`select 1 from ai_usage where user_id = ${tenant}`).toHaveLength(0);
+    expect(await authenticateInstanceToken(dry[0] as string)).toMatchObject({
+      userId: tenant,
+      instanceId: row.id,
+    });
+    const provisioned = (await getInstance(row.id)) as NonNullable<
+      Awaited<ReturnType<typeof getInstance>>
+    >;
+    expect(provisioned).toMatchObject({ observed_state: "running", health: "healthy" });
+    const { client } = await connectPaired(provisioned, provisioned.gateway_address as string);
+    try {
+      const list = await client.request<{ sessions?: unknown[] }>("sessions.list", {});
+      expect(list.sessions ?? []).toEqual([]);
+      const cfg = await client.request<{
+        config?: { agents?: { defaults?: { model?: { primary?: string } } } };
+      }>("config.get");
+      expect(cfg.config?.agents?.defaults?.model?.primary).toBe("platform/openai/gpt-4o");
+    } finally {
+      client.close();
+    }
+    expect(await stateMentioning(provisioned.container_id as string, WARMUP_MESSAGE)).toEqual([]);
+
+    // The tenant's first chat: through the platform to the provider, with that token, metered.
+    const t1 = Date.now();
+    const first = await chat(tenant, { message: "Hi from a cold start" });
+    process.stdout.write(
+      `cold provision with dry run ${provisionMs} ms, then first reply ${Date.now() - t1} ms\n`,
+    );
+    expect(first.reply).toBe(REPLY);
+    expect(bearers.at(-1)).toBe(dry[0]);
+    expect(JSON.stringify(openai.state.calls.at(-1)?.body)).toContain("Hi from a cold start");
+  }, 400_000);
 });

@@ -15,6 +15,9 @@ const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-platform-data-"));
 process.env.NODE_ENV = "test";
 process.env.LOG_LEVEL ??= "silent";
 process.env.DATA_DIR = dataDir;
+// Most files provision gateways with no model endpoint reachable; the dry run at cold
+// provisioning is tested where there is one (test/agents/warm-pool.test.ts).
+process.env.RUNTIME_COLD_WARMUP ??= "off";
 delete process.env.SMTP_URL;
 process.env.DATABASE_URL = await cloneDatabase(inject("adminDatabaseUrl"));
 resetEnvCache();

@@ -183,6 +183,8 @@ const schema = z.object({
   RUNTIME_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(0),
   /** pg-boss cron of the fill-pool job (also sent after each adoption). */
   RUNTIME_POOL_CRON: z.string().default("* * * * *"),
+  /** A cold-provisioned gateway runs the pool's dry run before it is ready (decision 0038). */
+  RUNTIME_COLD_WARMUP: z.enum(["on", "off"]).default("on"),
   /** A pooled gateway ready this long is warmed up again (0 = never; decision 0038). */
   RUNTIME_POOL_REWARM_MINUTES: z.coerce.number().int().min(0).default(25),
   // Channel provisioning (issue 9): the channels' APIs that check tokens, and the streaming
