@@ -81,18 +81,21 @@ const percentile = (values: number[], p: number) => {
 };
 
 /**
- * One request at a time, alternating direct and through the platform: end-to-end latency (or
- * time to the first streamed bytes) of each, and the platform's own x-overhead-ms.
+ * One request at a time, in turn: the provider directly, through a bare Node proxy (the floor:
+ * one extra HTTP hop and nothing else) and through the platform. End-to-end latency (or time to
+ * the first streamed bytes) of each, and the platform's own x-overhead-ms.
  */
-async function latencyPairs(
+async function latencyRounds(
   direct: string,
   directTarget: Target,
+  floor: string,
   via: string,
   viaTarget: Target,
   stream: boolean,
 ) {
   const rounds = Number(process.env.BENCH_LATENCY_ROUNDS ?? 400);
   const d: number[] = [];
+  const f: number[] = [];
   const v: number[] = [];
   const overhead: number[] = [];
   const once = async (url: string, target: Target, into: number[]) => {
@@ -107,15 +110,16 @@ async function latencyPairs(
     const o = res.headers.get("x-overhead-ms");
     if (o !== null) overhead.push(Number(o));
   };
-  for (let i = 0; i < rounds; i++) {
-    await once(direct, directTarget, d);
-    await once(via, viaTarget, v);
+  // Unmeasured rounds first: the JIT has compiled all three paths before anything is counted.
+  for (let i = -Math.ceil(rounds / 4); i < rounds; i++) {
+    const into = i < 0 ? [] : undefined;
+    await once(direct, directTarget, into ?? d);
+    await once(floor, directTarget, into ?? f);
+    await once(via, viaTarget, into ?? v);
   }
-  return {
-    direct: { p50: percentile(d, 50), p99: percentile(d, 99) },
-    via: { p50: percentile(v, 50), p99: percentile(v, 99) },
-    overhead: { p50: percentile(overhead, 50), p99: percentile(overhead, 99) },
-  };
+  overhead.splice(0, Math.ceil(rounds / 4));
+  const p = (xs: number[]) => ({ p50: percentile(xs, 50), p99: percentile(xs, 99) });
+  return { direct: p(d), floor: p(f), via: p(v), overhead: p(overhead) };
 }
 
 /** Registers a user through the API, signs in, and creates an API key with the session. */
@@ -168,7 +172,7 @@ const rows: Row[] = [];
 const aiRows: Row[] = [];
 const authRows: Row[] = [];
 const agentRows: Row[] = [];
-const latency: Array<{ name: string } & Awaited<ReturnType<typeof latencyPairs>>> = [];
+const latency: Array<{ name: string } & Awaited<ReturnType<typeof latencyRounds>>> = [];
 const only = process.env.BENCH_ONLY; // "ai": only the AI-layer figures; "agents": no AI layer
 try {
   const bare = await startNode("bench/bare-health.ts", await freePort(), "/");
@@ -176,6 +180,10 @@ try {
   // The local fake provider the AI layer calls (and the baseline calls directly).
   const provider = await startNode("bench/fake-openai.ts", await freePort(), "/v1/models");
   children.push(provider);
+  const bareProxy = await startNode("bench/bare-proxy.ts", await freePort(), "/v1/models", {
+    TARGET: provider.url,
+  });
+  children.push(bareProxy);
   const aiEnv = {
     OPENAI_BASE_URL: `${provider.url}/v1`,
     OPENAI_API_KEY: "bench",
@@ -330,12 +338,15 @@ try {
     );
     const directUrl = `${provider.url}/v1/chat/completions`;
     const viaUrl = `${web.url}/api/ai/v1/chat/completions`;
+    const floorUrl = `${bareProxy.url}/v1/chat/completions`;
+    const rounds = (stream: boolean) =>
+      latencyRounds(directUrl, directJson(stream), floorUrl, viaUrl, json(stream), stream);
+    // Latency one request at a time first, on a settled process (each call is still metered).
+    for (const stream of [false, true]) {
+      latency.push({ name: stream ? "stream" : "JSON", ...(await rounds(stream)) });
+    }
     for (const stream of [false, true]) {
       const kind = stream ? "stream" : "JSON";
-      latency.push({
-        name: kind,
-        ...(await latencyPairs(directUrl, directJson(stream), viaUrl, json(stream), stream)),
-      });
       aiRows.push(
         await measure(
           `fake provider directly (${kind})`,
@@ -362,6 +373,8 @@ try {
         ),
       );
     }
+    // And once more right after the bursts, while the web process flushes their metering backlog.
+    latency.push({ name: "stream*", ...(await rounds(true)) });
     const [metered] = await sql<{ n: number }[]>`select count(*)::int as n from ai_usage`;
     console.warn(`\nmetered calls recorded in ai_usage: ${metered?.n}`);
     await sql.end();
@@ -398,14 +411,23 @@ if (aiRows.length)
     aiRows,
     (r) => aiRows[Math.floor(aiRows.indexOf(r) / 2) * 2]!,
   );
-console.warn("\nAI layer, one request at a time (ms; stream: time to first bytes)\n");
-console.warn(
-  `${pad("kind", 8)} ${pad("direct p50/p99", 16)} ${pad("via p50/p99", 16)} ${pad("added p50/p99", 16)} x-overhead-ms p50/p99`,
-);
-for (const l of latency) {
-  const f = (a: number, b: number) => `${a.toFixed(2)}/${b.toFixed(2)}`;
+if (latency.length) {
   console.warn(
-    `${pad(l.name, 8)} ${pad(f(l.direct.p50, l.direct.p99), 16)} ${pad(f(l.via.p50, l.via.p99), 16)} ${pad(f(l.via.p50 - l.direct.p50, l.via.p99 - l.direct.p99), 16)} ${f(l.overhead.p50, l.overhead.p99)}`,
+    "\nAI layer, one request at a time (ms p50/p99; stream: time to first bytes; added = minus direct)\n",
+  );
+  console.warn(
+    `${pad("kind", 8)} ${pad("direct", 12)} ${pad("bare hop added", 15)} ${pad("platform added", 15)} ${pad("ratio p50", 10)} x-overhead-ms`,
+  );
+  const f = (a: number, b: number) => `${a.toFixed(2)}/${b.toFixed(2)}`;
+  for (const l of latency) {
+    const hop = { p50: l.floor.p50 - l.direct.p50, p99: l.floor.p99 - l.direct.p99 };
+    const added = { p50: l.via.p50 - l.direct.p50, p99: l.via.p99 - l.direct.p99 };
+    console.warn(
+      `${pad(l.name, 8)} ${pad(f(l.direct.p50, l.direct.p99), 12)} ${pad(f(hop.p50, hop.p99), 15)} ${pad(f(added.p50, added.p99), 15)} ${pad(`${(added.p50 / hop.p50).toFixed(2)}×`, 10)} ${f(l.overhead.p50, l.overhead.p99)}`,
+    );
+  }
+  console.warn(
+    "bare hop: a Node proxy that only forwards (bench/bare-proxy.ts); ratio: platform added / bare hop added\n* right after the throughput bursts, while their metering backlog is flushed",
   );
 }
 
