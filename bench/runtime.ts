@@ -65,6 +65,7 @@ if (skip) {
   );
   const w = await import("../worker/instances.ts");
   const { fillPool, WARMUP_CYCLES } = await import("../worker/pool.ts");
+  const { warmUpAfterBoot } = await import("../worker/warm-up.ts");
   const { resetEnvCache } = await import("../app/server/platform/env.server.ts");
   const { stopBoss } = await import("../app/server/platform/jobs.server.ts");
   const { createSession } = await import("../app/server/accounts/sessions.server.ts");
@@ -220,6 +221,32 @@ if (skip) {
       const coldReadyMs = Date.now() - t;
       await agentPoster(web.url, coldCookie)({ message: "Hello!" });
       const coldFirstMs = Date.now() - t;
+      // A restart of that gateway: restart → first reply, with the boot's dry run
+      // (warm-up-instance, run here as the worker would) and without it.
+      const coldPost = agentPoster(web.url, coldCookie);
+      const restartToFirstReply = async (dryRun: boolean) => {
+        const row = (await getInstance(coldTenant.id)) as NonNullable<
+          Awaited<ReturnType<typeof getInstance>>
+        >;
+        const t0 = Date.now();
+        await w.runAction(row, "restart");
+        const info = await rt.inspect(row.container_name);
+        if (info) await w.waitHealthy(info);
+        const healthyMs = Date.now() - t0;
+        if (dryRun) await warmUpAfterBoot(row.id);
+        const readyMs = Date.now() - t0;
+        try {
+          await coldPost({ message: "Hello after a restart" });
+        } catch (error) {
+          return `failed after ${secs(Date.now() - t0)}: ${(error as Error).message.slice(0, 100)}`;
+        }
+        const replyMs = Date.now() - t0 - readyMs;
+        return `${secs(readyMs + replyMs)} (healthy ${secs(healthyMs)}${dryRun ? `, dry run done ${secs(readyMs)}` : ""}; reply ${secs(replyMs)})`;
+      };
+      const restartDry = await restartToFirstReply(true);
+      process.env.RUNTIME_COLD_WARMUP = "off";
+      resetEnvCache();
+      const restartBare = await restartToFirstReply(false);
       const target = 3_000;
       rows.push(
         [
@@ -237,6 +264,8 @@ if (skip) {
           "no pool, dry run at provisioning",
           `ready ${secs(coldReadyMs)}, first reply ${secs(coldFirstMs)} (${secs(coldFirstMs - coldReadyMs)} after ready)`,
         ],
+        ["restart → first reply, dry run at boot", restartDry],
+        ["restart → first reply, no dry run", restartBare],
         [
           "pool without dry run: first reply",
           cold instanceof Error

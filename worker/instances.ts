@@ -33,7 +33,7 @@ import { db } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
 import { sendJob } from "../app/server/platform/jobs.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
-import { adoptFromPool, pooledContainerNames, warmUpProvisioned } from "./pool.ts";
+import { adoptFromPool, pooledContainerNames } from "./pool.ts";
 import {
   type AgentRuntime,
   type ContainerInfo,
@@ -43,6 +43,7 @@ import {
   limitsForPlan,
   RuntimeUnavailableError,
 } from "./runtime/index.ts";
+import { queueWarmUp, warmUpTenant } from "./warm-up.ts";
 
 // Worker-side instance operations: everything that touches Docker or a gateway. Each is
 // idempotent (looks before it creates; containers are keyed by the instance's name) and runs
@@ -78,7 +79,7 @@ export function isUnavailable(error: unknown): boolean {
   return error instanceof RuntimeUnavailableError || error instanceof GatewayUnavailableError;
 }
 
-function gatewayAddress(info: ContainerInfo | undefined): string | undefined {
+export function gatewayAddress(info: ContainerInfo | undefined): string | undefined {
   return gatewayEndpoint(info, GATEWAY_PORT);
 }
 
@@ -395,7 +396,7 @@ export async function provision(instanceId: string) {
         const channels = await channelSettings(paired.user_id);
         if (Object.keys(channels).length > 0) await applyChannels(client, channels);
         if (fresh && env().RUNTIME_COLD_WARMUP === "on") {
-          await warmUpProvisioned(client, paired, info.id);
+          await warmUpTenant(client, paired, info.id);
         }
       } finally {
         client.close();
@@ -795,6 +796,7 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
   patch.next_restart_at = new Date(now + delay);
   const recorded = await updateInstance(row.id, patch);
   await ensureContainer(recorded);
+  await queueWarmUp(row.id);
   return `${patch.observed_state}, restarted`;
 }
 

@@ -9,7 +9,6 @@ import {
   newGatewayToken,
   updateInstance,
 } from "../app/server/agents/instances.server.ts";
-import { runTurn } from "../app/server/agents/talk.server.ts";
 import {
   handOverWarmupToken,
   issueWarmupToken,
@@ -23,7 +22,6 @@ import {
   connectWithPairing,
   DEPLOYMENT_LABEL,
   deployment,
-  forgetSession,
   GATEWAY_PORT,
   gatewayConfig,
   log,
@@ -35,6 +33,7 @@ import {
   writeConfigIfAbsent,
 } from "./instances.ts";
 import { gatewayEndpoint, limitsForPlan } from "./runtime/index.ts";
+import { dryRunTurn, WARMUP_MESSAGE } from "./warm-up.ts";
 
 // Warm pool (RUNTIME_POOL_SIZE, 0 = off): gateways started, healthy and paired before anyone
 // asks, so provisioning only patches the tenant's config over the control protocol instead of
@@ -199,8 +198,6 @@ async function startPooledGateway(cycles: number): Promise<string> {
   }
 }
 
-export const WARMUP_MESSAGE = "Warm-up: reply with OK.";
-const WARMUP_ATTEMPTS = 3;
 /**
  * Dry-run cycles per pooled gateway. One takes the tenant's first reply (provision start →
  * reply) from 21–44 s to 1.4–2.2 s at 1 CPU; a second measured no better (decision 0038).
@@ -210,13 +207,12 @@ export const WARMUP_CYCLES = 1;
 /**
  * The dry-run cycles of a pooled gateway, each as an adoption and a first chat do it: a config
  * patch pointing the provider at the platform's endpoint with a fresh warm-up token of this
- * gateway, then one chat turn of the `main` agent in a new session, which is then deleted with
- * its transcript (the archived copy too). Afterwards the gateway must list no session at all.
- * Throws otherwise (the caller discards the gateway).
+ * gateway, then one dry-run turn (warm-up.ts). Afterwards the gateway must list no session at
+ * all. Throws otherwise (the caller discards the gateway).
  */
 export async function warmUp(
   client: Awaited<ReturnType<typeof connectWithPairing>>["client"],
-  pooled: { id: string; containerId: string; aiBaseUrl: string; model?: string },
+  pooled: { id: string; containerId: string; aiBaseUrl: string },
   cycles = WARMUP_CYCLES,
 ): Promise<{ ms: number; attempts: number }> {
   const t0 = Date.now();
@@ -228,29 +224,12 @@ export async function warmUp(
       gatewayConfig({
         aiBaseUrl: pooled.aiBaseUrl,
         aiToken: await issueWarmupToken(pooled.id),
-        model: pooled.model ?? env().RUNTIME_DEFAULT_MODEL,
+        model: env().RUNTIME_DEFAULT_MODEL,
       }),
     );
-    for (let attempt = 1; ; attempt++) {
-      attempts++;
-      const { key } = await client.request<{ key: string }>(
-        "sessions.create",
-        { agentId: "main" },
-        { timeoutMs: 60_000 },
-      );
-      let failed: unknown;
-      try {
-        await runTurn(client, key, WARMUP_MESSAGE);
-      } catch (error) {
-        // A fresh gateway's first run can fail (decision 0038); the turn is what warms it, so
-        // another is run. The failed session is removed all the same.
-        failed = error;
-        log().warn({ err: error, pooled: pooled.id, attempt }, "pool warm-up turn failed");
-      }
-      await forgetSession(client, pooled.containerId, key);
-      if (!failed) break;
-      if (attempt >= WARMUP_ATTEMPTS) throw failed;
-    }
+    attempts += await dryRunTurn(client, pooled.containerId, WARMUP_MESSAGE, {
+      pooled: pooled.id,
+    });
   }
   const left = await client.request<{ sessions?: Array<{ key: string }> }>(
     "sessions.list",
@@ -270,38 +249,6 @@ async function discardPooled(id: string, name: string): Promise<void> {
   await rt().remove(name);
   await rt().removeVolume(`${name}-state`);
   await db()`delete from gateway_pool where id = ${id}`;
-}
-
-/**
- * The dry run for a gateway provisioned cold (RUNTIME_COLD_WARMUP): the pool's turn, with the
- * tenant's model, under a warm-up token of its own (`wu_<instance id>`) that is then handed over
- * to the tenant, so the tenant's first chat neither pays the gateway's first-run cost nor meets
- * its state-lock contention. Best effort: when it fails, the tenant's own configuration is
- * applied again and provisioning goes on. True when the dry run was done.
- */
-export async function warmUpProvisioned(
-  client: Awaited<ReturnType<typeof connectWithPairing>>["client"],
-  row: Pick<InstanceRow, "id" | "user_id" | "model">,
-  containerId: string,
-): Promise<boolean> {
-  const warmId = `wu_${row.id}`;
-  try {
-    const { gatewayIp } = await rt().ensureNetwork(env().RUNTIME_NETWORK, {
-      [DEPLOYMENT_LABEL]: deployment(),
-    });
-    const aiBaseUrl = await platformAiBaseUrl(gatewayIp);
-    const model = row.model ?? env().RUNTIME_DEFAULT_MODEL;
-    await warmUp(client, { id: warmId, containerId, aiBaseUrl, model });
-    if (!(await handOverWarmupToken(warmId, row.user_id, row.id))) {
-      throw new Error("the warm-up token was not handed over");
-    }
-    return true;
-  } catch (error) {
-    log().warn({ err: error, instanceId: row.id }, "the new gateway's dry run failed");
-    await revokeInstanceTokens(warmId);
-    await applyPlatformConfig(client, row);
-    return false;
-  }
 }
 
 /** A paired control connection to a running pooled gateway (throws when it is not running). */

@@ -6,6 +6,7 @@ import { closeGatewayClients } from "../../app/server/agents/gateway-connection.
 import { ensureInstanceRecord, getInstance } from "../../app/server/agents/instances.server.ts";
 import { chat } from "../../app/server/agents/talk.server.ts";
 import { authenticateInstanceToken } from "../../app/server/ai/instance-tokens.server.ts";
+import { flushMetering } from "../../app/server/ai/metering.server.ts";
 import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
@@ -18,9 +19,11 @@ import {
   STATE_DIR,
   teardown,
 } from "../../worker/instances.ts";
-import { fillPool, type PoolRow, WARMUP_MESSAGE } from "../../worker/pool.ts";
+import { instanceAction } from "../../worker/jobs/instance-action.ts";
+import { fillPool, type PoolRow } from "../../worker/pool.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
+import { WARMUP_MESSAGE, warmUpAfterBoot } from "../../worker/warm-up.ts";
 import { configureAi, giveCredits } from "../ai/support.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
@@ -45,6 +48,8 @@ const TENANT = "usr_warm";
 let server: Server;
 /** Bearer tokens the platform's model endpoint saw, in order. */
 const bearers: string[] = [];
+/** Chat calls the (msw) provider got; a catalog refresh may list its models as well. */
+const chatCalls = () => openai.state.calls.filter((c) => c.body !== undefined).length;
 
 /**
  * Where the gateway's state still holds `needle`: files (transcripts, memory, archives) by
@@ -252,7 +257,11 @@ describeDocker("warm pool (real gateway)", () => {
     expect(await rt.volumeExists(adopted!.volume_name)).toBe(false);
   }, 300_000);
 
-  it("with the pool off, a cold provisioning runs the same dry run and hands its token over", async () => {
+  let cold: NonNullable<Awaited<ReturnType<typeof getInstance>>>;
+  /** The tenant's metered calls after the first chat. */
+  let usageRows = 0;
+
+  it("with the pool off, a cold provisioning runs the same dry run under the tenant's token, answered by the platform", async () => {
     process.env.RUNTIME_POOL_SIZE = "0";
     process.env.RUNTIME_COLD_WARMUP = "on";
     resetEnvCache();
@@ -260,28 +269,27 @@ describeDocker("warm pool (real gateway)", () => {
     await giveCredits(tenant, 5_000_000);
     const row = await ensureInstanceRecord(tenant, { model: "openai/gpt-4o" });
     const seen = bearers.length;
-    const calls = openai.state.calls.length;
+    const calls = chatCalls();
     const t0 = Date.now();
     const result = await provision(row.id);
     const provisionMs = Date.now() - t0;
     expect(result).not.toHaveProperty("adopted");
 
-    // The dry run's calls carried one warm-up token, answered by the platform itself: nothing
-    // reached the provider, nothing was metered. That token is now the tenant's.
+    // The dry run's calls carried the tenant's own token (the gateway's config is never
+    // swapped) and were answered by the platform itself, recognised by the prompt's tag:
+    // nothing reached the provider, nothing was metered.
     const dry = bearers.slice(seen);
     expect(dry.length).toBeGreaterThan(0);
     expect(new Set(dry).size).toBe(1);
-    expect(openai.state.calls).toHaveLength(calls);
+    expect(chatCalls()).toBe(calls);
     expect(await db()`select 1 from ai_usage where user_id = ${tenant}`).toHaveLength(0);
     expect(await authenticateInstanceToken(dry[0] as string)).toMatchObject({
       userId: tenant,
       instanceId: row.id,
     });
-    const provisioned = (await getInstance(row.id)) as NonNullable<
-      Awaited<ReturnType<typeof getInstance>>
-    >;
-    expect(provisioned).toMatchObject({ observed_state: "running", health: "healthy" });
-    const { client } = await connectPaired(provisioned, provisioned.gateway_address as string);
+    cold = (await getInstance(row.id)) as typeof cold;
+    expect(cold).toMatchObject({ observed_state: "running", health: "healthy" });
+    const { client } = await connectPaired(cold, cold.gateway_address as string);
     try {
       const list = await client.request<{ sessions?: unknown[] }>("sessions.list", {});
       expect(list.sessions ?? []).toEqual([]);
@@ -292,7 +300,7 @@ describeDocker("warm pool (real gateway)", () => {
     } finally {
       client.close();
     }
-    expect(await stateMentioning(provisioned.container_id as string, WARMUP_MESSAGE)).toEqual([]);
+    expect(await stateMentioning(cold.container_id as string, WARMUP_MESSAGE)).toEqual([]);
 
     // The tenant's first chat: through the platform to the provider, with that token, metered.
     const t1 = Date.now();
@@ -303,5 +311,62 @@ describeDocker("warm pool (real gateway)", () => {
     expect(first.reply).toBe(REPLY);
     expect(bearers.at(-1)).toBe(dry[0]);
     expect(JSON.stringify(openai.state.calls.at(-1)?.body)).toContain("Hi from a cold start");
+    await flushMetering();
+    usageRows = (await db()`select 1 from ai_usage where user_id = ${tenant}`).length;
+    expect(usageRows).toBeGreaterThan(0);
+  }, 400_000);
+
+  it("a restarted gateway runs the dry run once healthy (warm-up-instance): the tenant's sessions are kept, nothing is metered, the next first chat is fast", async () => {
+    const tenant = cold.user_id;
+    const keysOf = async (row: typeof cold) => {
+      const { client } = await connectPaired(row, row.gateway_address as string);
+      try {
+        const list = await client.request<{ sessions?: Array<{ key: string }> }>(
+          "sessions.list",
+          {},
+        );
+        return (list.sessions ?? []).map((s) => s.key).sort();
+      } finally {
+        client.close();
+      }
+    };
+    const before = await keysOf(cold);
+    expect(before.length).toBeGreaterThan(0); // the first chat's session
+
+    // The lifecycle action enqueues the dry run of the booted gateway.
+    const restarted = await instanceAction({ instanceId: cold.id, action: "restart" });
+    expect(restarted).toMatchObject({ ok: true });
+    const queued = await db()`select 1 from pgboss.job
+      where name = 'warm-up-instance' and data->>'instanceId' = ${cold.id}`;
+    expect(queued).toHaveLength(1);
+
+    // What the worker runs for that job.
+    const seen = bearers.length;
+    const calls = chatCalls();
+    const outcome = await warmUpAfterBoot(cold.id);
+    expect(outcome).toMatchObject({ warmed: true });
+    const dry = bearers.slice(seen);
+    expect(dry.length).toBeGreaterThan(0);
+    expect(new Set(dry)).toEqual(new Set([bearers[seen - 1]])); // the tenant's token
+    expect(chatCalls()).toBe(calls);
+    await flushMetering();
+    expect(await db()`select 1 from ai_usage where user_id = ${tenant}`).toHaveLength(usageRows);
+    const booted = (await getInstance(cold.id)) as typeof cold;
+    expect(await keysOf(booted)).toEqual(before);
+    expect(await stateMentioning(booted.container_id as string, WARMUP_MESSAGE)).toEqual([]);
+
+    // The first chat after the boot goes to the provider and is metered.
+    const t0 = Date.now();
+    const first = await chat(tenant, { message: "Hi after a restart" });
+    process.stdout.write(
+      `restart: dry run ${outcome.ms} ms, then first reply ${Date.now() - t0} ms\n`,
+    );
+    expect(first.reply).toBe(REPLY);
+    expect(JSON.stringify(openai.state.calls.at(-1)?.body)).toContain("Hi after a restart");
+
+    // Long-running or stopped gateways are left alone; so is everything with warm-ups off.
+    process.env.RUNTIME_COLD_WARMUP = "off";
+    resetEnvCache();
+    expect(await warmUpAfterBoot(cold.id)).toEqual({ skipped: "RUNTIME_COLD_WARMUP is off" });
   }, 400_000);
 });

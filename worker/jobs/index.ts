@@ -11,6 +11,7 @@ import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
 import { syncAgentsJob } from "./sync-agents.ts";
 import { teardownInstance } from "./teardown-instance.ts";
 import { updateImageJob } from "./update-image.ts";
+import { warmUpInstance } from "./warm-up-instance.ts";
 
 export interface JobContext {
   jobId: string;
@@ -34,4 +35,5 @@ export const handlers: Handlers = {
   "fill-pool": fillPoolJob,
   "stop-unpaid-instance": stopUnpaidInstance,
   "sync-agents": syncAgentsJob,
+  "warm-up-instance": warmUpInstance,
 };

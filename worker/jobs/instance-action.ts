@@ -2,6 +2,7 @@ import { type ActionOutcome, getInstance } from "../../app/server/agents/instanc
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
 import { queueAgentSync } from "../agents.ts";
 import { isUnavailable, log, runAction, withInstanceLock } from "../instances.ts";
+import { queueWarmUp } from "../warm-up.ts";
 
 /**
  * A lifecycle request the web awaits. The outcome (never a throw) is the job's output, so the
@@ -16,9 +17,10 @@ export async function instanceAction(
       if (!row) return { ok: false, failure: "internal", message: "no such instance" };
       return runAction(row, payload.action);
     }).then(async (outcome) => {
-      // An instance that came back gets its stored agents re-applied.
+      // An instance that came back gets its stored agents re-applied, and its dry run.
       if (outcome.ok && ["start", "restart", "repair"].includes(payload.action)) {
         await queueAgentSync(payload.instanceId);
+        await queueWarmUp(payload.instanceId);
       }
       return outcome;
     });

@@ -1,11 +1,15 @@
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
 import { queueAgentSync } from "../agents.ts";
 import { updateImage } from "../instances.ts";
+import { queueWarmUp } from "../warm-up.ts";
 
 /** Recreates the container on the newest built image, keeping the volume; rolls back on failure. */
 export async function updateImageJob(payload: JobPayload<"update-image">) {
   const result = await updateImage(payload.instanceId);
-  // A recreated gateway gets the stored agents again (the rows are the truth).
-  if (!("skipped" in result) && !("unchanged" in result)) await queueAgentSync(payload.instanceId);
+  // A recreated gateway gets the stored agents again (the rows are the truth), and its dry run.
+  if (!("skipped" in result) && !("unchanged" in result)) {
+    await queueAgentSync(payload.instanceId);
+    await queueWarmUp(payload.instanceId);
+  }
   return result;
 }

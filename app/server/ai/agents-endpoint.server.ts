@@ -9,10 +9,12 @@ import {
   type TokenIdentity,
 } from "./instance-tokens.server.ts";
 import { type ChatBody, openAiUsage, sseData } from "./providers/shared.server.ts";
+import { isWarmUpTurn } from "./warmup-tag.server.ts";
 
 // The model endpoint of hosted agents: OpenAI's chat-completions API, authenticated by the
 // per-instance token the gateway was configured with, metered and billed to its owner. A pooled
-// gateway's warm-up token gets a fixed minimal answer from here instead (decision 0038).
+// gateway's warm-up token (decision 0038), and a tenant gateway's tagged dry-run turn (decision
+// 0087), get a fixed minimal answer from here instead.
 
 export async function authenticateInstance(request: Request): Promise<TokenIdentity> {
   const token = bearerToken(request);
@@ -27,7 +29,9 @@ const overhead = (ms: number) => Math.max(0, ms).toFixed(2);
 export async function agentCompletion(request: Request, body: ChatBody, startedAt: number) {
   const identity = await authenticateInstance(request);
   const stream = body.stream === true;
-  if (identity.warmup) return warmupCompletion(body, stream);
+  if (identity.warmup || isWarmUpTurn(body.messages, identity.instanceId)) {
+    return warmupCompletion(body, stream);
+  }
   const result = await complete({
     endpoint: "agents",
     userId: identity.userId,
@@ -62,9 +66,9 @@ export async function agentCompletion(request: Request, body: ChatBody, startedA
 export const WARMUP_REPLY = "OK";
 
 /**
- * A pooled gateway's warm-up turn: the same request path as a tenant's (so the gateway warms
- * the code it will run for them), answered here with a fixed minimal completion. No provider is
- * called and nobody is billed: the token belongs to no user.
+ * A warm-up turn: the same request path as a tenant's (so the gateway warms the code it will run
+ * for them), answered here with a fixed minimal completion. No provider is called and nobody is
+ * billed.
  */
 function warmupCompletion(body: ChatBody, stream: boolean): Response {
   const id = `chatcmpl-warmup-${Date.now().toString(36)}`;

@@ -183,7 +183,10 @@ const schema = z.object({
   RUNTIME_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(0),
   /** pg-boss cron of the fill-pool job (also sent after each adoption). */
   RUNTIME_POOL_CRON: z.string().default("* * * * *"),
-  /** A cold-provisioned gateway runs the pool's dry run before it is ready (decision 0038). */
+  /**
+   * A tenant gateway outside the pool runs a dry run: before a cold provisioning reports ready,
+   * and after every boot (start, restart, repair, update, healed crash; decisions 0038, 0087).
+   */
   RUNTIME_COLD_WARMUP: z.enum(["on", "off"]).default("on"),
   /** A pooled gateway ready this long is warmed up again (0 = never; decision 0038). */
   RUNTIME_POOL_REWARM_MINUTES: z.coerce.number().int().min(0).default(25),

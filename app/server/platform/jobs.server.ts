@@ -77,6 +77,11 @@ export const jobCatalog = {
     }),
     { retryLimit: 0, expireInSeconds: 300 },
   ),
+  // A booted tenant gateway's dry run once it is healthy (decision 0087): best effort, no retry.
+  "warm-up-instance": define(z.object({ instanceId: z.string().min(1) }), {
+    retryLimit: 0,
+    expireInSeconds: 600,
+  }),
   // Writes all of a user's agents into their gateway's config (issue 5; worker/agents.ts).
   // Idempotent: the rows are the truth, so a retry or a duplicate changes nothing.
   "sync-agents": define(z.object({ userId: z.string().min(1) }), {

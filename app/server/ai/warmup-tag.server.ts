@@ -1,0 +1,69 @@
+import { createHmac } from "node:crypto";
+import { safeEqual, sealingKey } from "../platform/crypto.server.ts";
+import type { ChatMessage } from "./providers/shared.server.ts";
+
+// A tenant gateway's dry-run turn (after provisioning or a boot, decision 0087) runs under the
+// tenant's own model-endpoint token, so the gateway's config is never swapped and the tenant's
+// real messages meanwhile go to their model as usual. The dry run's prompt carries a tag (an
+// HMAC of the instance id and an expiry under a key derived from the sealing key); the agents'
+// endpoint answers a tagged turn of that same instance itself: no provider call, nothing
+// metered. A forged, expired or another instance's tag is an ordinary prompt.
+
+const TTL_MS = 15 * 60_000;
+const MARK = "[warm-up ";
+const PATTERN = /\[warm-up ([0-9a-z]{1,11})\.([A-Za-z0-9_-]{43})\]/;
+
+let keys: { base: Buffer; derived: Buffer } | undefined;
+function tagKey(): Buffer {
+  const base = sealingKey();
+  if (keys?.base !== base) {
+    keys = { base, derived: createHmac("sha256", base).update("warm-up tag").digest() };
+  }
+  return keys.derived;
+}
+
+const mac = (instanceId: string, expires: string) =>
+  createHmac("sha256", tagKey()).update(`${instanceId}\n${expires}`).digest("base64url");
+
+/** The tag a dry-run prompt of `instanceId` carries (valid for 15 minutes). */
+export function warmUpTag(instanceId: string, now = Date.now()): string {
+  const expires = (now + TTL_MS).toString(36);
+  return `${MARK}${expires}.${mac(instanceId, expires)}]`;
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .map((part) => {
+      const text = (part as { text?: unknown } | null)?.text;
+      return typeof text === "string" ? text : "";
+    })
+    .join("\n");
+}
+
+/**
+ * Whether the request is a dry-run turn of `instanceId`: a user message of its last turn (the
+ * user messages after the last assistant or tool message; OpenClaw appends its own context as
+ * a second user message) carries a valid tag.
+ */
+export function isWarmUpTurn(messages: ChatMessage[], instanceId: string, now = Date.now()) {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (message?.role === "assistant" || message?.role === "tool") return false;
+    if (message?.role !== "user") continue;
+    const text = textOf(message.content);
+    // The common case costs one substring search per message of the turn.
+    if (text.includes(MARK) && validTag(text, instanceId, now)) return true;
+  }
+  return false;
+}
+
+function validTag(text: string, instanceId: string, now: number): boolean {
+  const match = PATTERN.exec(text);
+  if (!match) return false;
+  const [, expires = "", given = ""] = match;
+  const at = Number.parseInt(expires, 36);
+  if (!(at > now) || at - now > TTL_MS) return false;
+  return safeEqual(given, mac(instanceId, expires));
+}
