@@ -37,7 +37,7 @@ const image = process.env.AGENT_GATEWAY_IMAGE ?? "agent-gateway:2026.9.6";
 const rt = new DockerRuntime({ maxCpus: 1 });
 const skip = await rt
   .ping()
-  .then(async () => ((await rt.imageExists(image)) ? undefined : `image ${image} is not built`))
+  .then(async () => ((await rt.imageId(image)) ? undefined : `image ${image} is not built`))
   .catch((error: Error) => `no Docker engine (${error.message})`);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;

@@ -177,12 +177,25 @@ async function writeInitialConfig(row: InstanceRow, image: string, gatewayIp: st
   });
 }
 
-/** Creates (when missing) and starts the container; returns its inspect data. */
+/**
+ * Creates (when missing) and starts the container; returns its inspect data. An instance stays
+ * on the image id it runs (`image_id`) even when its tag is rebuilt (gateway/build.sh keeps the
+ * tag, the OpenClaw version): start, restart, repair and a healed crash never change the
+ * gateway under a tenant; only `update` moves it (`image` names the tag to move to), and a
+ * rollback pins the previous id again (`imageId`).
+ */
 export async function ensureContainer(
   row: InstanceRow,
-  options: { image?: string; recreate?: boolean } = {},
+  options: { image?: string; imageId?: string; recreate?: boolean } = {},
 ): Promise<ContainerInfo> {
-  const image = options.image ?? row.image ?? env().AGENT_GATEWAY_IMAGE;
+  const tag = options.image ?? row.image ?? env().AGENT_GATEWAY_IMAGE;
+  const pin = options.imageId ?? (options.image ? undefined : row.image_id);
+  const tagId = await rt().imageId(tag);
+  // By tag while the tag still names the pinned id (readable in `docker ps`), else by id; a
+  // pinned id that is gone (pruned by an operator) falls back to the tag.
+  const pinned = pin && pin !== tagId ? await rt().imageId(pin) : undefined;
+  const image = pinned ?? tag;
+  const wantedId = pinned ?? tagId;
   const { gatewayIp } = await rt().ensureNetwork(env().RUNTIME_NETWORK, {
     [DEPLOYMENT_LABEL]: deployment(),
   });
@@ -192,7 +205,7 @@ export async function ensureContainer(
     [DEPLOYMENT_LABEL]: deployment(),
   });
   let info = await rt().inspect(row.container_name);
-  if (info && (options.recreate || info.image !== image)) {
+  if (info && (options.recreate || (wantedId !== undefined && info.imageId !== wantedId))) {
     // Graceful stop first: the gateway releases its state lease (gateway/README.md).
     if (info.running) await rt().stop(info.id, 10);
     await rt().remove(info.id);
@@ -224,7 +237,7 @@ export async function ensureContainer(
   await updateInstance(row.id, {
     driver: rt().driver,
     container_id: info.id,
-    image,
+    image: tag,
     image_id: info.imageId,
     gateway_address: gatewayAddress(info) ?? null,
     started_at: info.startedAt ? new Date(info.startedAt) : null,
@@ -688,19 +701,29 @@ export async function snapshotVolume(
 }
 
 /**
- * Recreates the container on the configured (newest) image, keeping the volume. The state is
- * snapshotted first (the gateway stopped, so the copy is consistent); when the new gateway is
- * not healthy within the bound, the previous image and the snapshot come back, and why is
- * recorded.
+ * Recreates the container on the newest build of the configured image tag, keeping the volume.
+ * Images are compared by id, so a tag rebuilt in place (new plugins, a new base) is an update
+ * too. The state is snapshotted first (the gateway stopped, so the copy is consistent); when the
+ * new gateway is not healthy within the bound, the previous image — by id, since its tag may
+ * now name the new build — and the snapshot come back, and why is recorded.
  */
 export async function updateImage(instanceId: string) {
   return withInstanceLock(instanceId, async () => {
     const row = await getInstance(instanceId);
     if (!row) return { skipped: "no such instance" };
     const target = env().AGENT_GATEWAY_IMAGE;
-    const previous = row.image ?? target;
+    const targetId = await rt().imageId(target);
+    if (!targetId) {
+      // Nothing is stopped or touched for an image that is not there.
+      const reason = `update to ${target} failed: the image is not built`;
+      await recordError(row.id, reason);
+      return { failed: reason };
+    }
     const current = await rt().inspect(row.container_name);
-    if (current?.running && current.image === target) return { unchanged: target };
+    if (current?.running && current.imageId === targetId) return { unchanged: target };
+    const previousTag = row.image ?? target;
+    const previousId = current?.imageId ?? row.image_id ?? undefined;
+    const previous = previousId ?? previousTag;
     await updateInstance(row.id, { observed_state: "updating", desired_state: "running" });
     if (current?.running) await rt().stop(current.id, 10); // releases the state lease
     await snapshotVolume(row, previous, "save");
@@ -708,18 +731,25 @@ export async function updateImage(instanceId: string) {
       const info = await ensureContainer(row, { image: target, recreate: true });
       await waitHealthy(info);
       await observe((await getInstance(row.id)) as InstanceRow);
-      return { updated: target, from: previous };
+      return { updated: target, imageId: targetId, from: previous };
     } catch (error) {
       const reason = `update to ${target} failed: ${(error as Error).message}`;
       log().warn({ instanceId, err: error }, "update-image failed; rolling back");
       const failed = await rt().inspect(row.container_name);
       if (failed?.running) await rt().stop(failed.id, 10);
       await snapshotVolume(row, previous, "restore");
-      const info = await ensureContainer(row, { image: previous, recreate: true });
+      const info = await ensureContainer(row, {
+        image: previousTag,
+        imageId: previousId,
+        recreate: true,
+      });
       await waitHealthy(info).catch(() => {});
       await observe((await getInstance(row.id)) as InstanceRow);
-      await recordError(row.id, `${reason}; rolled back to ${previous} and the state snapshot`);
-      return { rolledBack: previous, reason };
+      await recordError(
+        row.id,
+        `${reason}; rolled back to ${previousTag} (${previous}) and the state snapshot`,
+      );
+      return { rolledBack: previousTag, imageId: previousId, reason };
     }
   });
 }

@@ -48,6 +48,8 @@ export interface PoolRow {
   volume_name: string;
   container_id: string | null;
   image: string;
+  /** The image id it runs (set once its container exists). */
+  image_id: string | null;
   state: "starting" | "ready";
   gateway_token_sealed: string;
   device_id: string | null;
@@ -64,7 +66,8 @@ const ORPHAN_AFTER_MINUTES = 20;
 
 /**
  * Starts pooled gateways until RUNTIME_POOL_SIZE are ready or starting, after discarding the
- * gateways of fillers that died and warming up again those ready for RUNTIME_POOL_REWARM_MINUTES.
+ * gateways of fillers that died and the ready ones on an image other than the configured tag's
+ * current build, and warming up again those ready for RUNTIME_POOL_REWARM_MINUTES.
  * `warmUpCycles` other than WARMUP_CYCLES: the benchmark's comparison only.
  */
 export async function fillPool(
@@ -75,7 +78,11 @@ export async function fillPool(
   const orphans = await db()<{ id: string; container_name: string }[]>`
     select id, container_name from gateway_pool
     where state = 'starting' and state_since < now() - make_interval(mins => ${ORPHAN_AFTER_MINUTES})`;
-  for (const orphan of orphans) await discardPooled(orphan.id, orphan.container_name);
+  const current = await rt().imageId(env().AGENT_GATEWAY_IMAGE);
+  const outdated = await db()<{ id: string; container_name: string }[]>`
+    select id, container_name from gateway_pool
+    where state = 'ready' and image_id is distinct from ${current ?? null}`;
+  for (const row of [...orphans, ...outdated]) await discardPooled(row.id, row.container_name);
   const rewarmed = await rewarmStale();
   for (;;) {
     const [{ n } = { n: 0 }] = await db()<{ n: number }[]>`
@@ -83,7 +90,8 @@ export async function fillPool(
     if (n >= size) break;
     started.push(await startPooledGateway(options.warmUpCycles ?? WARMUP_CYCLES));
   }
-  return { started, rewarmed, discarded: orphans.map((o) => o.id), size };
+  const discarded = [...orphans, ...outdated].map((o) => o.id);
+  return { started, rewarmed, discarded, size };
 }
 
 /**
@@ -170,6 +178,7 @@ async function startPooledGateway(cycles: number): Promise<string> {
     await rt().start(containerId);
     const info = await rt().inspect(containerId);
     if (!info) throw new Error("pooled container vanished");
+    await db()`update gateway_pool set image_id = ${info.imageId} where id = ${id}`;
     await waitHealthy(info);
     const address = gatewayEndpoint(info, GATEWAY_PORT) as string;
     const { client, hello } = await connectWithPairing({
@@ -273,9 +282,12 @@ async function connectPooled(row: PoolRow) {
  */
 export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | undefined> {
   if (env().RUNTIME_POOL_SIZE <= 0) return undefined;
+  // Only a gateway on the current build of the tag (a rebuilt tag leaves older ones stale).
+  const current = await rt().imageId(env().AGENT_GATEWAY_IMAGE);
+  if (!current) return undefined;
   const [pooled] = await db()<PoolRow[]>`
     delete from gateway_pool where id = (
-      select id from gateway_pool where state = 'ready' and image = ${env().AGENT_GATEWAY_IMAGE}
+      select id from gateway_pool where state = 'ready' and image_id = ${current}
       order by ready_at limit 1 for update skip locked)
     returning *`;
   if (!pooled) return undefined;

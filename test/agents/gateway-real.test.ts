@@ -16,6 +16,7 @@ import {
   provision,
   runAction,
   STATE_DIR,
+  updateImage,
   waitHealthy,
 } from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
@@ -24,8 +25,11 @@ import type { ContainerInfo } from "../../worker/runtime/types.ts";
 import { ensureUser } from "../helpers/users.ts";
 import {
   allowDockerNetworks,
+  buildImage,
   cleanupTestObjects,
   describeDocker,
+  GATEWAY_IMAGE,
+  removeImages,
   testRun,
   waitFor,
 } from "../runtime/docker-support.ts";
@@ -33,9 +37,11 @@ import {
 // The real OpenClaw gateway in a container: provision (volume, config, container, pairing by
 // `devices approve` inside the container, /healthz), then the control protocol over the
 // bridge network: hello-ok version, health, config.get/config.patch; then restart with an
-// automatic reconnect, reset-memory, stop/start and repair, with their timings.
+// automatic reconnect, reset-memory, stop/start, repair and an image update, with their timings.
 
 const rt = new DockerRuntime({ maxCpus: 1 });
+/** The gateway image rebuilt under a tag of its own (as gateway/build.sh does on new inputs). */
+const REBUILT = `agent-platform-test-rebuilt:${testRun}`;
 const timings: Record<string, number> = {};
 
 describeDocker("real gateway", () => {
@@ -49,6 +55,9 @@ describeDocker("real gateway", () => {
   afterAll(async () => {
     setRuntime(undefined);
     await cleanupTestObjects(rt);
+    removeImages(REBUILT);
+    delete process.env.AGENT_GATEWAY_IMAGE;
+    resetEnvCache();
   });
 
   it("provisions, pairs, answers health and version, takes a config patch", async () => {
@@ -193,6 +202,31 @@ describeDocker("real gateway", () => {
     expect(afterRepair.container_id).not.toBe(after?.container_id);
     const again2 = await connectPaired(afterRepair, afterRepair.gateway_address as string);
     again2.client.close();
+
+    // update to a new build of the image: a new container on the same volume, still paired,
+    // the earlier config patch kept.
+    const rebuiltId = buildImage(REBUILT, GATEWAY_IMAGE, ["LABEL agent-platform.test-build=2"]);
+    process.env.AGENT_GATEWAY_IMAGE = REBUILT;
+    resetEnvCache();
+    t = Date.now();
+    expect(await updateImage(row.id)).toMatchObject({ updated: REBUILT, imageId: rebuiltId });
+    timings.updateMs = Date.now() - t;
+    const afterUpdate = (await getInstance(row.id)) as InstanceRow;
+    expect(afterUpdate).toMatchObject({ image: REBUILT, image_id: rebuiltId, health: "healthy" });
+    expect(afterUpdate.container_id).not.toBe(afterRepair.container_id);
+    const { client: onNewBuild, hello: newHello } = await connectPaired(
+      afterUpdate,
+      afterUpdate.gateway_address as string,
+    );
+    try {
+      expect(newHello.server.version).toMatch(/2026\.9\.6/);
+      const cfg = await onNewBuild.request<{
+        config?: { agents?: { defaults?: { timeoutSeconds?: number } } };
+      }>("config.get");
+      expect(cfg.config?.agents?.defaults?.timeoutSeconds).toBe(123);
+    } finally {
+      onNewBuild.close();
+    }
     const stats = await rt.stats(afterRepair.container_name);
     timings.idleMemoryMiB = Math.round(stats.memoryBytes / 1024 ** 2);
     process.stdout.write(`gateway timings ${JSON.stringify(timings)}\n`);

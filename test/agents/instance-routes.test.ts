@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as repairRoute from "../../app/routes/api.instance.$userId.repair.ts";
 import * as resetMemoryRoute from "../../app/routes/api.instance.$userId.reset-memory.ts";
@@ -35,9 +34,13 @@ import { call, type RouteModule } from "../helpers/api.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import {
   allowDockerNetworks,
+  buildImage,
   cleanupTestObjects,
   describeDocker,
   ensureSleeperImage,
+  GATEWAY_IMAGE,
+  HEALTHZ_LINES,
+  removeImages,
   SLEEPER_IMAGE,
   testRun,
   waitFor,
@@ -48,6 +51,8 @@ import {
 // checked in seconds; test/agents/gateway-real.test.ts covers the real gateway.
 
 const rt = new DockerRuntime({ maxCpus: 1 });
+/** A gateway that scribbles on its state, then exits at once (an update that must roll back). */
+const BROKEN_CMD = 'CMD ["sh", "-c", "echo after > /home/node/.openclaw/marker; exit 1"]';
 const path = (userId: string, op = "") => `/api/instance/${userId}${op ? `/${op}` : ""}`;
 // Each call is made by the user the path names, signed in with a session cookie.
 const post = async (m: unknown, userId: string, op: string) =>
@@ -379,11 +384,7 @@ describeDocker("update-image (Docker)", () => {
     await rt.exec(row.container_name, ["sh", "-c", "echo before > /home/node/.openclaw/marker"]);
     // A "new version" whose gateway exits at once and scribbles on the state first.
     const broken = `${SLEEPER_IMAGE}-broken`;
-    execFileSync("docker", ["build", "-q", "-t", broken, "-"], {
-      input: `FROM ${SLEEPER_IMAGE}\nCMD ["sh", "-c", "echo after > /home/node/.openclaw/marker; exit 1"]\n`,
-      env: { ...process.env, DOCKER_BUILDKIT: "0" },
-      stdio: ["pipe", "ignore", "pipe"],
-    });
+    buildImage(broken, SLEEPER_IMAGE, [BROKEN_CMD]);
     process.env.AGENT_GATEWAY_IMAGE = broken;
     resetEnvCache();
     try {
@@ -406,7 +407,86 @@ describeDocker("update-image (Docker)", () => {
       ]);
       expect(mode.stdout).toBe("1000 700\n");
     } finally {
-      execFileSync("docker", ["rmi", "-f", broken], { stdio: "ignore" });
+      removeImages(broken);
     }
   }, 120_000);
+
+  it("a tag rebuilt in place is an update; until then instances stay on their image id; a failed rebuild rolls back to the previous id", async () => {
+    process.env.GATEWAY_HEALTH_TIMEOUT_MS = "60000"; // this stand-in answers /healthz
+    const tag = `agent-platform-test-inplace:${testRun}`;
+    const build = (n: number, lines = HEALTHZ_LINES) =>
+      buildImage(tag, GATEWAY_IMAGE, [`LABEL agent-platform.test-build=${n}`, ...lines]);
+    const first = build(1);
+    process.env.AGENT_GATEWAY_IMAGE = tag;
+    resetEnvCache();
+    const userId = "usr_inplace";
+    await ensureUser(userId);
+    const row = await ensureInstanceRecord(userId);
+    const ids = [first];
+    try {
+      const created = await ensureContainer(row);
+      expect(created.imageId).toBe(first);
+      await rt.exec(row.container_name, ["sh", "-c", "echo kept > /home/node/.openclaw/marker"]);
+
+      // gateway/build.sh rebuilds under the same tag when its inputs change.
+      const second = build(2);
+      ids.push(second);
+      expect(second).not.toBe(first);
+      // Start, restart, a healed crash: the same container, still on its image.
+      const kept = await ensureContainer((await getInstance(row.id))!);
+      expect(kept).toMatchObject({ id: created.id, imageId: first });
+      // Repair recreates the container, on the same image (by id: the tag names the new build).
+      const repaired = await ensureContainer((await getInstance(row.id))!, { recreate: true });
+      expect(repaired.id).not.toBe(created.id);
+      expect(repaired).toMatchObject({ imageId: first, image: first });
+      expect((await getInstance(row.id))?.image_id).toBe(first);
+
+      // The update moves it to the new build, keeping the volume.
+      expect(await updateImage(row.id)).toMatchObject({ updated: tag, imageId: second });
+      const updated = await rt.inspect(row.container_name);
+      expect(updated).toMatchObject({ imageId: second, image: tag, running: true });
+      expect((await getInstance(row.id))?.image_id).toBe(second);
+      const marker = await rt.exec(row.container_name, ["cat", "/home/node/.openclaw/marker"]);
+      expect(marker.stdout).toBe("kept\n");
+      expect(await updateImage(row.id)).toEqual({ unchanged: tag });
+
+      // A broken rebuild under the same tag: back to the build that ran, not to the tag.
+      const third = build(3, [BROKEN_CMD]);
+      ids.push(third);
+      const result = await updateImage(row.id);
+      expect(result).toMatchObject({ rolledBack: tag, imageId: second });
+      const back = await rt.inspect(row.container_name);
+      expect(back).toMatchObject({ imageId: second, image: second, running: true });
+      const after = await getInstance(row.id);
+      expect(after).toMatchObject({ image: tag, image_id: second });
+      expect(after?.last_error).toMatch(/failed.*rolled back to .* \(sha256:/);
+      expect(
+        (await rt.exec(row.container_name, ["cat", "/home/node/.openclaw/marker"])).stdout,
+      ).toBe("kept\n");
+    } finally {
+      await rt.remove(row.container_name).catch(() => {});
+      removeImages(tag, ...ids);
+      process.env.AGENT_GATEWAY_IMAGE = SLEEPER_IMAGE;
+      process.env.GATEWAY_HEALTH_TIMEOUT_MS = "3000";
+      resetEnvCache();
+    }
+  }, 180_000);
+
+  it("an update to an image that is not built touches nothing and says why", async () => {
+    const userId = "usr_update_missing";
+    await ensureUser(userId);
+    const row = await ensureInstanceRecord(userId);
+    const running = await ensureContainer(row);
+    process.env.AGENT_GATEWAY_IMAGE = `agent-platform-test-missing:${testRun}`;
+    resetEnvCache();
+    try {
+      const reason = `update to agent-platform-test-missing:${testRun} failed: the image is not built`;
+      expect(await updateImage(row.id)).toEqual({ failed: reason });
+      expect(await rt.inspect(row.container_name)).toMatchObject({ id: running.id, running: true });
+      expect((await getInstance(row.id))?.last_error).toBe(reason);
+    } finally {
+      process.env.AGENT_GATEWAY_IMAGE = SLEEPER_IMAGE;
+      resetEnvCache();
+    }
+  }, 60_000);
 });

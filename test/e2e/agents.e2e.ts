@@ -1,10 +1,9 @@
-import { execFileSync } from "node:child_process";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
-import { GATEWAY_PORT, reconcileAll, sampleAll } from "../../worker/instances.ts";
+import { reconcileAll, sampleAll } from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { startWorker, stopWorker } from "../../worker/worker.ts";
@@ -13,7 +12,7 @@ import {
   allowDockerNetworks,
   cleanupTestObjects,
   describeDocker,
-  GATEWAY_IMAGE,
+  ensureHealthzImage,
   testRun,
 } from "../runtime/docker-support.ts";
 import { launchBrowser, type RunningApp, startApp } from "./app.ts";
@@ -24,17 +23,6 @@ import { launchBrowser, type RunningApp, startApp } from "./app.ts";
 // stand-in of the gateway image that answers /healthz but speaks no gateway protocol, so the
 // lifecycle takes seconds; provisioning therefore ends at pairing with an error, which the page
 // shows. test/agents/gateway-real.test.ts covers the real gateway. docs/decisions/0071-agents-e2e-stand-in.md
-
-const HEALTHZ_IMAGE = "agent-platform-test-healthz:1";
-function ensureHealthzImage(): string {
-  const server = `require("http").createServer((q,s)=>{s.statusCode=q.url==="/healthz"?200:404;s.end("ok")}).listen(${GATEWAY_PORT},"0.0.0.0")`;
-  execFileSync("docker", ["build", "-q", "-t", HEALTHZ_IMAGE, "-"], {
-    input: `FROM ${GATEWAY_IMAGE}\nCMD ["node", "-e", ${JSON.stringify(server)}]\nHEALTHCHECK NONE\n`,
-    env: { ...process.env, DOCKER_BUILDKIT: "0" },
-    stdio: ["pipe", "ignore", "pipe"],
-  });
-  return HEALTHZ_IMAGE;
-}
 
 const userAgent =
   "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36";

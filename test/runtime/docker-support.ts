@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { http, passthrough, ws } from "msw";
 import { describe } from "vitest";
+import { GATEWAY_PORT } from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { LABELS } from "../../worker/runtime/types.ts";
 import { mswServer } from "../msw/server.ts";
@@ -23,7 +24,7 @@ async function probe(): Promise<string | undefined> {
   } catch (error) {
     return `no Docker engine answers (${(error as Error).message})`;
   }
-  if (!(await rt.imageExists(GATEWAY_IMAGE)))
+  if (!(await rt.imageId(GATEWAY_IMAGE)))
     return `image ${GATEWAY_IMAGE} is not built (gateway/build.sh)`;
   return undefined;
 }
@@ -104,17 +105,50 @@ export async function waitFor<T>(
 }
 
 /**
+ * Builds `tag` from `from` plus Dockerfile `lines` (classic builder, no pull, no context) and
+ * returns the new image's id. Building the same tag again moves the tag, as gateway/build.sh does.
+ */
+export function buildImage(tag: string, from: string, lines: string[]): string {
+  return execFileSync("docker", ["build", "-q", "-t", tag, "-"], {
+    input: `FROM ${from}\n${lines.join("\n")}\n`,
+    env: { ...process.env, DOCKER_BUILDKIT: "0" },
+    stdio: ["pipe", "pipe", "pipe"],
+    encoding: "utf8",
+  }).trim();
+}
+
+/** Removes images by tag or id, whatever is left of them (test cleanup). */
+export function removeImages(...images: string[]): void {
+  try {
+    execFileSync("docker", ["rmi", "-f", ...images], { stdio: "ignore" });
+  } catch {
+    // some were gone already
+  }
+}
+
+/**
  * A light stand-in for the gateway image: the same image with `sleep` as its command, so
  * lifecycle tests run containers without starting a gateway (built locally, no pull).
  */
 export const SLEEPER_IMAGE = "agent-platform-test-sleeper:1";
 export function ensureSleeperImage(): string {
-  execFileSync("docker", ["build", "-q", "-t", SLEEPER_IMAGE, "-"], {
-    input: `FROM ${GATEWAY_IMAGE}\nCMD ["sleep", "3600"]\nHEALTHCHECK NONE\n`,
-    env: { ...process.env, DOCKER_BUILDKIT: "0" },
-    stdio: ["pipe", "ignore", "pipe"],
-  });
+  buildImage(SLEEPER_IMAGE, GATEWAY_IMAGE, ['CMD ["sleep", "3600"]', "HEALTHCHECK NONE"]);
   return SLEEPER_IMAGE;
+}
+
+/**
+ * Dockerfile lines of a stand-in that answers the gateway's `/healthz` (a tiny Node server on
+ * the gateway port) and speaks no gateway protocol: lifecycle steps that wait for health take
+ * seconds instead of a gateway boot.
+ */
+export const HEALTHZ_LINES = [
+  `CMD ["node", "-e", ${JSON.stringify(`require("http").createServer((q,s)=>{s.statusCode=q.url==="/healthz"?200:404;s.end("ok")}).listen(${GATEWAY_PORT},"0.0.0.0")`)}]`,
+  "HEALTHCHECK NONE",
+];
+export const HEALTHZ_IMAGE = "agent-platform-test-healthz:1";
+export function ensureHealthzImage(): string {
+  buildImage(HEALTHZ_IMAGE, GATEWAY_IMAGE, HEALTHZ_LINES);
+  return HEALTHZ_IMAGE;
 }
 
 /** Gateways live on Docker bridge networks (private ranges): their HTTP and WebSocket are real. */

@@ -7,7 +7,7 @@ import { queueWarmUp } from "../warm-up.ts";
 export async function updateImageJob(payload: JobPayload<"update-image">) {
   const result = await updateImage(payload.instanceId);
   // A recreated gateway gets the stored agents again (the rows are the truth), and its dry run.
-  if (!("skipped" in result) && !("unchanged" in result)) {
+  if ("updated" in result || "rolledBack" in result) {
     await queueAgentSync(payload.instanceId);
     await queueWarmUp(payload.instanceId);
   }

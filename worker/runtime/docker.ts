@@ -154,12 +154,11 @@ export class DockerRuntime implements AgentRuntime {
     }
   }
 
-  async imageExists(image: string): Promise<boolean> {
+  async imageId(image: string): Promise<string | undefined> {
     try {
-      await call(() => this.docker.getImage(image).inspect());
-      return true;
+      return (await call(() => this.docker.getImage(image).inspect())).Id;
     } catch (error) {
-      if (statusOf(error) === 404) return false;
+      if (statusOf(error) === 404) return undefined;
       throw error;
     }
   }

@@ -20,9 +20,12 @@ const gatewayPackage = JSON.parse(
 
 export const PINNED_OPENCLAW = gatewayPackage.dependencies.openclaw;
 
-/** `agent-gateway:2026.9.6` → 2026.9.6; a tag that is not a version → the pinned version. */
+/**
+ * `agent-gateway:2026.9.6` (a tag) or `openclaw@2026.9.6` (the process driver's image id) →
+ * 2026.9.6; anything else → the pinned version.
+ */
 export function openclawVersionOf(image: string): string {
-  const tag = image.slice(image.lastIndexOf(":") + 1);
+  const tag = image.slice(Math.max(image.lastIndexOf(":"), image.lastIndexOf("@")) + 1);
   return /^\d+\.\d+\.\d+/.test(tag) ? tag : PINNED_OPENCLAW;
 }
 

@@ -185,8 +185,9 @@ export class ProcessRuntime implements AgentRuntime {
     return existsSync(this.volumePath(name));
   }
 
-  async imageExists(image: string): Promise<boolean> {
-    return this.#options.resolveOpenclaw(this.#options.versionOf(image)) !== undefined;
+  async imageId(image: string): Promise<string | undefined> {
+    const version = this.#options.versionOf(image);
+    return this.#options.resolveOpenclaw(version) ? `openclaw@${version}` : undefined;
   }
 
   async create(spec: ContainerSpec): Promise<string> {

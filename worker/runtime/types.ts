@@ -142,7 +142,11 @@ export interface AgentRuntime {
     labels?: Record<string, string>;
     timeoutMs?: number;
   }): Promise<ExecResult>;
-  imageExists(image: string): Promise<boolean>;
+  /**
+   * The id of the image a reference (tag or id) names now, or undefined when there is none. A
+   * rebuilt tag names a new id: instances are pinned to ids, so only an update moves them.
+   */
+  imageId(image: string): Promise<string | undefined>;
   /** Bytes used by each named volume the engine knows (a periodic, not a per-request, call). */
   volumeSizes(): Promise<Map<string, number>>;
 }
