@@ -166,7 +166,7 @@ describeDocker("warm pool (real gateway)", () => {
     expect(await stateMentioning(pooled.container_id as string, "Warm-up: reply")).toEqual([]);
   }, 300_000);
 
-  it("a gateway ready for RUNTIME_POOL_REWARM_MINUTES is warmed up again; a dead filler's row is discarded", async () => {
+  it("a gateway ready for RUNTIME_POOL_REWARM_MINUTES is warmed up again; a dead filler's row and a gateway on an older build are discarded", async () => {
     // A fresh fill leaves it alone; an hour later it is re-warmed with a new warm-up token.
     expect((await fillPool()).rewarmed).toEqual([]);
     await db()`update gateway_pool set state_since = now() - interval '1 hour' where id = ${pooled.id}`;
@@ -174,9 +174,17 @@ describeDocker("warm pool (real gateway)", () => {
     await db()`insert into gateway_pool (id, container_name, volume_name, image, gateway_token_sealed, state_since)
       values ('gwp_orphan', ${`agent-gwp-orphan-${testRun}`}, ${`agent-gwp-orphan-${testRun}-state`},
         'agent-gateway:none', 'sealed', now() - interval '1 hour')`;
+    // A ready gateway on an older build of the tag (gateway/build.sh rebuilt it in place): never
+    // adopted, discarded by the next fill (decision 0089).
+    expect(pooled.image_id).toMatch(/^sha256:/);
+    await db()`insert into gateway_pool (id, container_name, volume_name, image, image_id,
+        gateway_token_sealed, state, ready_at)
+      values ('gwp_stale', ${`agent-gwp-stale-${testRun}`}, ${`agent-gwp-stale-${testRun}-state`},
+        ${pooled.image}, 'sha256:older-build', 'sealed', 'ready', now() - interval '1 day')`;
     const seen = bearers.length;
     const result = await fillPool();
-    expect(result).toMatchObject({ started: [], rewarmed: [pooled.id], discarded: ["gwp_orphan"] });
+    expect(result).toMatchObject({ started: [], rewarmed: [pooled.id] });
+    expect(result.discarded.sort()).toEqual(["gwp_orphan", "gwp_stale"]);
     const [row] = await db()<PoolRow[]>`select * from gateway_pool`;
     expect(row).toMatchObject({ id: pooled.id, state: "ready" });
     expect(Date.now() - (row as PoolRow).state_since.getTime()).toBeLessThan(120_000);
