@@ -346,6 +346,18 @@ describeDocker("instance lifecycle routes (Docker)", () => {
     await expect(ensureInstanceRecord("usr_no_account")).rejects.toThrow(/foreign key/);
   }, 60_000);
 
+  it("answers 502 {success:false,status:'error'} when Docker answers but the gateway does not", async () => {
+    // The stand-in container runs, but nothing listens on the gateway port.
+    const userId = "usr_nogateway";
+    await ensureUser(userId);
+    const row = await ensureInstanceRecord(userId);
+    await ensureContainer(row);
+    const res = await post(resetMemoryRoute, userId, "reset-memory");
+    expect(res.status).toBe(502);
+    expect(res.json).toMatchObject({ success: false, status: "error" });
+    expect((await rt.inspect(row.container_name))?.running).toBe(true);
+  }, 60_000);
+
   it("answers 502 when no worker takes the job in time", async () => {
     const userId = "usr_noworker";
     await ensureUser(userId);

@@ -9,6 +9,7 @@ import {
   unseal,
 } from "../../app/server/platform/crypto.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { secrets } from "../../app/server/platform/secrets.server.ts";
 
 describe("secret sealing (AES-256-GCM)", () => {
   let dir: string;
@@ -59,14 +60,33 @@ describe("secret sealing (AES-256-GCM)", () => {
 
   it("keeps a local key in DATA_DIR/secrets.json (0600), preserving other fields", async () => {
     const file = path.join(dir, "secrets.json");
-    await writeFile(file, JSON.stringify({ sessionSecret: "keep-me" }));
+    const sessionSecret = "k".repeat(40);
+    await writeFile(file, JSON.stringify({ sessionSecret, note: "kept" }));
     const key = sealingKey();
     const saved = JSON.parse(await readFile(file, "utf8"));
-    expect(saved).toEqual({ sessionSecret: "keep-me", sealingKey: key.toString("hex") });
+    expect(saved).toEqual({ sessionSecret, note: "kept", sealingKey: key.toString("hex") });
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     // A second process (no cache) reads the same key back.
     resetSealingKeyCache();
     expect(sealingKey().equals(key)).toBe(true);
+  });
+
+  it("a file holding only the sealing key gets a session secret too, the key kept", async () => {
+    // Older versions wrote the sealing key alone when sealing came first; sessions then failed.
+    const file = path.join(dir, "secrets.json");
+    const sealingKeyHex = "1f".repeat(32);
+    await writeFile(file, JSON.stringify({ sealingKey: sealingKeyHex }));
+    const local = secrets();
+    expect(local.sealingKey).toBe(sealingKeyHex);
+    expect(local.sessionSecret.length).toBeGreaterThanOrEqual(32);
+    expect(sealingKey().toString("hex")).toBe(sealingKeyHex);
+    expect(JSON.parse(await readFile(file, "utf8"))).toEqual(local);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+  });
+
+  it("refuses a secrets file with an invalid field instead of replacing it", async () => {
+    await writeFile(path.join(dir, "secrets.json"), JSON.stringify({ sessionSecret: "short" }));
+    expect(() => sealingKey()).toThrow(/unreadable or invalid; delete it/);
   });
 
   it("creates the secrets file when missing", async () => {

@@ -5,14 +5,12 @@ import {
   randomBytes,
   timingSafeEqual,
 } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { env } from "./env.server.ts";
+import { secrets } from "./secrets.server.ts";
 
 // Secrets at rest (provider keys, channel tokens, gateway tokens) are sealed with AES-256-GCM.
 // The key is SEALING_KEY (64 hex chars; required in production). In development and tests, when
-// it is unset, a random key is kept in DATA_DIR/secrets.json (mode 0600) under `sealingKey`;
-// other fields of that file are preserved.
+// it is unset, a random key is kept in DATA_DIR/secrets.json (secrets.server.ts).
 
 const VERSION = "v1";
 const IV_BYTES = 12;
@@ -20,44 +18,13 @@ const TAG_BYTES = 16;
 
 let cachedKey: { source: string; key: Buffer } | undefined;
 
-function localSecretsFile(): string {
-  return path.join(env().DATA_DIR, "secrets.json");
-}
-
-function readOrCreateLocalKey(file: string): Buffer {
-  let data: Record<string, unknown> = {};
-  try {
-    data = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
-      throw new Error(`${file} is not readable JSON: ${(error as Error).message}`);
-    }
-  }
-  const existing = data.sealingKey;
-  if (typeof existing === "string" && /^[0-9a-f]{64}$/i.test(existing)) {
-    return Buffer.from(existing, "hex");
-  }
-  const key = randomBytes(32);
-  mkdirSync(path.dirname(file), { recursive: true });
-  // Write a sibling file and rename it over, so a crash never leaves half a file behind.
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify({ ...data, sealingKey: key.toString("hex") }, null, 2)}\n`, {
-    mode: 0o600,
-  });
-  renameSync(tmp, file);
-  chmodSync(file, 0o600);
-  return key;
-}
-
 /** The 32-byte sealing key (from SEALING_KEY, else the local secrets file outside production). */
 export function sealingKey(): Buffer {
-  const { SEALING_KEY, NODE_ENV } = env();
-  const source = SEALING_KEY ? `env:${SEALING_KEY}` : `file:${localSecretsFile()}`;
+  const { SEALING_KEY, DATA_DIR } = env();
+  const source = SEALING_KEY ? `env:${SEALING_KEY}` : `file:${DATA_DIR}`;
   if (cachedKey?.source === source) return cachedKey.key;
-  let key: Buffer;
-  if (SEALING_KEY) key = Buffer.from(SEALING_KEY, "hex");
-  else if (NODE_ENV === "production") throw new Error("SEALING_KEY is required in production");
-  else key = readOrCreateLocalKey(localSecretsFile());
+  // secrets() refuses to invent a key in production.
+  const key = Buffer.from(secrets().sealingKey, "hex");
   cachedKey = { source, key };
   return key;
 }

@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { env } from "./env.server.ts";
 
 // SESSION_SECRET and SEALING_KEY come from the environment (required in production). Locally,
 // when unset, random ones are generated once and kept in DATA_DIR/secrets.json (mode 0600), so
-// sessions and sealed values survive restarts of a laptop install.
+// sessions and sealed values survive restarts of a laptop install. This module is the only
+// reader and writer of that file (the sealing key too, crypto.server.ts).
 
 export interface Secrets {
   sessionSecret: string;
@@ -14,36 +15,55 @@ export interface Secrets {
   sealingKey: string;
 }
 
-const stored = z.object({
-  sessionSecret: z.string().min(32),
-  sealingKey: z.string().regex(/^[0-9a-f]{64}$/i),
+// Each field may be missing (a file from an older version held only the sealing key), never
+// invalid; other fields are kept.
+const stored = z.looseObject({
+  sessionSecret: z.string().min(32).optional(),
+  sealingKey: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/i)
+    .optional(),
 });
 
 let cached: { dir: string; secrets: Secrets } | undefined;
 
-function localSecrets(dataDir: string): Secrets {
-  const file = path.join(dataDir, "secrets.json");
+function readStored(file: string): z.infer<typeof stored> | undefined {
   try {
     return stored.parse(JSON.parse(readFileSync(file, "utf8")));
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
-      throw new Error(`${file} is unreadable or invalid; delete it to generate new secrets`, {
-        cause: error,
-      });
-    }
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new Error(`${file} is unreadable or invalid; delete it to generate new secrets`, {
+      cause: error,
+    });
+  }
+}
+
+function localSecrets(dataDir: string): Secrets {
+  const file = path.join(dataDir, "secrets.json");
+  const found = readStored(file);
+  if (found?.sessionSecret && found.sealingKey) {
+    return { sessionSecret: found.sessionSecret, sealingKey: found.sealingKey };
   }
   const secrets: Secrets = {
-    sessionSecret: randomBytes(32).toString("base64url"),
-    sealingKey: randomBytes(32).toString("hex"),
+    sessionSecret: found?.sessionSecret ?? randomBytes(32).toString("base64url"),
+    sealingKey: found?.sealingKey ?? randomBytes(32).toString("hex"),
   };
   mkdirSync(dataDir, { recursive: true });
+  // Written whole to a sibling first: no reader ever sees half a file.
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify({ ...found, ...secrets }, null, 2)}\n`, { mode: 0o600 });
   try {
-    // `wx`: two processes starting at once must not overwrite each other's secrets.
-    writeFileSync(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600, flag: "wx" });
-    chmodSync(file, 0o600);
+    if (found) {
+      renameSync(tmp, file); // completes an older file
+    } else {
+      // Only if still absent: two processes starting at once keep the first one's secrets.
+      linkSync(tmp, file);
+    }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return localSecrets(dataDir);
     throw error;
+  } finally {
+    rmSync(tmp, { force: true });
   }
   return secrets;
 }
