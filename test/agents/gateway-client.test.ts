@@ -8,6 +8,13 @@ import {
   GatewayUnavailableError,
   generateDeviceIdentity,
 } from "../../app/server/agents/gateway-client.server.ts";
+import {
+  closeGatewayClients,
+  gatewayClientFor,
+} from "../../app/server/agents/gateway-connection.server.ts";
+import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
+import { seal } from "../../app/server/platform/crypto.server.ts";
+import { DomainError } from "../../app/server/platform/errors.server.ts";
 import { mswServer } from "../msw/server.ts";
 
 // The control protocol against a protocol-level fake gateway (msw's WebSocket interception):
@@ -178,6 +185,53 @@ describe("gateway client (protocol fake)", () => {
     expect((error as GatewayRequestError).details?.requestId).toBe("r1");
     expect((error as Error).message).toMatch(/NOT_PAIRED.*requestId=r1/);
     refused.close();
+  });
+
+  it("the web's connection waits for a gateway that says it is still starting, within a bound", async () => {
+    // What OpenClaw answers between /healthz and accepting control connections after a boot.
+    const starting = {
+      code: "UNAVAILABLE",
+      message: "gateway starting; retry shortly",
+      retryable: true,
+      retryAfterMs: 50,
+    };
+    let refusals = 2;
+    fakeGateway({
+      onConnect: () => (refusals-- > 0 ? starting : undefined),
+      methods: { health: () => ({ ok: true }) },
+    });
+    const row = {
+      id: "ins_starting",
+      gateway_address: "gateway.test:18789",
+      gateway_token_sealed: seal("gw-token"),
+      device_id: "d",
+      device_private_key_sealed: seal(generateDeviceIdentity().privateKeyPem),
+      device_token_sealed: null,
+      paired_at: new Date(),
+    } as InstanceRow;
+    try {
+      const client = await gatewayClientFor(row);
+      expect(refusals).toBe(-1); // refused twice, then accepted
+      expect(await client.request("health")).toEqual({ ok: true });
+    } finally {
+      closeGatewayClients();
+    }
+
+    // Anything the gateway does not call retryable fails at once, as a 502.
+    mswServer.resetHandlers();
+    fakeGateway({ onConnect: () => ({ code: "NOT_PAIRED", message: "pairing required" }) });
+    const before = connections;
+    const refused = await gatewayClientFor(row).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(DomainError);
+    expect(refused).toMatchObject({ status: 502 });
+    expect(connections - before).toBe(1); // not retried
+    closeGatewayClients();
+    expect(
+      new GatewayRequestError("connect", { code: "UNAVAILABLE", retryable: true }).retryAfterMs,
+    ).toBe(500);
+    expect(new GatewayRequestError("connect", { code: "UNAVAILABLE" }).retryAfterMs).toBe(
+      undefined,
+    );
   });
 
   it("delivers events and reconnects by itself after the gateway drops the socket", async () => {

@@ -86,11 +86,23 @@ export function deviceAuthPayloadV3(p: {
   ].join("|");
 }
 
+/** The error of a `res` with ok:false, as the gateway sends it. */
+export interface GatewayErrorShape {
+  code?: string;
+  message?: string;
+  details?: unknown;
+  /** Set by the gateway when trying again can succeed (e.g. "gateway starting; retry shortly"). */
+  retryable?: boolean;
+  retryAfterMs?: number;
+}
+
 /** A `res` with ok:false (error.code, error.details from the gateway). */
 export class GatewayRequestError extends Error {
   readonly code: string;
   readonly details: Record<string, unknown> | undefined;
-  constructor(method: string, error: { code?: string; message?: string; details?: unknown }) {
+  /** When the gateway says to try again, after how long (else undefined). */
+  readonly retryAfterMs: number | undefined;
+  constructor(method: string, error: GatewayErrorShape) {
     const details = (error.details ?? {}) as Record<string, unknown>;
     const hint = ["reason", "requestId", "code"]
       .filter((k) => typeof details[k] === "string")
@@ -102,6 +114,12 @@ export class GatewayRequestError extends Error {
     this.name = "GatewayRequestError";
     this.code = error.code ?? "ERROR";
     this.details = (error.details ?? undefined) as Record<string, unknown> | undefined;
+    this.retryAfterMs =
+      error.retryable === true
+        ? typeof error.retryAfterMs === "number" && error.retryAfterMs >= 0
+          ? error.retryAfterMs
+          : 500
+        : undefined;
   }
 }
 
@@ -152,7 +170,7 @@ type Frame =
       id: string;
       ok: boolean;
       payload?: unknown;
-      error?: { code?: string; message?: string; details?: unknown };
+      error?: GatewayErrorShape;
     };
 
 export class GatewayClient {

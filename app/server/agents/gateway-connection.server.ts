@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { unseal } from "../platform/crypto.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import {
@@ -27,11 +28,34 @@ function keyOf(row: InstanceRow): string {
   return `${row.gateway_address}|${row.device_id}|${row.device_token_sealed ?? ""}`;
 }
 
+/**
+ * How long a request waits for a gateway that answers "starting, retry shortly": after a start
+ * or restart the gateway's /healthz answers seconds before it takes control connections, and
+ * the lifecycle answers `running` at once. A chat sent then waits instead of failing with 502.
+ */
+const STARTUP_WAIT_MS = 30_000;
+
 /** A connected client of the instance's gateway; 502 when it is not running or not paired. */
 export async function gatewayClientFor(row: InstanceRow): Promise<GatewayClient> {
   if (!row.gateway_address || !row.device_private_key_sealed || !row.paired_at) {
     throw unavailable("the instance is not provisioned yet");
   }
+  const deadline = Date.now() + STARTUP_WAIT_MS;
+  for (;;) {
+    try {
+      return await connectCached(row, row.device_private_key_sealed);
+    } catch (error) {
+      const wait =
+        error instanceof GatewayRequestError && error.retryAfterMs !== undefined
+          ? Math.min(Math.max(error.retryAfterMs, 100), 5_000)
+          : undefined;
+      if (wait === undefined || Date.now() + wait > deadline) throw toDomainError(error);
+      await delay(wait);
+    }
+  }
+}
+
+async function connectCached(row: InstanceRow, sealedDeviceKey: string): Promise<GatewayClient> {
   const key = keyOf(row);
   let cached = clients.get(row.id);
   if (cached && cached.key !== key) {
@@ -43,7 +67,7 @@ export async function gatewayClientFor(row: InstanceRow): Promise<GatewayClient>
     const client = new GatewayClient({
       url: `ws://${row.gateway_address}`,
       token: gatewayTokenOf(row),
-      device: deviceIdentityFromPrivateKey(unseal(row.device_private_key_sealed)),
+      device: deviceIdentityFromPrivateKey(unseal(sealedDeviceKey)),
       connectTimeoutMs: 5_000,
       requestTimeoutMs: 30_000,
       reconnect: true,
@@ -56,7 +80,7 @@ export async function gatewayClientFor(row: InstanceRow): Promise<GatewayClient>
   } catch (error) {
     cached.client.close();
     clients.delete(row.id);
-    throw toDomainError(error);
+    throw error;
   }
   return cached.client;
 }
