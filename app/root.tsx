@@ -73,6 +73,11 @@ function AccountNav() {
         </NavLink>
       </li>
       <li>
+        <NavLink to="/usage" className={linkClass}>
+          Usage
+        </NavLink>
+      </li>
+      <li>
         <NavLink to="/keys" className={linkClass}>
           API keys
         </NavLink>

@@ -381,6 +381,12 @@ export default function Billing() {
         ) : (
           <p className="text-sm text-slate-600">No AI usage yet.</p>
         )}
+        <p className="text-sm">
+          <Link to="/usage" className="text-indigo-700 underline">
+            Tokens and cost per model
+          </Link>{" "}
+          (daily charts and a table, 7 to 90 days)
+        </p>
       </Card>
 
       <p className="text-sm">
