@@ -62,15 +62,20 @@ export async function billingSummary(userId: string) {
 /** Usage per UTC day (summed over models) for the chart and get-usage. */
 export async function usageByDay(userId: string, days = 30) {
   const rows = await dailyUsage(userId, days);
-  const byDay = new Map<string, { day: string; calls: number; tokens: number; costUsd: number }>();
+  // Summed in integer micro-USD, converted once per day (float sums drift).
+  const byDay = new Map<string, { day: string; calls: number; tokens: number; micro: number }>();
   for (const r of rows) {
-    const d = byDay.get(r.day) ?? { day: r.day, calls: 0, tokens: 0, costUsd: 0 };
+    const d = byDay.get(r.day) ?? { day: r.day, calls: 0, tokens: 0, micro: 0 };
     d.calls += r.calls;
     d.tokens += r.promptTokens + r.completionTokens;
-    d.costUsd += r.costMicroUsd / MICRO_USD_PER_CREDIT;
+    d.micro += r.costMicroUsd;
     byDay.set(r.day, d);
   }
-  return { days: [...byDay.values()], byModel: rows };
+  const perDay = [...byDay.values()].map(({ micro, ...d }) => ({
+    ...d,
+    costUsd: micro / MICRO_USD_PER_CREDIT,
+  }));
+  return { days: perDay, byModel: rows };
 }
 
 /** Checks the key against the provider (listing its models), then seals and stores it. */
