@@ -131,9 +131,10 @@ async function writeBatch(batch: Queued[]): Promise<void> {
           spent_today_micro_usd = case when spend_day = (now() at time zone 'utc')::date
             then spent_today_micro_usd else 0 end + ${u.spent},
           spend_day = (now() at time zone 'utc')::date,
-          balance_micro_usd = balance_micro_usd - ${debit},
           updated_at = now()
         where user_id = ${userId}`;
+      // The balance itself follows the ledger row written below (trigger
+      // credit_ledger_ai_accounts): subtracting the debit here too took it off twice.
       debits.set(userId, debit);
     }
     for (const { lease, consumed } of perLease.values()) {
