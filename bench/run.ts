@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
+import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
@@ -81,9 +82,69 @@ const percentile = (values: number[], p: number) => {
 };
 
 /**
- * One request at a time, in turn: the provider directly, through a bare Node proxy (the floor:
- * one extra HTTP hop and nothing else) and through the platform. End-to-end latency (or time to
- * the first streamed bytes) of each, and the platform's own x-overhead-ms.
+ * A minimal client for the one-at-a-time rounds: node:http over one kept-alive socket per
+ * target. undici's fetch (Request, Headers, Response, a Web stream per body) cost the bench
+ * process more per call than the hop being measured, and its garbage made GC pauses in the
+ * load generator that landed on whichever call was running (docs/decisions/0088).
+ */
+function oneAtATime(url: string) {
+  const target = new URL(url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  return (target0: Target) => {
+    const body = Buffer.from(target0.body ?? "");
+    const headers = { ...target0.headers, "content-length": String(body.byteLength) };
+    return () =>
+      new Promise<{ first: number; end: number; overhead: string | undefined }>(
+        (resolve, reject) => {
+          const t0 = performance.now();
+          const req = http.request(target, { method: "POST", headers, agent }, (res) => {
+            let first = 0;
+            let text = "";
+            res.setEncoding("utf8");
+            res.on("data", (chunk: string) => {
+              if (first === 0) first = performance.now() - t0;
+              if (res.statusCode !== 200) text += chunk;
+            });
+            res.on("end", () => {
+              if (res.statusCode !== 200) {
+                reject(new Error(`${url} answered ${res.statusCode}: ${text}`));
+                return;
+              }
+              const overhead = res.headers["x-overhead-ms"];
+              resolve({ first, end: performance.now() - t0, overhead: overhead as string });
+            });
+            res.on("error", reject);
+          });
+          req.on("error", reject);
+          req.end(body);
+        },
+      );
+  };
+}
+
+/** A seeded shuffle (the same orders every run, so runs compare). */
+function shuffler(seed: number) {
+  let x = seed;
+  const random = () => {
+    x = (x * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return x / 2_147_483_648;
+  };
+  return <T>(items: T[]): T[] => {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [out[i], out[j]] = [out[j]!, out[i]!];
+    }
+    return out;
+  };
+}
+
+/**
+ * One request at a time: the provider directly, through a bare Node proxy (the floor: one extra
+ * HTTP hop and nothing else) and through the platform, in a shuffled order each round so that no
+ * path always runs first, or always right after the platform's metering flush of the call
+ * before. End-to-end latency (or time to the first streamed bytes) of each, and the platform's
+ * own x-overhead-ms.
  */
 async function latencyRounds(
   direct: string,
@@ -93,31 +154,26 @@ async function latencyRounds(
   viaTarget: Target,
   stream: boolean,
 ) {
-  const rounds = Number(process.env.BENCH_LATENCY_ROUNDS ?? 400);
+  const rounds = Number(process.env.BENCH_LATENCY_ROUNDS ?? 1000);
   const d: number[] = [];
   const f: number[] = [];
   const v: number[] = [];
   const overhead: number[] = [];
-  const once = async (url: string, target: Target, into: number[]) => {
-    const t0 = performance.now();
-    const res = await fetch(url, { method: "POST", body: target.body, headers: target.headers });
-    if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${await res.text()}`);
-    const reader = res.body!.getReader();
-    await reader.read(); // first bytes
-    const first = performance.now() - t0;
-    while (!(await reader.read()).done);
-    into.push(stream ? first : performance.now() - t0);
-    const o = res.headers.get("x-overhead-ms");
-    if (o !== null) overhead.push(Number(o));
-  };
+  const paths = [
+    { call: oneAtATime(direct)(directTarget), into: d },
+    { call: oneAtATime(floor)(directTarget), into: f },
+    { call: oneAtATime(via)(viaTarget), into: v, overhead: true },
+  ];
+  const shuffle = shuffler(stream ? 2 : 1);
   // Unmeasured rounds first: the JIT has compiled all three paths before anything is counted.
   for (let i = -Math.ceil(rounds / 4); i < rounds; i++) {
-    const into = i < 0 ? [] : undefined;
-    await once(direct, directTarget, into ?? d);
-    await once(floor, directTarget, into ?? f);
-    await once(via, viaTarget, into ?? v);
+    for (const path of shuffle(paths)) {
+      const r = await path.call();
+      if (i < 0) continue;
+      path.into.push(stream ? r.first : r.end);
+      if (path.overhead && r.overhead !== undefined) overhead.push(Number(r.overhead));
+    }
   }
-  overhead.splice(0, Math.ceil(rounds / 4));
   const p = (xs: number[]) => ({ p50: percentile(xs, 50), p99: percentile(xs, 99) });
   return { direct: p(d), floor: p(f), via: p(v), overhead: p(overhead) };
 }

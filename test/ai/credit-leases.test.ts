@@ -1,7 +1,7 @@
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
-import { userStanding } from "../../app/server/ai/budgets.server.ts";
-import { flushMetering } from "../../app/server/ai/metering.server.ts";
+import { reserve, userStanding } from "../../app/server/ai/budgets.server.ts";
+import { flushMetering, meter, type UsageRecord } from "../../app/server/ai/metering.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { call } from "../helpers/api.ts";
@@ -83,5 +83,55 @@ describe("credit leases", () => {
     await flushMetering();
     expect(await balanceOf(userId)).toBe(1_000_000 - 150 * 100);
     expect((await userStanding(userId)).held).toBe(0);
+  });
+
+  it("caps each user's debit at the balance in one flush, the rest recorded as uncollected", async () => {
+    // Two users settled in the same flush (their account statements pipelined): one whose call
+    // cost more than the balance (a provider reporting more than was reserved), one within it.
+    const other = `${userId}_b`;
+    await giveCredits(userId, 1_000);
+    await giveCredits(other, 1_000);
+    const record = (user: string, cost: number): UsageRecord => ({
+      userId: user,
+      instanceId: null,
+      endpoint: "agents",
+      provider: "openai",
+      model: "openai/gpt-4o",
+      promptTokens: 1,
+      completionTokens: 1,
+      tokensEstimated: false,
+      costMicroUsd: cost,
+      billingMode: "credits",
+      stream: false,
+      latencyMs: 1,
+      status: "ok",
+      httpStatus: 200,
+      error: null,
+    });
+    const [over, within] = [
+      await reserve(userId, 800, "credits"),
+      await reserve(other, 800, "credits"),
+    ];
+    void meter(record(userId, 1_500), over);
+    void meter(record(other, 300), within);
+    await flushMetering();
+    const accounts = await db()<{ user_id: string; balance: number; held: number }[]>`
+      select user_id, balance_micro_usd as balance, held_micro_usd as held from ai_accounts
+      where user_id in (${userId}, ${other}) order by user_id`;
+    expect(accounts).toEqual([
+      { user_id: userId, balance: 0, held: 0 },
+      { user_id: other, balance: 700, held: 0 },
+    ]);
+    // The account row and the ledger agree.
+    expect(await balanceOf(userId)).toBe(0);
+    expect(await balanceOf(other)).toBe(700);
+    const rows = await db()<{ user_id: string; cost: number; uncollected: number }[]>`
+      select user_id, cost_micro_usd as cost, uncollected_micro_usd as uncollected from ai_usage
+      where user_id in (${userId}, ${other}) order by user_id`;
+    expect(rows).toEqual([
+      { user_id: userId, cost: 1_500, uncollected: 500 },
+      { user_id: other, cost: 300, uncollected: 0 },
+    ]);
+    expect((await userStanding(userId)).spentToday).toBe(1_500);
   });
 });

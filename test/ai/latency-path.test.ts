@@ -36,6 +36,8 @@ interface Provider {
   calls: Array<{ body: Record<string, unknown>; req: IncomingMessage; res: ServerResponse }>;
   /** Streams wait for this to write more than their first chunk (undefined: write at once). */
   release?: Promise<void>;
+  /** JSON answers wait for this (undefined: answer at once). */
+  holdJson?: Promise<void>;
 }
 
 const provider: Provider = {
@@ -60,6 +62,8 @@ provider.server.on("request", (req, res) => {
     const body = JSON.parse(Buffer.concat(parts).toString("utf8")) as Record<string, unknown>;
     provider.calls.push({ body, req, res });
     if (!body.stream) {
+      if (provider.holdJson) await provider.holdJson;
+      if (res.destroyed) return;
       res.writeHead(200, { "content-type": "application/json" });
       res.end(completion);
       return;
@@ -114,6 +118,7 @@ beforeEach(async () => {
   await configureAi({ OPENAI_BASE_URL: `${provider.url}/v1`, OPENAI_API_KEY: "local" });
   provider.calls = [];
   provider.release = undefined;
+  provider.holdJson = undefined;
   seq += 1;
   userId = `usr_latency_${seq}`;
   token = await issueInstanceToken(userId, `ins_latency_${seq}`);
@@ -235,6 +240,21 @@ describe("the agents' endpoint through the web server", () => {
     res.destroy();
     await closed; // the provider's side of the call was torn down
     await expect.poll(usageRows).toMatchObject([{ status: "ok", error: "client disconnected" }]);
+  });
+
+  it("cancels the provider call when the client goes away before a JSON answer", async () => {
+    provider.holdJson = new Promise<void>(() => {}); // the provider never answers on its own
+    const req = request(`${webUrl}/api/ai/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    });
+    req.on("error", () => {});
+    req.end(body(false));
+    await expect.poll(() => provider.calls.length).toBe(1);
+    const closed = once(provider.calls[0]!.res, "close");
+    req.destroy();
+    await closed; // request.signal fired: the provider's side of the call was torn down
+    await expect.poll(usageRows).toMatchObject([{ status: "error", error: "client disconnected" }]);
   });
 
   it("reuses one kept-alive provider connection for sequential calls", async () => {

@@ -119,29 +119,36 @@ async function writeBatch(batch: Queued[]): Promise<void> {
       if (record.billingMode === "credits") u.charge += record.costMicroUsd;
       perUser.set(record.userId, u);
     }
+    // Each account in one statement: the UPDATE locks the row, and what it returns is the balance
+    // as locked (it does not change it: the balance follows the ledger rows below through the
+    // trigger credit_ledger_ai_accounts), to cap the debit. Sent at once with the leases' holds:
+    // one round trip instead of two per user plus one per lease. A flush of one call (one request
+    // at a time) took 7 round trips, each waking the event loop while later requests were served
+    // (docs/decisions/0088).
     const debits = new Map<string, number>();
+    const first: Array<Promise<unknown>> = [];
     for (const [userId, u] of perUser) {
-      // Row lock first: the debit is capped at the balance as it is now.
-      const [before] = await tx<{ balance: number }[]>`
-        select balance_micro_usd as balance from ai_accounts where user_id = ${userId} for update`;
-      const debit = Math.min(u.charge, Math.max(before?.balance ?? 0, 0));
-      await tx`
-        update ai_accounts set
-          held_micro_usd = greatest(0, held_micro_usd - ${u.consumed}),
-          spent_today_micro_usd = case when spend_day = (now() at time zone 'utc')::date
-            then spent_today_micro_usd else 0 end + ${u.spent},
-          spend_day = (now() at time zone 'utc')::date,
-          balance_micro_usd = balance_micro_usd - ${debit},
-          updated_at = now()
-        where user_id = ${userId}`;
-      debits.set(userId, debit);
+      first.push(
+        tx<{ balance: number }[]>`
+          update ai_accounts set
+            held_micro_usd = greatest(0, held_micro_usd - ${u.consumed}),
+            spent_today_micro_usd = case when spend_day = (now() at time zone 'utc')::date
+              then spent_today_micro_usd else 0 end + ${u.spent},
+            spend_day = (now() at time zone 'utc')::date,
+            updated_at = now()
+          where user_id = ${userId}
+          returning balance_micro_usd as balance`.then(([row]) =>
+          debits.set(userId, Math.min(u.charge, Math.max(row?.balance ?? 0, 0))),
+        ),
+      );
     }
     for (const { lease, consumed } of perLease.values()) {
       if (consumed > 0) {
-        await tx`update ai_reservations set amount_micro_usd = amount_micro_usd - ${consumed}
-          where id = ${lease.id}`;
+        first.push(tx`update ai_reservations set amount_micro_usd = amount_micro_usd - ${consumed}
+          where id = ${lease.id}`);
       }
     }
+    await Promise.all(first);
     // Usage rows and ledger rows; a debit capped at the balance is spread over the user's calls
     // in order, the rest recorded as uncollected.
     const usage = [];
@@ -196,8 +203,10 @@ async function writeBatch(batch: Queued[]): Promise<void> {
         }) as string[],
         25, // text
       );
+    // The rows and the releases, sent at once too.
+    const second: Array<Promise<unknown>> = [];
     if (usage.length > 0) {
-      await tx`insert into ai_usage (id, user_id, instance_id, endpoint, provider, model,
+      second.push(tx`insert into ai_usage (id, user_id, instance_id, endpoint, provider, model,
           prompt_tokens, completion_tokens, tokens_estimated, cost_micro_usd, uncollected_micro_usd,
           billing_mode, stream, latency_ms, status, http_status, error, created_at)
         select id, user_id, instance_id, endpoint, provider, model, prompt_tokens::int,
@@ -218,24 +227,25 @@ async function writeBatch(batch: Queued[]): Promise<void> {
           ${col(usage, (u) => u.created_at)}::text[])
           as t(id, user_id, instance_id, endpoint, provider, model, prompt_tokens,
             completion_tokens, tokens_estimated, cost_micro_usd, uncollected_micro_usd,
-            billing_mode, stream, latency_ms, status, http_status, error, created_at)`;
+            billing_mode, stream, latency_ms, status, http_status, error, created_at)`);
     }
     if (ledger.length > 0) {
-      await tx`insert into credit_ledger (id, user_id, amount_micro_usd, reason, created_at)
+      second.push(tx`insert into credit_ledger (id, user_id, amount_micro_usd, reason, created_at)
         select id, user_id, amount::bigint, reason, created_at::timestamptz
         from unnest(${col(ledger, (l) => l.id)}::text[], ${col(ledger, (l) => l.user_id)}::text[],
           ${col(ledger, (l) => l.amount_micro_usd)}::text[], ${col(ledger, (l) => l.reason)}::text[],
           ${col(ledger, (l) => l.created_at)}::text[])
-          as t(id, user_id, amount, reason, created_at)`;
+          as t(id, user_id, amount, reason, created_at)`);
     }
     // Retired leases whose calls are all settled give back what they still hold.
     for (const lease of releases) {
-      await tx`
+      second.push(tx`
         with gone as (delete from ai_reservations where id = ${lease.id} returning amount_micro_usd)
         update ai_accounts set held_micro_usd = greatest(0, held_micro_usd
           - coalesce((select amount_micro_usd from gone), 0))
-        where user_id = ${lease.userId}`;
+        where user_id = ${lease.userId}`);
     }
+    await Promise.all(second);
   });
   // The same order as above, so each call's share of the hold matches what was written.
   for (const { record, reservation } of batch) {

@@ -74,6 +74,37 @@ export function readSmallBody(req: IncomingMessage, max: number): Promise<Buffer
   });
 }
 
+/**
+ * A Request whose `signal` is the server's own controller's, aborted when the client goes away
+ * mid-response. Handing undici's Request a `signal` in its init instead makes it follow that
+ * signal through a WeakRef and a FinalizationRegistry entry per request, and V8's scavenger
+ * treats both as strong: every request's two controllers, its listener and the registry entry
+ * were promoted to the old generation and only freed by a full GC (a third of what the hot path
+ * promoted; docs/decisions/0088). `clone()` keeps the same signal.
+ */
+class NodeRequest extends Request {
+  readonly #signal: AbortSignal;
+
+  constructor(input: URL | Request, init: RequestInit | undefined, signal: AbortSignal) {
+    super(input, init);
+    this.#signal = signal;
+  }
+
+  // lib.dom declares `signal` a property, so the accessor is installed on the prototype here.
+  static {
+    // biome-ignore lint/complexity/noThisInStatic: the bundler makes the class an expression whose name is not bound yet when this block runs
+    Object.defineProperty(this.prototype, "signal", {
+      get(this: NodeRequest) {
+        return this.#signal;
+      },
+    });
+  }
+
+  override clone(): Request {
+    return new NodeRequest(super.clone(), undefined, this.#signal);
+  }
+}
+
 export function toRequest(
   req: IncomingMessage,
   res: ServerResponse,
@@ -89,14 +120,14 @@ export function toRequest(
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
   const method = req.method ?? "GET";
-  const init: RequestInit & { duplex?: "half" } = { method, headers, signal: controller.signal };
+  const init: RequestInit & { duplex?: "half" } = { method, headers };
   if (body) {
     init.body = body as Uint8Array<ArrayBuffer>;
   } else if (method !== "GET" && method !== "HEAD") {
     init.body = Readable.toWeb(req) as ReadableStream<Uint8Array>;
     init.duplex = "half";
   }
-  const request = new Request(new URL(req.url ?? "/", origin), init);
+  const request = new NodeRequest(new URL(req.url ?? "/", origin), init, controller.signal);
   if (body) preRead.set(request, body);
   return request;
 }

@@ -153,10 +153,22 @@ const agents = {
   "https:": new https.Agent({ keepAlive: true, maxFreeSockets: 256 }),
 };
 
-async function readText(body: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
+// Listeners rather than `for await`: no async iterator and a promise per chunk on every call.
+function readText(body: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let ended = false;
+    body.on("data", (chunk: Buffer) => chunks.push(chunk));
+    body.once("end", () => {
+      ended = true;
+      resolve((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString("utf8"));
+    });
+    body.once("error", reject);
+    // Torn down mid-body (abort, reset) without an error event: a failure all the same.
+    body.once("close", () => {
+      if (!ended) reject(new Error("the response was cut off"));
+    });
+  });
 }
 
 function send(url: string, init: ProviderRequestInit, signal: AbortSignal) {
