@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
 import { reserve, userStanding } from "../../app/server/ai/budgets.server.ts";
@@ -133,5 +134,30 @@ describe("credit leases", () => {
       { user_id: other, cost: 300, uncollected: 0 },
     ]);
     expect((await userStanding(userId)).spentToday).toBe(1_500);
+  });
+});
+
+describe("migration 0019", () => {
+  const account = async (id: string) =>
+    (
+      await db()<{ balance: number; updated_at: Date }[]>`
+        select balance_micro_usd as balance, updated_at from ai_accounts where user_id = ${id}`
+    )[0];
+
+  it("re-derives a drifted AI balance from the ledger and leaves correct ones alone", async () => {
+    await giveCredits(userId, 2_000_000, `led_${userId}_a`);
+    await giveCredits(userId, -500_000, `led_${userId}_b`);
+    const other = `${userId}_ok`;
+    await giveCredits(other, 750_000);
+    // What the double debit left behind (decision 0088): the account ran ahead of its ledger.
+    await db()`update ai_accounts set balance_micro_usd = 100000 where user_id = ${userId}`;
+    const before = await account(other);
+    const sql = await readFile(
+      new URL("../../db/migrations/0019_ai_balance_from_ledger.sql", import.meta.url),
+      "utf8",
+    );
+    await db().unsafe(sql);
+    expect((await account(userId))?.balance).toBe(1_500_000);
+    expect(await account(other)).toEqual(before); // untouched
   });
 });
