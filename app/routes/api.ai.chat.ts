@@ -1,7 +1,13 @@
 import { z } from "zod";
-import { complete } from "../server/ai/completions.server.ts";
+import { complete, withOverhead } from "../server/ai/completions.server.ts";
 import { taskTypes } from "../server/ai/selection.server.ts";
-import { apiRoute, endpoint, json } from "../server/platform/http.server.ts";
+import {
+  apiRoute,
+  endpoint,
+  json,
+  OVERHEAD_HEADER,
+  overheadMs,
+} from "../server/platform/http.server.ts";
 
 const message = z.object({
   role: z.enum(["user", "assistant", "system"]),
@@ -24,25 +30,29 @@ export const { loader, action } = apiRoute({
       top_p: z.number().min(0).max(1).optional(),
       max_tokens: z.number().int().positive().optional(),
     }),
-    handler: async ({ body, request, auth }) => {
-      const { taskType, ...rest } = body;
-      const result = await complete({
-        endpoint: "chat",
-        userId: auth.user.id,
-        instanceId: null,
-        body: { ...rest, model: rest.model ?? "" },
-        taskType,
-        stream: false,
-        signal: request.signal,
-        startedAt: performance.now(),
-      });
-      if (result.kind !== "json") throw new Error("unexpected stream");
-      return json(result.completion.native, {
-        headers: {
-          "x-ai-provider": result.model.provider,
-          "x-ai-model": result.model.id,
-        },
-      });
-    },
+    overheadHeader: true,
+    handler: ({ body, request, auth, startedAt }) =>
+      withOverhead(startedAt, async (upstream) => {
+        const { taskType, ...rest } = body;
+        const result = await complete({
+          endpoint: "chat",
+          userId: auth.user.id,
+          instanceId: null,
+          body: { ...rest, model: rest.model ?? "" },
+          taskType,
+          stream: false,
+          signal: request.signal,
+          startedAt,
+          upstream,
+        });
+        if (result.kind !== "json") throw new Error("unexpected stream");
+        return json(result.completion.native, {
+          headers: {
+            "x-ai-provider": result.model.provider,
+            "x-ai-model": result.model.id,
+            [OVERHEAD_HEADER]: overheadMs(result.overheadMs),
+          },
+        });
+      }),
   }),
 });

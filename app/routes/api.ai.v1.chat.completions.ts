@@ -17,6 +17,8 @@ export const { loader, action } = apiRoute({
       temperature: z.number().optional(),
       top_p: z.number().optional(),
     }),
-    handler: ({ request, body }) => agentCompletion(request, body as ChatBody, performance.now()),
+    overheadHeader: true,
+    handler: ({ request, body, startedAt }) =>
+      agentCompletion(request, body as ChatBody, startedAt),
   }),
 });

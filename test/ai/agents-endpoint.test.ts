@@ -98,6 +98,32 @@ describe("authentication by per-instance token", () => {
 });
 
 describe("POST /api/ai/v1/chat/completions", () => {
+  it("carries x-overhead-ms on every answer, errors included", async () => {
+    const overhead = (res: { headers: Headers }) => Number(res.headers.get("x-overhead-ms") ?? NaN);
+    const answers = [
+      await complete({ model: "openai/gpt-4o", messages: hello }), // 200
+      await complete({ model: "openai/gpt-4o", messages: [] }), // 400: validation, in the builder
+      await complete({ model: "openai/gpt-4o", messages: hello }, ""), // 401
+      await complete({ model: "openai/gpt-4o", messages: hello }, "ait_revoked"), // 401
+      await complete({ model: "nobody/no-model", messages: hello }), // 404
+    ];
+    expect(answers.map((r) => r.status)).toEqual([200, 400, 401, 401, 404]);
+    for (const res of answers) expect(overhead(res)).toBeGreaterThanOrEqual(0);
+    expect(answers[1]?.json).toEqual({ error: expect.stringContaining("messages") });
+  });
+
+  it("leaves the time spent waiting on providers out of a failure's x-overhead-ms", async () => {
+    // Both attempts hang until the 300 ms provider timeout: at least 600 ms upstream.
+    await configureAi({ OPENAI_API_KEY: "test-key", AI_TIMEOUT_MS: "300", AI_RETRIES: "1" });
+    openai.state.failures = ["hang", "hang"];
+    const res = await complete({ model: "openai/gpt-4o", messages: hello });
+    expect(res.status).toBe(502);
+    expect(res.json).toEqual({ error: expect.stringMatching(/AI provider error/) });
+    const overhead = Number(res.headers.get("x-overhead-ms"));
+    expect(overhead).toBeGreaterThanOrEqual(0);
+    expect(overhead).toBeLessThan(300);
+  });
+
   it("answers in OpenAI's format, meters the call and debits its exact cost", async () => {
     const res = await complete({ model: "openai/gpt-4o", messages: hello, max_tokens: 50 });
     expect(res.status).toBe(200);

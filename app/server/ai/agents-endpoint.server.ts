@@ -1,8 +1,8 @@
 import { DomainError } from "../platform/errors.server.ts";
-import { json, jsonText } from "../platform/http.server.ts";
+import { json, jsonText, OVERHEAD_HEADER, overheadMs } from "../platform/http.server.ts";
 import { unsealKeys } from "./byok.server.ts";
 import { loadCatalog } from "./catalog.server.ts";
-import { complete } from "./completions.server.ts";
+import { complete, type Upstream, withOverhead } from "./completions.server.ts";
 import {
   authenticateInstanceToken,
   bearerToken,
@@ -24,9 +24,17 @@ export async function authenticateInstance(request: Request): Promise<TokenIdent
   return identity;
 }
 
-const overhead = (ms: number) => Math.max(0, ms).toFixed(2);
+/** Every answer, errors included, carries `x-overhead-ms` (the platform's own time). */
+export function agentCompletion(request: Request, body: ChatBody, startedAt: number) {
+  return withOverhead(startedAt, (upstream) => agentAnswer(request, body, startedAt, upstream));
+}
 
-export async function agentCompletion(request: Request, body: ChatBody, startedAt: number) {
+async function agentAnswer(
+  request: Request,
+  body: ChatBody,
+  startedAt: number,
+  upstream: Upstream,
+): Promise<Response> {
   const identity = await authenticateInstance(request);
   const stream = body.stream === true;
   if (identity.warmup || isWarmUpTurn(body.messages, identity.instanceId)) {
@@ -41,11 +49,12 @@ export async function agentCompletion(request: Request, body: ChatBody, startedA
     stream,
     signal: request.signal,
     startedAt,
+    upstream,
   });
   const headers = {
     "x-ai-provider": result.model.provider,
     "x-ai-model": result.model.id,
-    "x-overhead-ms": overhead(result.overheadMs),
+    [OVERHEAD_HEADER]: overheadMs(result.overheadMs),
   };
   if (result.kind === "stream") {
     return new Response(result.stream, {
@@ -74,7 +83,7 @@ function warmupCompletion(body: ChatBody, stream: boolean): Response {
   const id = `chatcmpl-warmup-${Date.now().toString(36)}`;
   const created = Math.floor(Date.now() / 1000);
   const usage = openAiUsage({ promptTokens: 0, completionTokens: 0 });
-  const headers = { "x-ai-provider": "platform", "x-ai-model": body.model, "x-overhead-ms": "0" };
+  const headers = { "x-ai-provider": "platform", "x-ai-model": body.model };
   if (!stream) {
     return json(
       {

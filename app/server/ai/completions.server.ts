@@ -1,6 +1,7 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { errorResponse, OVERHEAD_HEADER, overheadMs } from "../platform/http.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { type BillingMode, type Reservation, reserve } from "./budgets.server.ts";
 import { userKeys } from "./byok.server.ts";
@@ -38,6 +39,13 @@ export interface CompleteOptions {
   signal?: AbortSignal;
   /** performance.now() when the request arrived, for the overhead figure. */
   startedAt: number;
+  /** Where the time spent waiting on providers adds up (also when the call fails). */
+  upstream?: Upstream;
+}
+
+/** Milliseconds spent waiting on providers during one call. */
+export interface Upstream {
+  ms: number;
 }
 
 interface Served {
@@ -105,6 +113,25 @@ function withTimeout(signal: AbortSignal | undefined) {
   return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
+/**
+ * Answers `fn`'s domain errors (401, 402, 404, 502…) as the one error shape carrying
+ * `x-overhead-ms`: the time since `startedAt` less the time spent waiting on providers.
+ */
+export async function withOverhead(
+  startedAt: number,
+  fn: (upstream: Upstream) => Promise<Response>,
+): Promise<Response> {
+  const upstream: Upstream = { ms: 0 };
+  try {
+    return await fn(upstream);
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    const response = errorResponse(error.status, error.message, error.extra);
+    response.headers.set(OVERHEAD_HEADER, overheadMs(performance.now() - startedAt - upstream.ms));
+    return response;
+  }
+}
+
 export async function complete(options: CompleteOptions): Promise<CompleteResult> {
   const { userId, body } = options;
   let candidates = await candidatesFor(options);
@@ -148,7 +175,7 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
   }
 
   const { AI_RETRIES, AI_RETRY_DELAY_MS } = env();
-  let upstreamMs = 0;
+  const upstream = options.upstream ?? { ms: 0 };
   let lastError: ProviderError | Error | undefined;
   const base = {
     userId,
@@ -195,9 +222,9 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
         if (options.stream) {
           const result = await client.chatStream(config, request, timeout.signal);
           timeout.clear();
-          upstreamMs += performance.now() - t0;
+          upstream.ms += performance.now() - t0;
           recordSuccess(model.provider);
-          const overheadMs = performance.now() - options.startedAt - upstreamMs;
+          const overheadMs = performance.now() - options.startedAt - upstream.ms;
           void result.done.then(({ usage, text, error }) => {
             meterAnswer(model, request, usage, text, error);
           });
@@ -205,14 +232,14 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
         }
         const completion = await client.chat(config, request, timeout.signal);
         timeout.clear();
-        upstreamMs += performance.now() - t0;
+        upstream.ms += performance.now() - t0;
         recordSuccess(model.provider);
         meterAnswer(model, request, completion.usage, completion.text);
-        const overheadMs = performance.now() - options.startedAt - upstreamMs;
+        const overheadMs = performance.now() - options.startedAt - upstream.ms;
         return { kind: "json", completion, model, mode, overheadMs };
       } catch (error) {
         timeout.clear();
-        upstreamMs += performance.now() - t0;
+        upstream.ms += performance.now() - t0;
         if (options.signal?.aborted) {
           lastError = new Error("client disconnected");
           break;

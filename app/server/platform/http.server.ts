@@ -44,6 +44,8 @@ export interface HandlerContext<P, Q, B, M extends AuthMode = AuthMode> {
   requestId: string;
   ip: string;
   context: LoaderFunctionArgs["context"];
+  /** performance.now() when the builder took the request (for `x-overhead-ms`). */
+  startedAt: number;
 }
 
 export interface EndpointSpec<
@@ -61,6 +63,12 @@ export interface EndpointSpec<
   body?: BS;
   /** Status of a plain-object result (default 200). */
   status?: number;
+  /**
+   * Every answer carries the platform's own time in `x-overhead-ms`: the handler sets it where
+   * it knows better (time spent waiting on a provider is not the platform's); otherwise, errors
+   * included, the builder stamps the time since it took the request.
+   */
+  overheadHeader?: boolean;
   // A method signature (bivariant), so any endpoint fits the route table's AnyEndpoint.
   handler(ctx: HandlerContext<Infer<PS>, Infer<QS>, Infer<BS>, M>): Promise<unknown> | unknown;
 }
@@ -196,9 +204,24 @@ function withHeaders(
   return response;
 }
 
-async function run(
+async function run(route: ApiRoute, args: LoaderFunctionArgs): Promise<Response> {
+  const startedAt = performance.now();
+  const response = await answer(route, args, startedAt);
+  const method = (args.request.method === "HEAD" ? "GET" : args.request.method) as Method;
+  if (route[method]?.overheadHeader && !response.headers.has(OVERHEAD_HEADER)) {
+    response.headers.set(OVERHEAD_HEADER, overheadMs(performance.now() - startedAt));
+  }
+  return response;
+}
+
+export const OVERHEAD_HEADER = "x-overhead-ms";
+/** The `x-overhead-ms` value: milliseconds with two decimals. */
+export const overheadMs = (ms: number) => Math.max(0, ms).toFixed(2);
+
+async function answer(
   route: ApiRoute,
   { request, params, context }: LoaderFunctionArgs,
+  startedAt: number,
 ): Promise<Response> {
   const requestId = requestIdOf(request);
   const method = (request.method === "HEAD" ? "GET" : request.method) as Method;
@@ -242,6 +265,7 @@ async function run(
       ip,
       context,
       auth,
+      startedAt,
     });
     const response =
       result instanceof Response ? result : json(result, { status: spec.status ?? 200 });
