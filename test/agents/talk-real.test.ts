@@ -5,6 +5,8 @@ import * as chatPage from "../../app/routes/agents.$id.chat.tsx";
 import * as agentRoute from "../../app/routes/api.agent.ts";
 import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
 import * as chatRoute from "../../app/routes/api.chat.ts";
+import * as heartbeatRoute from "../../app/routes/api.heartbeat.ts";
+import * as memoryRoute from "../../app/routes/api.memory.ts";
 import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
 import { generateDeviceIdentity } from "../../app/server/agents/gateway-client.server.ts";
 import { closeGatewayClients } from "../../app/server/agents/gateway-connection.server.ts";
@@ -270,6 +272,65 @@ describeDocker("talking to an agent (real gateway)", () => {
     const unknown = await postAgent({ action: "update-skill", skillId: "no-such", enabled: true });
     expect(unknown.status).toBe(404);
   }, 60_000);
+
+  it("keeps heartbeat settings in the gateway's config and memory in the agent's MEMORY.md", async () => {
+    const headers = await auth();
+    const heartbeat = (method: string, body?: unknown) =>
+      call(heartbeatRoute, "/api/heartbeat", { method, headers, ...(body ? { body } : {}) });
+    const gateway = async <T>(method: string, params: unknown = {}) => {
+      const { client } = await connectPaired(instance, instance.gateway_address as string);
+      try {
+        return await client.request<T>(method, params);
+      } finally {
+        client.close();
+      }
+    };
+    type Config = { config?: { agents?: { defaults?: { heartbeat?: unknown } } } };
+
+    const before = await heartbeat("GET");
+    expect(before.status).toBe(200);
+    expect(before.json).toMatchObject({ heartbeat: { every: "30m", target: "owner" } });
+    const settings = {
+      every: "2h",
+      target: "none",
+      activeHours: { start: "08:00", end: "22:00", timezone: "Europe/London" },
+      isolatedSession: true,
+    };
+    const set = await heartbeat("POST", settings);
+    expect(set.status).toBe(200);
+    expect(set.json.heartbeat).toMatchObject({ ...settings, enabled: true, prompt: null });
+    // The gateway took it (its own schema validation passed) and reports it in config.get.
+    const after = await gateway<Config>("config.get");
+    expect(after.config?.agents?.defaults?.heartbeat).toEqual(settings);
+    expect(set.json.configured).toEqual(settings);
+    const reset = await heartbeat("DELETE");
+    expect(reset.status).toBe(200);
+    expect(reset.json.configured).toEqual({});
+    expect((await gateway<Config>("config.get")).config?.agents?.defaults?.heartbeat).toBe(
+      undefined,
+    );
+
+    const remember = (content: string) =>
+      call(memoryRoute, "/api/memory", { method: "POST", headers, body: { content } });
+    expect((await remember("The user's cat is called Miso.")).status).toBe(200);
+    const stored = await remember("Miso likes tuna.");
+    expect(stored.json).toMatchObject({ mode: "append", agentId });
+    const file = await gateway<{ file?: { content?: string } }>("agents.files.get", {
+      agentId: "main",
+      name: "MEMORY.md",
+    });
+    expect(file.file?.content).toBe("The user's cat is called Miso.\n\nMiso likes tuna.\n");
+    const read = await call(memoryRoute, `/api/memory?agentId=${agentId}`, { headers });
+    expect(read.json).toMatchObject({ agentId, content: file.file?.content });
+    expect(read.json.updatedAt).toEqual(expect.any(Number));
+    // Leave the agent's memory empty for the tests after this one.
+    const cleared = await call(memoryRoute, "/api/memory", {
+      method: "POST",
+      headers,
+      body: { content: "", mode: "replace" },
+    });
+    expect(cleared.json.content).toBe("");
+  }, 120_000);
 
   it("sets credentials: provider keys in the AI layer, channel tokens in the gateway", async () => {
     const before = await getAgent("?action=credentials");

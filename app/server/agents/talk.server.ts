@@ -520,6 +520,13 @@ export function describeApi() {
       "GET /api/agent/whatsapp": "The WhatsApp channel's state (configured, linked, connected)",
       "POST /api/agent/whatsapp {action: 'start' | 'wait'}":
         "Link WhatsApp: a QR to scan (start), then wait for the scan",
+      "GET /api/memory?agentId=…": "An agent's long-term memory (MEMORY.md; default: your first)",
+      "POST /api/memory {content, mode?: 'append' | 'replace', agentId?}":
+        "Store memory: append an entry (default) or replace it",
+      "GET /api/heartbeat": "Heartbeat settings: how often your agents wake up on their own",
+      "POST /api/heartbeat {enabled?, every?, prompt?, activeHours?, target?, …}":
+        "Change heartbeat settings (null resets one)",
+      "DELETE /api/heartbeat": "Reset heartbeat settings to OpenClaw's defaults",
     },
   };
 }

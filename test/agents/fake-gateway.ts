@@ -1,0 +1,166 @@
+import { createHash } from "node:crypto";
+import { ws } from "msw";
+import { mswServer } from "../msw/server.ts";
+
+// A protocol-level fake of the parts of an OpenClaw gateway (2026.9.6) that the heartbeat and
+// memory endpoints use, on msw's WebSocket interception: the connect handshake, config.get /
+// config.patch (merge patch, base hash) and agents.files.get / agents.files.set (MEMORY.md,
+// expectedHash conflicts), with the errors the real gateway answers. The real gateway is
+// covered by talk-real.test.ts.
+
+export const FAKE_GATEWAY_ADDRESS = "gateway.test:18789";
+
+export interface GatewayError {
+  code: string;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+const sha = (text: string) => createHash("sha256").update(text).digest("hex");
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** RFC 7396 JSON merge patch, as OpenClaw's config.patch applies it (objects merge, null removes). */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return patch;
+  const out: Json = isObject(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = mergePatch(out[key], value);
+  }
+  return out;
+}
+
+export interface FakeGatewayState {
+  config: Json;
+  files: Map<string, { content: string; updatedAtMs: number }>;
+  agents: Set<string>;
+  calls: Array<{ method: string; params: Json }>;
+  /** Refuse the next N config.patch calls as a stale base hash (another writer came first). */
+  staleHashes: number;
+  /** Before the next agents.files.set with an expectedHash, this writer changes the file. */
+  interleave?: (state: FakeGatewayState) => void;
+}
+
+export function createFakeGateway() {
+  const state: FakeGatewayState = {
+    config: { agents: { defaults: { model: { primary: "platform/gpt-4o-mini" } } } },
+    files: new Map(),
+    agents: new Set(["main"]),
+    calls: [],
+    staleHashes: 0,
+  };
+  const hash = () => sha(JSON.stringify(state.config));
+  const key = (agentId: string, name: string) => `${agentId}/${name}`;
+
+  const fail = (error: GatewayError): never => {
+    throw error;
+  };
+  const agentOf = (params: Json) => {
+    const agentId = String(params.agentId);
+    if (!state.agents.has(agentId))
+      fail({ code: "INVALID_REQUEST", message: `agent "${agentId}" not found` });
+    return agentId;
+  };
+  const fileView = (agentId: string, name: string) => {
+    const file = state.files.get(key(agentId, name));
+    if (!file) return { name, missing: true };
+    return {
+      name,
+      missing: false,
+      size: Buffer.byteLength(file.content),
+      updatedAtMs: file.updatedAtMs,
+      hash: sha(file.content),
+      content: file.content,
+    };
+  };
+
+  const methods: Record<string, (params: Json) => unknown> = {
+    "config.get": () => ({ exists: true, valid: true, hash: hash(), config: state.config }),
+    "config.patch": (params) => {
+      if (state.staleHashes > 0 || params.baseHash !== hash()) {
+        state.staleHashes = Math.max(0, state.staleHashes - 1);
+        return fail({
+          code: "INVALID_REQUEST",
+          message: "config changed since last load; re-run config.get and retry",
+        });
+      }
+      state.config = mergePatch(state.config, JSON.parse(String(params.raw))) as Json;
+      return { ok: true };
+    },
+    "agents.files.get": (params) => {
+      const agentId = agentOf(params);
+      return { agentId, file: fileView(agentId, String(params.name)) };
+    },
+    "agents.files.set": (params) => {
+      const agentId = agentOf(params);
+      const name = String(params.name);
+      if (params.expectedHash) {
+        state.interleave?.(state);
+        state.interleave = undefined;
+        const current = state.files.get(key(agentId, name));
+        const currentHash = current ? sha(current.content) : undefined;
+        if (currentHash !== params.expectedHash) {
+          return fail({
+            code: "INVALID_REQUEST",
+            message: `agent file "${name}" changed since it was read`,
+            details: { type: "agent_file_conflict", name, currentHash },
+          });
+        }
+      }
+      state.files.set(key(agentId, name), {
+        content: String(params.content),
+        updatedAtMs: Date.now(),
+      });
+      return { ok: true, agentId, file: fileView(agentId, name) };
+    },
+  };
+
+  const link = ws.link(`ws://${FAKE_GATEWAY_ADDRESS}`);
+  const handler = link.addEventListener("connection", ({ client }) => {
+    client.send(
+      JSON.stringify({
+        type: "event",
+        event: "connect.challenge",
+        payload: { nonce: "nonce", ts: Date.now() },
+      }),
+    );
+    client.addEventListener("message", (event) => {
+      const frame = JSON.parse(String(event.data));
+      if (frame.method === "connect") {
+        client.send(
+          JSON.stringify({
+            type: "res",
+            id: frame.id,
+            ok: true,
+            payload: {
+              type: "hello-ok",
+              protocol: 4,
+              server: { version: "2026.9.6", connId: "c1" },
+              auth: { role: "operator", scopes: frame.params.scopes },
+            },
+          }),
+        );
+        return;
+      }
+      state.calls.push({ method: frame.method, params: frame.params ?? {} });
+      const method = methods[frame.method];
+      if (!method) return; // never answers: the client's timeout fires
+      try {
+        const payload = method(frame.params ?? {});
+        client.send(JSON.stringify({ type: "res", id: frame.id, ok: true, payload }));
+      } catch (error) {
+        client.send(JSON.stringify({ type: "res", id: frame.id, ok: false, error }));
+      }
+    });
+  });
+
+  return {
+    state,
+    /** Installs the fake (call in beforeEach; mswServer.resetHandlers removes it). */
+    use: () => mswServer.use(handler),
+    hash,
+  };
+}
