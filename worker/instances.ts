@@ -13,6 +13,7 @@ import {
   generateDeviceIdentity,
   type HelloOk,
 } from "../app/server/agents/gateway-client.server.ts";
+import { PLATFORM_HEARTBEAT } from "../app/server/agents/heartbeat.server.ts";
 import {
   deleteInstanceRecord,
   gatewayTokenOf,
@@ -90,8 +91,17 @@ export async function platformAiBaseUrl(gatewayIp: string | undefined): Promise<
   return `http://${gatewayIp ?? "127.0.0.1"}:${PORT}/api/ai/v1`;
 }
 
-/** The gateway's config: token auth, device auth on, no extra origins, the platform as provider. */
-export function gatewayConfig(options: { aiBaseUrl: string; aiToken: string; model: string }) {
+/**
+ * The gateway's config: token auth, device auth on, no extra origins, the platform as provider.
+ * `initial`: the config a new gateway starts from, which also carries the platform's defaults of
+ * settings users own afterwards (the heartbeat); later patches leave those alone.
+ */
+export function gatewayConfig(options: {
+  aiBaseUrl: string;
+  aiToken: string;
+  model: string;
+  initial?: boolean;
+}) {
   const [vendor, ...rest] = options.model.split("/");
   const modelId = rest.length ? options.model : `${vendor}`;
   return {
@@ -106,7 +116,13 @@ export function gatewayConfig(options: { aiBaseUrl: string; aiToken: string; mod
       // No host PTY over the control protocol: the platform never opens one, so nobody can.
       terminal: { enabled: false },
     },
-    agents: { defaults: { skipBootstrap: true, model: { primary: `platform/${modelId}` } } },
+    agents: {
+      defaults: {
+        skipBootstrap: true,
+        model: { primary: `platform/${modelId}` },
+        ...(options.initial ? { heartbeat: { ...PLATFORM_HEARTBEAT } } : {}),
+      },
+    },
     // Each chat-channel sender gets their own session (OpenClaw's default shares one "main"
     // session across every DM): people do not see each other's context, and the platform can
     // tell a conversation's channel from its session key (agent:<id>:telegram:direct:<peer>).
@@ -173,6 +189,7 @@ async function writeInitialConfig(row: InstanceRow, image: string, gatewayIp: st
       aiBaseUrl: await platformAiBaseUrl(gatewayIp),
       aiToken: await issueInstanceToken(row.user_id, row.id),
       model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
+      initial: true,
     });
   });
 }

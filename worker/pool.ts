@@ -159,6 +159,7 @@ async function startPooledGateway(cycles: number): Promise<string> {
         aiBaseUrl: await platformAiBaseUrl(gatewayIp),
         aiToken: "unassigned",
         model: env().RUNTIME_DEFAULT_MODEL,
+        initial: true,
       }),
     );
     const containerId = await rt().create({

@@ -86,10 +86,13 @@ describeDocker("real gateway", () => {
       expect(hello.auth?.scopes).toContain("operator.admin");
       const health = await client.request<{ ok?: boolean }>("health");
       expect(health).toBeTruthy();
-      const cfg = await client.request<{ hash: string; config?: Record<string, unknown> }>(
-        "config.get",
-      );
+      const cfg = await client.request<{
+        hash: string;
+        config?: { agents?: { defaults?: { heartbeat?: unknown } } };
+      }>("config.get");
       expect(cfg.hash).toBeTruthy();
+      // No recurring heartbeat until the user turns it on (decision 0091).
+      expect(cfg.config?.agents?.defaults?.heartbeat).toEqual({ every: "0m" });
       const patched = await client.request(
         "config.patch",
         {

@@ -168,18 +168,18 @@ describe("heartbeat settings", () => {
     expect(refused.json.error).toMatch(/config changed/);
   });
 
-  it("resets to OpenClaw's defaults with DELETE", async () => {
+  it("resets to the platform's settings (no recurring heartbeat) with DELETE", async () => {
     await heartbeat(owner, "POST", { every: "3h", target: "last", lightContext: true });
     const res = await heartbeat(owner, "DELETE");
     expect(res.status).toBe(200);
-    expect(res.json.configured).toEqual({});
-    expect(res.json.heartbeat).toMatchObject({ every: "30m", target: "owner", enabled: true });
-    expect(heartbeatConfig()).toBeUndefined();
+    expect(res.json.configured).toEqual({ every: "0m" });
+    expect(res.json.heartbeat).toMatchObject({ every: "0m", target: "owner", enabled: false });
+    expect(heartbeatConfig()).toEqual({ every: "0m" });
     const patch = fake.state.calls.filter((c) => c.method === "config.patch").at(-1);
     expect(JSON.parse(String(patch?.params.raw))).toEqual({
-      agents: { defaults: { heartbeat: null } },
+      agents: { defaults: { heartbeat: { every: "0m", target: null, lightContext: null } } },
     });
-    // Nothing set: nothing to patch.
+    // Already the platform's settings: nothing to patch.
     fake.state.calls = [];
     expect((await heartbeat(owner, "DELETE")).status).toBe(200);
     expect(fake.state.calls.map((c) => c.method)).not.toContain("config.patch");

@@ -287,9 +287,13 @@ describeDocker("talking to an agent (real gateway)", () => {
     };
     type Config = { config?: { agents?: { defaults?: { heartbeat?: unknown } } } };
 
+    // A new gateway starts without a recurring heartbeat (a billed turn nobody asked for).
     const before = await heartbeat("GET");
     expect(before.status).toBe(200);
-    expect(before.json).toMatchObject({ heartbeat: { every: "30m", target: "owner" } });
+    expect(before.json).toMatchObject({
+      heartbeat: { every: "0m", enabled: false, target: "owner" },
+      configured: { every: "0m" },
+    });
     const settings = {
       every: "2h",
       target: "none",
@@ -305,10 +309,10 @@ describeDocker("talking to an agent (real gateway)", () => {
     expect(set.json.configured).toEqual(settings);
     const reset = await heartbeat("DELETE");
     expect(reset.status).toBe(200);
-    expect(reset.json.configured).toEqual({});
-    expect((await gateway<Config>("config.get")).config?.agents?.defaults?.heartbeat).toBe(
-      undefined,
-    );
+    expect(reset.json.configured).toEqual({ every: "0m" });
+    expect((await gateway<Config>("config.get")).config?.agents?.defaults?.heartbeat).toEqual({
+      every: "0m",
+    });
 
     const remember = (content: string) =>
       call(memoryRoute, "/api/memory", { method: "POST", headers, body: { content } });

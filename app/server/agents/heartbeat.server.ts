@@ -25,6 +25,13 @@ export const HEARTBEAT_DEFAULT_EVERY = "30m";
 export const HEARTBEAT_DEFAULT_TARGET = "owner";
 /** What the API writes for "disabled": OpenClaw's own convention (recurring cadence off). */
 export const HEARTBEAT_OFF = "0m";
+/**
+ * The platform's heartbeat settings for a new gateway and after DELETE: no recurring heartbeat.
+ * OpenClaw's default (every 30 minutes to the owner's DM, i.e. as soon as a channel names an
+ * owner) is a full agent turn billed to the user every half hour that nobody asked for; users
+ * turn it on with POST /api/heartbeat (decision 0091).
+ */
+export const PLATFORM_HEARTBEAT = { every: HEARTBEAT_OFF } as const;
 
 /** Every heartbeat is a full agent turn billed to the user: a platform floor and ceiling. */
 export const HEARTBEAT_MIN_EVERY_MS = 5 * 60_000;
@@ -244,12 +251,18 @@ export async function updateHeartbeat(userId: string, update: HeartbeatUpdate) {
   });
 }
 
-/** Removes every heartbeat setting (merge-patch null): OpenClaw's defaults apply again. */
+/** Back to the platform's settings (PLATFORM_HEARTBEAT): every other key removed. */
 export async function resetHeartbeat(userId: string) {
   return withGateway(userId, async (client) => {
-    await patchHeartbeat(client, (configured) =>
-      Object.keys(configured).length > 0 ? null : undefined,
-    );
+    await patchHeartbeat(client, (configured) => {
+      const keys = Object.keys(configured);
+      const isDefault = keys.length === 1 && configured.every === PLATFORM_HEARTBEAT.every;
+      if (isDefault) return undefined;
+      return {
+        ...Object.fromEntries(keys.map((key) => [key, null])),
+        ...PLATFORM_HEARTBEAT,
+      };
+    });
     return heartbeatView((await readHeartbeat(client)).configured);
   });
 }
