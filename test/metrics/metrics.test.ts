@@ -9,6 +9,7 @@ import { recordMessages } from "../../app/server/agents/messages.server.ts";
 import { resetPlatformMetricsCache } from "../../app/server/metrics/platform.server.ts";
 import { resetPopulationCache } from "../../app/server/metrics/summary.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import { openApiDocument } from "../../app/server/platform/openapi.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
@@ -529,5 +530,42 @@ describe("GET /api/metrics/:userId/summary and GET /api/metrics", () => {
     expect(limited.status).toBe(429);
     expect(limited.json.error).toMatch(/Too many requests/);
     expect((await platform("10.9.9.10")).status).toBe(200);
+  });
+});
+
+describe("the OpenAPI document", () => {
+  it("describes the four routes, public and per user, with their queries", () => {
+    const modules: Record<string, unknown> = {
+      "api/metrics": platformRoute,
+      "api/metrics/:userId/historical": historicalRoute,
+      "api/metrics/:userId/performance": performanceRoute,
+      "api/metrics/:userId/summary": summaryRoute,
+    };
+    const doc = openApiDocument({
+      root: { id: "root", path: "", module: {} },
+      ...Object.fromEntries(
+        Object.entries(modules).map(([path, module]) => [
+          path,
+          { id: path, parentId: "root", path, module: module as never },
+        ]),
+      ),
+    });
+    // biome-ignore lint/suspicious/noExplicitAny: reading a generated JSON document
+    const paths = doc.paths as Record<string, Record<string, any>>;
+    expect(Object.keys(paths).sort()).toEqual([
+      "/api/metrics",
+      "/api/metrics/{userId}/historical",
+      "/api/metrics/{userId}/performance",
+      "/api/metrics/{userId}/summary",
+    ]);
+    expect(paths["/api/metrics"]!.get.security ?? []).toEqual([]);
+    expect(paths["/api/metrics/{userId}/summary"]!.get.security).toEqual([
+      { session: [] },
+      { apiKey: [] },
+    ]);
+    const query = paths["/api/metrics/{userId}/historical"]!.get.parameters.filter(
+      (p: { in: string }) => p.in === "query",
+    );
+    expect(query.map((p: { name: string }) => p.name).sort()).toEqual(["interval", "period"]);
   });
 });
