@@ -68,7 +68,7 @@ async function computePopulation(since: Date): Promise<Population> {
         case when m.judged > 0 then 100.0 * m.answered / m.judged end as "successRate",
         coalesce(a.calls, 0) as "aiCalls",
         coalesce(a.prompt_tokens + a.completion_tokens, 0) as "aiTokens",
-        coalesce(a.cost, 0) / 1000000.0 as "aiCostUsd",
+        coalesce(a.cost, 0) as "aiCostUsd", -- micro-USD here, USD once read
         case when a.calls > 0 then 100.0 * a.failed / a.calls end as "aiErrorRate",
         a.p50 as "aiLatencyP50Ms"
       from m full join a on a.user_id = m.user_id)
@@ -76,10 +76,16 @@ async function computePopulation(since: Date): Promise<Population> {
       ${per.reduce((columns, column) => sql`${columns}, ${column}`)}
     from per_user`;
   const medians = Object.fromEntries(
-    FIGURES.map((f) => [
-      f,
-      { median: row?.[`${f}_median`] ?? null, users: row?.[`${f}_users`] ?? 0 },
-    ]),
+    FIGURES.map((f) => {
+      const median = row?.[`${f}_median`] ?? null;
+      return [
+        f,
+        {
+          median: f === "aiCostUsd" && median != null ? microToUsd(median) : median,
+          users: row?.[`${f}_users`] ?? 0,
+        },
+      ];
+    }),
   ) as Population["medians"];
   return { activeUsers: Number(row?.active_users ?? 0), medians };
 }
