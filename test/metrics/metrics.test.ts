@@ -9,9 +9,9 @@ import { recordMessages } from "../../app/server/agents/messages.server.ts";
 import { resetPlatformMetricsCache } from "../../app/server/metrics/platform.server.ts";
 import { resetPopulationCache } from "../../app/server/metrics/summary.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { openApiDocument } from "../../app/server/platform/openapi.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
+import { openApiPaths } from "../helpers/openapi.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 
 // The metrics endpoints against hand-computed figures: two users' agents, messages, AI calls
@@ -541,17 +541,7 @@ describe("the OpenAPI document", () => {
       "api/metrics/:userId/performance": performanceRoute,
       "api/metrics/:userId/summary": summaryRoute,
     };
-    const doc = openApiDocument({
-      root: { id: "root", path: "", module: {} },
-      ...Object.fromEntries(
-        Object.entries(modules).map(([path, module]) => [
-          path,
-          { id: path, parentId: "root", path, module: module as never },
-        ]),
-      ),
-    });
-    // biome-ignore lint/suspicious/noExplicitAny: reading a generated JSON document
-    const paths = doc.paths as Record<string, Record<string, any>>;
+    const paths = openApiPaths(modules);
     expect(Object.keys(paths).sort()).toEqual([
       "/api/metrics",
       "/api/metrics/{userId}/historical",
