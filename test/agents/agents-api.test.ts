@@ -14,10 +14,10 @@ import { getInstanceByUser, updateInstance } from "../../app/server/agents/insta
 import { recordMessages } from "../../app/server/agents/messages.server.ts";
 import { userForWallet } from "../../app/server/identity/siwe.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { openApiDocument } from "../../app/server/platform/openapi.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { configureAi } from "../ai/support.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
+import { openApiPaths } from "../helpers/openapi.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
 import { agentUser, apiKeyOf, asUser, subscribe, uniqueUserId } from "./support.ts";
@@ -543,17 +543,7 @@ describe("the OpenAPI document", () => {
       "api/agents/:id/verify": verifyRoute,
       "api/agents/:id/verify/challenge": challengeRoute,
     };
-    const doc = openApiDocument({
-      root: { id: "root", path: "", module: {} },
-      ...Object.fromEntries(
-        Object.entries(modules).map(([path, module]) => [
-          path,
-          { id: path, parentId: "root", path, module: module as never },
-        ]),
-      ),
-    });
-    // biome-ignore lint/suspicious/noExplicitAny: reading a generated JSON document
-    const paths = doc.paths as Record<string, Record<string, any>>;
+    const paths = openApiPaths(modules);
     expect(Object.keys(paths)).toHaveLength(9);
     expect(paths["/api/agents/{id}/config"]!.put.security).toEqual([
       { session: [] },

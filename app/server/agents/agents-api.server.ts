@@ -17,7 +17,7 @@ import { agentConfigSchema } from "./agent-config.server.ts";
 import { type AgentRow, agentStatus, agentSummaries, getOwnedAgent } from "./agents.server.ts";
 import { withGateway } from "./gateway-connection.server.ts";
 import { awaitJob, formatBytes, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
-import { listMessages } from "./messages.server.ts";
+import { listMessages, messageFigures } from "./messages.server.ts";
 
 // The /api/agents routes' service functions (routes stay thin). Every function takes the
 // caller's id first and reads the agent through getOwnedAgent: another user's agent is 404.
@@ -126,57 +126,8 @@ export function formatDuration(ms: number): string {
   return parts.filter(Boolean).join(" ");
 }
 
-/** A reply not seen within this long after a user message counts as a failed turn. */
-const REPLY_GRACE_MS = 5 * 60_000;
-
-export interface MessageFigures {
-  processed: number;
-  lastHour: number;
-  /** ms, or null when no turn was answered. */
-  averageResponseMs: number | null;
-  /** percent, or null when no turn can be judged yet. */
-  successRate: number | null;
-}
-
-/**
- * From the recorded messages: a turn is a user message; it succeeded when the agent's next
- * message in the same session followed it; its response time is the gap between the two.
- */
-export async function messageFigures(agentId: string): Promise<MessageFigures> {
-  const [row] = await db()<
-    {
-      processed: number;
-      last_hour: number;
-      answered: number;
-      judged: number;
-      avg_ms: number | null;
-    }[]
-  >`
-    with ordered as (
-      select sender, created_at,
-        lead(sender) over w as next_sender, lead(created_at) over w as next_at
-      from agent_messages where agent_id = ${agentId}
-      window w as (partition by session_key order by created_at, id)),
-    turns as (
-      select created_at, case when next_sender = 'agent' then next_at end as replied_at
-      from ordered where sender = 'user')
-    select count(*)::int as processed,
-      count(*) filter (where created_at > now() - interval '1 hour')::int as last_hour,
-      count(replied_at)::int as answered,
-      count(*) filter (where replied_at is not null
-        or created_at < now() - make_interval(secs => ${REPLY_GRACE_MS / 1000}))::int as judged,
-      avg(extract(epoch from (replied_at - created_at)) * 1000)::float8 as avg_ms
-    from turns`;
-  return {
-    processed: row?.processed ?? 0,
-    lastHour: row?.last_hour ?? 0,
-    averageResponseMs: row?.avg_ms == null ? null : Math.round(row.avg_ms),
-    successRate: row && row.judged > 0 ? (100 * row.answered) / row.judged : null,
-  };
-}
-
 /** Is the row's sample fresh enough to call live (a few sampler periods)? */
-function liveSample(instance: InstanceRow | undefined, now = Date.now()): boolean {
+export function liveSample(instance: InstanceRow | undefined, now = Date.now()): boolean {
   if (instance?.observed_state !== "running" || !instance.sampled_at) return false;
   const bound = Math.max(env().INSTANCE_SAMPLE_INTERVAL_MS * 4, 30_000);
   return now - instance.sampled_at.getTime() <= bound;
@@ -188,7 +139,7 @@ export async function agentStats(userId: string, agentId: string) {
   const agent = await getOwnedAgent(userId, agentId);
   const [instance, figures] = await Promise.all([
     getInstanceByUser(userId),
-    messageFigures(agent.id),
+    messageFigures({ agentId: agent.id }),
   ]);
   const now = Date.now();
   const uptime = instance?.started_at ? Math.max(0, now - instance.started_at.getTime()) : 0;

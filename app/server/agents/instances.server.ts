@@ -301,8 +301,8 @@ export async function provisionInstance(
 // answers 404, exactly like a user without an instance.
 
 /** The path's user id when it is the caller's own; 404 otherwise (never reveal others). */
-export function ownUserId(pathUserId: string, callerId: string): string {
-  if (pathUserId !== callerId) throw new DomainError(404, "Instance not found");
+export function ownUserId(pathUserId: string, callerId: string, what = "Instance"): string {
+  if (pathUserId !== callerId) throw notFound(what);
   return pathUserId;
 }
 

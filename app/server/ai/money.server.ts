@@ -59,6 +59,9 @@ export function costUsd(prices: Prices, promptTokens: number, completionTokens: 
   return Number(`${whole}.${rest.toString().padStart(12, "0")}`);
 }
 
+/** Integer micro-USD → USD, at the edge (answers); sums stay in micro-USD until then. */
+export const microToUsd = (micro: number): number => micro / 1_000_000;
+
 export const usdToMicro = (usd: number): number => Math.round(usd * 1_000_000);
 
 /** An estimate in USD; token counts need not be whole (exact arithmetic when they are). */

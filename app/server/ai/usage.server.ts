@@ -190,3 +190,61 @@ export function shapeUsage(rows: DailyUsage[], period: number, now = new Date())
 export async function usageReport(userId: string, period: number): Promise<UsageReport> {
   return shapeUsage(await dailyUsage(userId, period), period);
 }
+
+// --- figures for the metrics endpoints --------------------------------------------------------
+// Aggregate columns over ai_usage rows; callers add the scope (user, period) and the grouping.
+
+/** The aggregate columns over ai_usage rows (read them with `usageFiguresOf`). */
+export function usageFigureColumns() {
+  return db()`count(*)::int as calls,
+    count(*) filter (where status <> 'ok')::int as failed,
+    count(*) filter (where created_at > now() - interval '1 hour')::int as last_hour,
+    coalesce(sum(prompt_tokens), 0)::bigint as prompt_tokens,
+    coalesce(sum(completion_tokens), 0)::bigint as completion_tokens,
+    coalesce(sum(cost_micro_usd), 0)::bigint as cost,
+    percentile_cont(0.5) within group (order by latency_ms) filter (where status = 'ok') as p50,
+    percentile_cont(0.95) within group (order by latency_ms) filter (where status = 'ok') as p95`;
+}
+
+export interface UsageFigureRow {
+  calls: number;
+  failed: number;
+  last_hour: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost: number;
+  p50: number | null;
+  p95: number | null;
+}
+
+export interface UsageFigures {
+  calls: number;
+  /** Calls that did not succeed (provider or platform errors and rejected requests). */
+  failed: number;
+  /** Calls in the last hour (of those in scope). */
+  lastHour: number;
+  /** percent of calls that failed, or null without calls. */
+  errorRate: number | null;
+  promptTokens: number;
+  completionTokens: number;
+  costMicroUsd: number;
+  /** Latency of the successful calls (ms, interpolated percentiles), null without any. */
+  latencyMs: { p50: number | null; p95: number | null };
+}
+
+const roundOrNull = (n: number | null | undefined) => (n == null ? null : Math.round(n));
+
+export function usageFiguresOf(row: UsageFigureRow | undefined): UsageFigures {
+  const calls = row?.calls ?? 0;
+  const failed = row?.failed ?? 0;
+  return {
+    calls,
+    failed,
+    lastHour: row?.last_hour ?? 0,
+    errorRate: calls > 0 ? (100 * failed) / calls : null,
+    promptTokens: row?.prompt_tokens ?? 0,
+    completionTokens: row?.completion_tokens ?? 0,
+    costMicroUsd: row?.cost ?? 0,
+    latencyMs: { p50: roundOrNull(row?.p50), p95: roundOrNull(row?.p95) },
+  };
+}

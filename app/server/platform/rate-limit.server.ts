@@ -10,6 +10,9 @@ export const rateLimitScopes = {
   agents: { points: 100, duration: 60, key: "user-or-ip" },
   chat: { points: 60, duration: 60, key: "user-or-ip" },
   instance: { points: 30, duration: 60, key: "user-or-ip" },
+  // Metrics (ours): the public /api/metrics per IP, the per-user ones per user
+  // (docs/decisions/0092-metrics-endpoints.md).
+  metrics: { points: 60, duration: 60, key: "user-or-ip" },
   provision: { points: 10, duration: 60 * 60, key: "ip" },
   register: { points: 10, duration: 60 * 60, key: "ip" },
   "forgot-password": { points: 5, duration: 15 * 60, key: "ip" },
