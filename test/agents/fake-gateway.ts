@@ -10,6 +10,25 @@ import { mswServer } from "../msw/server.ts";
 
 export const FAKE_GATEWAY_ADDRESS = "gateway.test:18789";
 
+/** The gateway's answer to a successful `connect` frame (hello-ok), as the fakes send it. */
+export function helloOk(
+  frame: { id: string; params: { scopes?: unknown } },
+  connId: string,
+  auth: Record<string, unknown> = {},
+): string {
+  return JSON.stringify({
+    type: "res",
+    id: frame.id,
+    ok: true,
+    payload: {
+      type: "hello-ok",
+      protocol: 4,
+      server: { version: "2026.9.6", connId },
+      auth: { role: "operator", scopes: frame.params.scopes, ...auth },
+    },
+  });
+}
+
 export interface GatewayError {
   code: string;
   message: string;
@@ -130,19 +149,7 @@ export function createFakeGateway() {
     client.addEventListener("message", (event) => {
       const frame = JSON.parse(String(event.data));
       if (frame.method === "connect") {
-        client.send(
-          JSON.stringify({
-            type: "res",
-            id: frame.id,
-            ok: true,
-            payload: {
-              type: "hello-ok",
-              protocol: 4,
-              server: { version: "2026.9.6", connId: "c1" },
-              auth: { role: "operator", scopes: frame.params.scopes },
-            },
-          }),
-        );
+        client.send(helloOk(frame, "c1"));
         return;
       }
       state.calls.push({ method: frame.method, params: frame.params ?? {} });

@@ -16,6 +16,7 @@ import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { DomainError } from "../../app/server/platform/errors.server.ts";
 import { mswServer } from "../msw/server.ts";
+import { helloOk } from "./fake-gateway.ts";
 
 // The control protocol against a protocol-level fake gateway (msw's WebSocket interception):
 // challenge, signed connect, requests, errors, timeouts, events, reconnect. The real gateway is
@@ -48,19 +49,7 @@ function fakeGateway(options: FakeOptions = {}) {
             client.send(JSON.stringify({ type: "res", id: frame.id, ok: false, error: failure }));
             return;
           }
-          client.send(
-            JSON.stringify({
-              type: "res",
-              id: frame.id,
-              ok: true,
-              payload: {
-                type: "hello-ok",
-                protocol: 4,
-                server: { version: "2026.9.6", connId: `c${connections}` },
-                auth: { role: "operator", scopes: frame.params.scopes, deviceToken: "dev-token" },
-              },
-            }),
-          );
+          client.send(helloOk(frame, `c${connections}`, { deviceToken: "dev-token" }));
           return;
         }
         const handler = options.methods?.[frame.method];
