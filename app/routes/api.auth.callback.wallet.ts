@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { assertSameOrigin } from "../server/accounts/auth.server.ts";
 import { publicUser } from "../server/accounts/model.server.ts";
+import { safeRedirect } from "../server/accounts/pages.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
 import { signInWithWallet } from "../server/identity/siwe.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
@@ -16,8 +17,6 @@ const body = z
   .optional();
 
 /** Only same-site paths: never an open redirect. */
-const safeCallback = (url: string | undefined) =>
-  url?.startsWith("/") && !url.startsWith("//") && !url.includes("\\") ? url : "/settings";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({
@@ -37,7 +36,7 @@ export const { loader, action } = apiRoute({
         ip,
         userAgent: request.headers.get("user-agent") ?? undefined,
       });
-      const url = safeCallback(body.callbackUrl);
+      const url = safeRedirect(body.callbackUrl);
       if ((request.headers.get("content-type") ?? "").includes("form-urlencoded")) {
         return new Response(null, {
           status: 302,

@@ -4,6 +4,7 @@ import * as settings from "../../app/routes/api.settings.ts";
 import * as user from "../../app/routes/api.user.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
+import { rateLimitScopes } from "../../app/server/platform/rate-limit.server.ts";
 import { startWorker, stopWorker } from "../../worker/worker.ts";
 import { as, cookieOf, newUser, signInUser } from "./helpers.ts";
 
@@ -93,6 +94,24 @@ describe("POST /api/settings/password", () => {
     expect((await as({ cookie: other }, user, "/api/user")).status).toBe(401);
     expect((await signInUser(u.email, u.password)).status).toBe(401);
     expect((await signInUser(u.email, "brand new password")).status).toBe(200);
+  });
+
+  it("counts wrong current passwords like sign-in failures: a session cannot guess on", async () => {
+    const u = await newUser();
+    const change = (currentPassword: string) =>
+      as(u, password, "/api/settings/password", {
+        method: "POST",
+        body: { currentPassword, newPassword: "brand new password" },
+      });
+    const { points } = rateLimitScopes["signin-failures"];
+    for (let i = 0; i < points; i++) expect((await change(`guess-${i}`)).status).toBe(400);
+    const blocked = await change(u.password);
+    expect(blocked.status).toBe(429);
+    expect(blocked.json).toMatchObject({
+      error: "Too many failed password attempts; try again later",
+      retryAfter: expect.any(Number),
+    });
+    expect((await signInUser(u.email, u.password)).status).toBe(429); // one budget per account
   });
 });
 

@@ -211,17 +211,67 @@ describe("sessions", () => {
   });
 });
 
-describe("the sign-in failure counter", () => {
-  it("reads an unknown key as not blocked, and forgets a key", async () => {
-    const { blockedFor, forgive, penalize } = await import(
-      "../../app/server/platform/rate-limit.server.ts"
-    );
-    expect(await blockedFor("signin-failures", "email:fresh@example.com")).toBe(0);
-    for (let i = 0; i < rateLimitScopes["signin-failures"].points; i++) {
-      await penalize("signin-failures", "email:counted@example.com");
+describe("redirects after sign-in", () => {
+  it("keep only paths on this site, parsed as a browser parses them", async () => {
+    const { safeRedirect } = await import("../../app/server/accounts/pages.server.ts");
+    expect(safeRedirect("/agents?tab=logs#top")).toBe("/agents?tab=logs#top");
+    for (const away of [
+      "//evil.example",
+      "/\\evil.example",
+      "/\t/evil.example", // a browser drops the tab: //evil.example
+      "/\n/evil.example",
+      "https://evil.example/",
+      "javascript:alert(1)",
+      "evil.example",
+      undefined,
+    ]) {
+      expect(safeRedirect(away), String(away)).toBe("/settings");
     }
-    expect(await blockedFor("signin-failures", "email:counted@example.com")).toBeGreaterThan(0);
-    await forgive("signin-failures", "email:counted@example.com");
-    expect(await blockedFor("signin-failures", "email:counted@example.com")).toBe(0);
+  });
+
+  it("the sign-in page sends a signed-in visitor only to this site", async () => {
+    const signin = await import("../../app/routes/signin.tsx");
+    const u = await newUser();
+    const visit = async (redirectTo: string) => {
+      const thrown = await signin
+        .loader({
+          request: new Request(
+            `http://localhost:3000/signin?redirectTo=${encodeURIComponent(redirectTo)}`,
+            { headers: { cookie: u.cookie } },
+          ),
+          params: {},
+          context: {},
+        })
+        .catch((e: unknown) => e);
+      return (thrown as Response).headers.get("location");
+    };
+    expect(await visit("/\t/evil.example")).toBe("/settings");
+    expect(await visit("/billing")).toBe("/billing");
+  });
+});
+
+describe("the sign-in failure counter", () => {
+  it("counts attempts up to the budget, then answers the wait; forgets a key", async () => {
+    const { attempt, forgive } = await import("../../app/server/platform/rate-limit.server.ts");
+    const key = "email:counted@example.com";
+    for (let i = 0; i < rateLimitScopes["signin-failures"].points; i++) {
+      expect(await attempt("signin-failures", key)).toBe(0);
+    }
+    expect(await attempt("signin-failures", key)).toBeGreaterThan(0);
+    await forgive("signin-failures", key);
+    expect(await attempt("signin-failures", key)).toBe(0);
+  });
+
+  it("holds a burst of concurrent guesses to the budget: each is counted before its check", async () => {
+    const email = uniqueEmail();
+    await registerUser({ email, password: "password123" });
+    const { points } = rateLimitScopes["signin-failures"];
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => signInUser(email, `guess-${i}`)),
+    );
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(points);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(20 - points);
+    expect((await signInUser(email, "password123")).status).toBe(429);
   });
 });

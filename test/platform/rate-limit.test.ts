@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { db } from "../../app/server/platform/db.server.ts";
 import { apiRoute, endpoint } from "../../app/server/platform/http.server.ts";
 import {
+  attempt,
   consume,
-  penalize,
   rateLimitScopes,
   resetRateLimiters,
 } from "../../app/server/platform/rate-limit.server.ts";
@@ -62,7 +62,7 @@ describe("local point leases", () => {
 
   it("grants the last free points of a partial lease, never one more", async () => {
     await consume("agents", "user:partial"); // counter 5, 4 left here
-    await penalize("agents", "user:partial"); // counter 6, the local lease dropped
+    await attempt("agents", "user:partial"); // counter 6, the local lease dropped
     expect(await spend("user:partial")).toBe(94);
   });
 

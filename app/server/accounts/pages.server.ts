@@ -13,12 +13,23 @@ import { type ResolvedSession, resolveSession } from "./sessions.server.ts";
 export const pageSession = (request: Request): Promise<ResolvedSession | undefined> =>
   resolveSession(request);
 
-/** Only same-site paths, so a `redirectTo` parameter cannot send people elsewhere. */
+const SAME_SITE = "http://same-site.invalid";
+
+/**
+ * Only same-site paths, so a `redirectTo` or `callbackUrl` parameter cannot send people
+ * elsewhere. The value is parsed as a browser parses a Location (which drops tabs and newlines
+ * and reads `\` as `/`: `/\t/evil.example` is `//evil.example`), and only its path, query and
+ * fragment on this site are kept.
+ */
 export function safeRedirect(to: unknown, fallback = "/settings"): string {
-  if (typeof to !== "string" || !to.startsWith("/") || to.startsWith("//") || to.includes("\\")) {
+  if (typeof to !== "string" || !to.startsWith("/")) return fallback;
+  let url: URL;
+  try {
+    url = new URL(to, SAME_SITE);
+  } catch {
     return fallback;
   }
-  return to;
+  return url.origin === SAME_SITE ? url.pathname + url.search + url.hash : fallback;
 }
 
 /** The session, or a redirect to the sign-in page that comes back here afterwards. */

@@ -1,36 +1,26 @@
 import { Authenticator } from "remix-auth";
 import { FormStrategy } from "remix-auth-form";
 import { DomainError } from "../platform/errors.server.ts";
-import { blockedFor, forgive, penalize } from "../platform/rate-limit.server.ts";
+import { forgive } from "../platform/rate-limit.server.ts";
 import { toUser, type User } from "./model.server.ts";
-import { verifyPassword } from "./passwords.server.ts";
+import { countPasswordAttempt, failureKey, verifyPassword } from "./passwords.server.ts";
 import { findUserByEmail } from "./users.server.ts";
 
 // Sign-in with email and password through remix-auth's FormStrategy (strategy "credentials").
 // One 401 message for an unknown email and a wrong password alike, at the same cost (an
-// unknown email is verified against a dummy argon2 hash). After 5 failures for one email within
-// 15 minutes, further attempts for it answer 429 with Retry-After until the window ends — a
-// correct password included, so guessing cannot go on at full speed; a success clears the count.
+// unknown email is verified against a dummy argon2 hash). Each attempt for one email is counted
+// before its password is checked; beyond 5 within 15 minutes (failed ones, or a burst sent at
+// once) attempts answer 429 with Retry-After until the window ends — a correct password
+// included, so guessing cannot go on at full speed; a success clears the count.
 
 export const INVALID_CREDENTIALS = "Invalid email or password";
 
-const failureKey = (email: string) => `email:${email.trim().toLowerCase()}`;
-
 export async function verifyCredentials(email: string, password: string): Promise<User> {
-  const key = failureKey(email);
-  const wait = await blockedFor("signin-failures", key);
-  if (wait > 0) {
-    throw new DomainError(429, "Too many failed sign-in attempts; try again later", {
-      retryAfter: wait,
-    });
-  }
+  await countPasswordAttempt(email);
   const row = await findUserByEmail(email);
   const ok = await verifyPassword(row?.password_hash ?? null, password);
-  if (!row || !ok) {
-    await penalize("signin-failures", key);
-    throw new DomainError(401, INVALID_CREDENTIALS);
-  }
-  await forgive("signin-failures", key);
+  if (!row || !ok) throw new DomainError(401, INVALID_CREDENTIALS);
+  await forgive("signin-failures", failureKey(email));
   return toUser(row);
 }
 

@@ -2,12 +2,18 @@ import type postgres from "postgres";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
+import { forgive } from "../platform/rate-limit.server.ts";
 import { grantReferralCredits } from "./credits.server.ts";
 import { type Queryable, txExecutor } from "./db-helpers.server.ts";
 import { emitEvent } from "./events.server.ts";
 import { newId, randomAlphanumeric } from "./ids.server.ts";
 import { publicUser, toUser, type User, type UserRow } from "./model.server.ts";
-import { hashPassword, verifyPassword } from "./passwords.server.ts";
+import {
+  countPasswordAttempt,
+  failureKey,
+  hashPassword,
+  verifyPassword,
+} from "./passwords.server.ts";
 import { revokeAllSessions, revokeOtherSessions } from "./sessions.server.ts";
 
 /** Event payloads carry a little more than the public resource (the avatar). */
@@ -109,8 +115,8 @@ export async function changePassword(
   keepSessionId: string | undefined,
 ): Promise<void> {
   const [row] = await db()<
-    { password_hash: string | null }[]
-  >`select password_hash from users where id = ${userId}`;
+    { email: string; password_hash: string | null }[]
+  >`select email, password_hash from users where id = ${userId}`;
   if (!row) throw new DomainError(404, "User not found");
   if (!row.password_hash) {
     throw new DomainError(
@@ -118,9 +124,12 @@ export async function changePassword(
       "currentPassword: this account has no password yet; set one with a password reset",
     );
   }
+  // The same budget as sign-in: a stolen session must not be a way to guess the password.
+  await countPasswordAttempt(row.email);
   if (!(await verifyPassword(row.password_hash, currentPassword))) {
     throw new DomainError(400, "currentPassword: is incorrect");
   }
+  await forgive("signin-failures", failureKey(row.email));
   const passwordHash = await hashPassword(newPassword);
   await db().begin(async (t) => {
     await t`update users set password_hash = ${passwordHash}, updated_at = now() where id = ${userId}`;

@@ -171,26 +171,24 @@ export async function consume(scope: RateLimitScope, key: string): Promise<RateL
 }
 
 /**
- * For failure counters: the seconds until `key` may try again when its budget in `scope` is
- * spent, else 0. Reads without consuming.
+ * For failure counters: counts an attempt *before* it is checked, in one statement, and answers
+ * the seconds until `key` may try again when its budget in `scope` is spent (else 0). Counting
+ * first means a burst of concurrent attempts runs at most the budget's checks (reading the
+ * counter and penalising after a failed check let every attempt of a burst through); a success
+ * then `forgive`s the key.
  */
-export async function blockedFor(scope: RateLimitScope, key: string): Promise<number> {
+export async function attempt(scope: RateLimitScope, key: string): Promise<number> {
+  leases.delete(`${scope}\u0000${key}`);
   try {
-    const res = await limiter(scope).get(key);
-    if (!res || res.remainingPoints > 0) return 0;
-    return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
-  } catch (error) {
-    logger().error({ err: error, scope }, "rate limiter unavailable; request allowed");
+    await limiter(scope).consume(key, 1);
+    return 0;
+  } catch (rejection) {
+    if (rejection instanceof RateLimiterRes) {
+      return Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+    }
+    logger().error({ err: rejection, scope }, "rate limiter unavailable; request allowed");
     return 0;
   }
-}
-
-/** Records one failure for `key` (never throws for a spent budget). */
-export async function penalize(scope: RateLimitScope, key: string): Promise<void> {
-  leases.delete(`${scope}\u0000${key}`);
-  await limiter(scope)
-    .penalty(key, 1)
-    .catch((error: unknown) => logger().error({ err: error, scope }, "rate limiter unavailable"));
 }
 
 /** Forgets `key`'s counter in `scope`. */
