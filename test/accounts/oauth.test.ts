@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as oauth1 from "../../app/routes/api.auth.oauth1.ts";
 import * as oauth2 from "../../app/routes/api.auth.oauth2.ts";
+import * as keys from "../../app/routes/api.keys.ts";
 import * as user from "../../app/routes/api.user.ts";
+import { addWebauthnCredential } from "../../app/server/identity/verification.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
 import { github } from "../msw/handlers/github.ts";
 import { google } from "../msw/handlers/google-oauth.ts";
 import type { FakeProvider } from "../msw/handlers/oauth-common.ts";
-import { as, cookieOf, registerUser, uniqueEmail } from "./helpers.ts";
+import { as, cookieOf, newUser, registerUser, signInUser, uniqueEmail } from "./helpers.ts";
 
 // The whole browser dance against msw fakes of Google (oauth1) and GitHub (oauth2): our route
 // redirects to the provider's authorize URL, the provider redirects back with code + state,
@@ -120,6 +122,63 @@ describe.each(providers)("OAuth %s", (name, route, provider, authorizeUrl) => {
     const links =
       await db()`select provider from oauth_accounts where user_id = ${existing.json.id}`;
     expect(links).toEqual([{ provider: name }]);
+  });
+
+  it("takes over a pre-registered account whose email we never verified: password, sessions, keys and authenticators stop working", async () => {
+    // Someone registers the victim's address with their own password, signs in, makes a key and
+    // registers an authenticator...
+    const squatter = await newUser({ email: uniqueEmail(`${name}-squat`) });
+    const key = await as(squatter, keys, "/api/keys", { method: "POST", body: { name: "k" } });
+    expect(key.status).toBe(201);
+    expect((await as({ key: key.json.key }, user, "/api/user")).status).toBe(200);
+    expect(
+      await addWebauthnCredential(squatter.id, {
+        id: `cred-${squatter.id}`,
+        publicKey: new Uint8Array([1, 2, 3]),
+      }),
+    ).toBe(true);
+    // ...then the address's owner signs in with the provider, which has verified it.
+    provider.nextAccount = account(squatter.email);
+    const res = await signInWith(name, route);
+    expect(res.headers.get("location")).toBe("/settings");
+    const me = await as({ cookie: cookieOf(res) }, user, "/api/user");
+    expect(me.status).toBe(200);
+    expect(me.json.user.id).toBe(squatter.id);
+
+    expect((await signInUser(squatter.email, squatter.password)).status).toBe(401);
+    expect((await as({ cookie: squatter.cookie }, user, "/api/user")).status).toBe(401);
+    expect((await as({ key: key.json.key }, user, "/api/user")).status).toBe(401);
+    const [row] = await db()`
+      select email_verified, password_hash from users where id = ${squatter.id}`;
+    expect(row).toEqual({ email_verified: true, password_hash: null });
+    expect(await db()`select 1 from api_keys where user_id = ${squatter.id}`).toHaveLength(0);
+    expect(
+      await db()`select 1 from webauthn_credentials where user_id = ${squatter.id}`,
+    ).toHaveLength(0);
+    expect(await db()`select provider from oauth_accounts where user_id = ${squatter.id}`).toEqual([
+      { provider: name },
+    ]);
+    // The owner's own session is unaffected, and the next sign-in finds the same user.
+    const again = await signInWith(name, route);
+    expect((await as({ cookie: cookieOf(again) }, user, "/api/user")).json.user.id).toBe(
+      squatter.id,
+    );
+    expect((await as({ cookie: cookieOf(res) }, user, "/api/user")).status).toBe(200);
+  });
+
+  it("links an account whose email is already verified without touching its password, sessions or keys", async () => {
+    const owner = await newUser({ email: uniqueEmail(`${name}-verified`) });
+    const key = await as(owner, keys, "/api/keys", { method: "POST", body: { name: "k" } });
+    expect(key.status).toBe(201);
+    // Verified earlier (e.g. by a sign-in with the other provider).
+    await db()`update users set email_verified = true where id = ${owner.id}`;
+    provider.nextAccount = account(owner.email);
+    const res = await signInWith(name, route);
+    expect(res.headers.get("location")).toBe("/settings");
+    expect((await as({ cookie: cookieOf(res) }, user, "/api/user")).json.user.id).toBe(owner.id);
+    expect((await signInUser(owner.email, owner.password)).status).toBe(200);
+    expect((await as({ cookie: owner.cookie }, user, "/api/user")).status).toBe(200);
+    expect((await as({ key: key.json.key }, user, "/api/user")).status).toBe(200);
   });
 
   it("refuses an email the provider has not verified", async () => {

@@ -5,12 +5,14 @@ import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { toUser, type User, type UserRow } from "./model.server.ts";
+import { revokeUnprovenAccess } from "./takeover.server.ts";
 import { createUser, findUserByEmail } from "./users.server.ts";
 
 // OAuth sign-in with remix-auth-oauth2 (authorization code + state + PKCE S256). Provider
 // `oauth1` is Google, `oauth2` is GitHub. One URL serves both legs: without `state` it
 // redirects to the provider, with `state` it is the callback. An existing user with the same
-// *verified* email is linked on first sign-in; an unverified provider email is refused.
+// email is linked on first sign-in (if we had not verified that email ourselves, the account is
+// taken over: password, sessions, keys revoked); an unverified provider email is refused.
 // docs/decisions/0017-oauth.md
 
 export const oauthProviders = ["oauth1", "oauth2"] as const;
@@ -170,7 +172,8 @@ export function oauthStrategy(provider: OAuthProvider): OAuth2Strategy<User> {
 
 /**
  * The user behind an OAuth profile: the linked one, else the one with the same verified email
- * (linked now), else a new user. Never a duplicate.
+ * (linked now; taken over if we had not verified that email, see revokeUnprovenAccess), else a
+ * new user. Never a duplicate.
  */
 export async function signInWithOAuth(
   provider: OAuthProvider,
@@ -193,9 +196,22 @@ export async function signInWithOAuth(
       if (other) {
         throw new DomainError(409, "This account is already linked to another provider identity");
       }
-      await t`update users set email_verified = true where id = ${existing.id}`;
-      user = toUser({ ...existing, email_verified: true });
-      logger().info({ userId: user.id, provider }, "OAuth identity linked to an existing user");
+      if (existing.email_verified) {
+        user = toUser(existing);
+        logger().info({ userId: user.id, provider }, "OAuth identity linked to an existing user");
+      } else {
+        // We never verified this address: whoever registered it may not own it (registration
+        // does not check the mailbox). The provider has just verified it, so its owner gets the
+        // account, and whatever the registrant set up (password, sessions, API keys,
+        // authenticators) stops working. docs/decisions/0017-oauth.md
+        const revoked = await revokeUnprovenAccess(existing.id, t);
+        await t`update users set email_verified = true, updated_at = now() where id = ${existing.id}`;
+        user = toUser({ ...existing, email_verified: true, password_hash: null });
+        logger().info(
+          { userId: user.id, provider, revoked },
+          "OAuth identity took over an existing user with an unverified email",
+        );
+      }
     } else {
       user = await createUser({ email: profile.email, name: profile.name, emailVerified: true }, t);
       if (profile.avatar) {

@@ -1,7 +1,7 @@
 import { type Address, type Hex, isErc6492Signature, isHex, recoverMessageAddress } from "viem";
 import { parseSiweMessage, type SiweMessage } from "viem/siwe";
 import { toUser, type User, type UserRow } from "../accounts/model.server.ts";
-import { revokeAllSessions } from "../accounts/sessions.server.ts";
+import { revokeUnprovenAccess } from "../accounts/takeover.server.ts";
 import { createUser, findUserByEmail } from "../accounts/users.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
@@ -118,10 +118,8 @@ export async function userForWallet(address: Address): Promise<WalletSignIn> {
       if (existing.password_hash) {
         // Nobody can receive mail at *.invalid: whoever registered this address with a password
         // never proved they hold the wallet. The wallet owner gets the account; the password,
-        // sessions and API keys of the registrant stop working (docs/decisions/0051).
-        await t`update users set password_hash = null, updated_at = now() where id = ${user.id}`;
-        await revokeAllSessions(user.id, t);
-        await t`delete from api_keys where user_id = ${user.id}`;
+        // sessions, API keys and authenticators of the registrant stop working (docs/decisions/0051).
+        await revokeUnprovenAccess(user.id, t);
         user = { ...user, hasPassword: false };
       }
       logger().info({ userId: user.id, address }, "wallet linked to an existing user");
