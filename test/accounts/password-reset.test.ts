@@ -3,6 +3,7 @@ import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as forgot from "../../app/routes/api.auth.forgot-password.ts";
 import * as reset from "../../app/routes/api.auth.reset-password.ts";
+import * as keys from "../../app/routes/api.keys.ts";
 import * as user from "../../app/routes/api.user.ts";
 import { sha256 } from "../../app/server/accounts/ids.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
@@ -10,7 +11,7 @@ import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { rateLimitScopes } from "../../app/server/platform/rate-limit.server.ts";
 import { startWorker, stopWorker } from "../../worker/worker.ts";
 import { call } from "../helpers/api.ts";
-import { as, newUser, signInUser, uniqueEmail } from "./helpers.ts";
+import { as, cookieOf, newUser, signInUser, uniqueEmail } from "./helpers.ts";
 
 // The reset email travels web → pg-boss → worker → nodemailer → a real SMTP server here.
 const inbox: ParsedMail[] = [];
@@ -47,8 +48,10 @@ afterAll(async () => {
   resetEnvCache();
 });
 
-const mailTo = (address: string) =>
-  inbox.find((m) => (m.to && "text" in m.to ? m.to.text : "") === address);
+const mailsTo = (address: string) =>
+  inbox.filter((m) => (m.to && "text" in m.to ? m.to.text : "") === address);
+/** The latest mail to `address`. */
+const mailTo = (address: string) => mailsTo(address).at(-1);
 
 const requestReset = (
   email: string,
@@ -64,8 +67,9 @@ const requestReset = (
 const doReset = (body: unknown) =>
   call(reset, "/api/auth/reset-password", { method: "POST", body, remoteAddress: freshIp() });
 
-async function resetLink(email: string): Promise<URL> {
-  await expect.poll(() => mailTo(email), { timeout: 20_000 }).toBeDefined();
+/** The link of the `nth` reset mail to `email` (1: the first). */
+async function resetLink(email: string, nth = 1): Promise<URL> {
+  await expect.poll(() => mailsTo(email).length, { timeout: 20_000 }).toBeGreaterThanOrEqual(nth);
   const text = mailTo(email)!.text ?? "";
   const link = text.match(/http:\/\/app\.test\/reset-password\?token=[A-Za-z0-9_-]+/)?.[0];
   expect(link).toBeDefined();
@@ -98,6 +102,29 @@ describe("password reset", () => {
     // Works once.
     const again = await doReset({ token, password: "another1" });
     expect(again.status).toBe(400);
+  });
+
+  it("proves the email: on an unproven one, access set up before (API keys, security keys) goes", async () => {
+    // Someone registered this address and made an API key; the mailbox's owner resets.
+    const u = await newUser();
+    const key = await as(u, keys, "/api/keys", { method: "POST", body: { name: "squatter" } });
+    expect(key.status).toBe(201);
+    const apiKey = { key: key.json.key as string };
+    expect((await as(apiKey, user, "/api/user")).status).toBe(200);
+    await requestReset(u.email);
+    const token = (await resetLink(u.email)).searchParams.get("token")!;
+    expect((await doReset({ token, password: "sixsix" })).status).toBe(200);
+    expect((await as(apiKey, user, "/api/user")).status).toBe(401);
+    const [row] = await db()`select email_verified from users where id = ${u.id}`;
+    expect(row?.email_verified).toBe(true);
+
+    // Once proven, a later reset keeps the owner's own keys.
+    const signedIn = { cookie: cookieOf(await signInUser(u.email, "sixsix")) };
+    const own = await as(signedIn, keys, "/api/keys", { method: "POST", body: { name: "mine" } });
+    await requestReset(u.email);
+    const second = (await resetLink(u.email, 2)).searchParams.get("token")!;
+    expect((await doReset({ token: second, password: "sevenseven" })).status).toBe(200);
+    expect((await as({ key: own.json.key as string }, user, "/api/user")).status).toBe(200);
   });
 
   it("answers the same message for an unknown email, and sends nothing", async () => {

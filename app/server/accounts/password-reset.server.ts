@@ -4,6 +4,7 @@ import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { txExecutor } from "./db-helpers.server.ts";
 import { randomToken, sha256 } from "./ids.server.ts";
+import { revokeUnprovenAccess } from "./takeover.server.ts";
 import { findUserByEmail, setPassword } from "./users.server.ts";
 
 // Password reset: a random 256-bit token, stored as SHA-256, valid for one hour and once. The
@@ -57,6 +58,15 @@ export async function resetPassword(token: string, password: string): Promise<vo
     if (!row) throw new DomainError(400, "token: invalid or already used");
     if (row.expired) throw new DomainError(400, "token: expired");
     if (!row.user_id) throw new DomainError(404, "User not found");
+    // The link came through the mailbox, which proves the email. If it was not proven before,
+    // whoever registered it could have been someone else: every way in set up until now (API
+    // keys, security keys) goes, as on a first OAuth or wallet sign-in (decision 0017).
+    const [user] = await t<{ email_verified: boolean }[]>`
+      select email_verified from users where id = ${row.user_id} for update`;
+    if (user && !user.email_verified) {
+      await revokeUnprovenAccess(row.user_id, t);
+      await t`update users set email_verified = true where id = ${row.user_id}`;
+    }
     await setPassword(row.user_id, password, t);
     // Any other outstanding links of this user stop working too.
     await t`update password_reset_tokens set used_at = now()
