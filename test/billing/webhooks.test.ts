@@ -9,6 +9,7 @@ import * as webhook from "../../app/routes/api.webhooks.pay.ts";
 import { creditBalance } from "../../app/server/accounts/credits.server.ts";
 import {
   hasActiveSubscription,
+  refreshSubscriptionFromStripe,
   requireActiveSubscription,
   storageLimitGb,
 } from "../../app/server/billing/subscriptions.server.ts";
@@ -240,6 +241,59 @@ describe("subscriptions follow Stripe", () => {
     const row = await subscriptionOf(user.id);
     expect(row).toMatchObject({ status: "active" });
     expect(row!.current_period_end.getTime()).toBe(nextEnd * 1000);
+  });
+});
+
+/** Resolves once some session waits for the subscription's advisory lock (see subscriptions.server). */
+async function waitingForSubscriptionLock(subId: string): Promise<void> {
+  for (;;) {
+    const rows = await db()`
+      select 1 from pg_locks
+      where locktype = 'advisory' and not granted
+        and database = (select oid from pg_database where datname = current_database())
+        and objid::bigint = (hashtext(${`billing-sub:${subId}`})::bigint & 4294967295)`;
+    if (rows.length) return;
+  }
+}
+
+describe("overlapping refreshes of one subscription", () => {
+  it("an older read cannot be written after a newer one (active after canceled)", async () => {
+    const user = await newUser();
+    const { sub } = await subscribe(user, "solo");
+    const subId = String(sub.id);
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let firstRead = () => {};
+    const firstReadTaken = new Promise<void>((resolve) => {
+      firstRead = resolve;
+    });
+    let reads = 0;
+    // The first read's answer (`active`) is held back until the second refresh has run as far
+    // as it can.
+    fake.state.onSubscriptionRead = async (id) => {
+      if (id !== subId || ++reads !== 1) return;
+      firstRead();
+      await gate;
+    };
+    try {
+      const first = refreshSubscriptionFromStripe(subId, "refresh-1");
+      await firstReadTaken;
+      fake.updateSubscription(subId, { status: "canceled", canceled_at: 1_800_000_000 });
+      const second = refreshSubscriptionFromStripe(subId, "refresh-2");
+      // Reading outside the lock, the second finishes (writes canceled) here; reading under
+      // it, it waits for the first.
+      await Promise.race([second, waitingForSubscriptionLock(subId)]);
+      release();
+      await Promise.all([first, second]);
+    } finally {
+      fake.state.onSubscriptionRead = undefined;
+      release();
+    }
+    expect(reads).toBe(2);
+    expect(await subscriptionOf(user.id)).toMatchObject({ status: "canceled" });
+    expect(await planOf(user.id)).toBe("free");
   });
 });
 

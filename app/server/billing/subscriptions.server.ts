@@ -12,12 +12,12 @@ import {
   plans,
   priceIdOf,
 } from "./catalog.server.ts";
-import { customerIdOf, userIdOfCustomer } from "./checkout.server.ts";
+import { customerIdOf } from "./checkout.server.ts";
 import { type Stripe, stripe, stripeFailure } from "./stripe.server.ts";
 
-// Subscription state as Stripe last said it was. Only syncSubscription writes it, always from a
-// subscription object just re-read from Stripe, under a per-user lock, so any delivery order of
-// webhooks converges on Stripe's current state. Every change is an append-only ledger row, and
+// Subscription state as Stripe last said it was. Only writeSubscription writes it, always from a
+// subscription object read from Stripe under the same per-subscription lock (and a per-user
+// lock), so any delivery order of webhooks converges on Stripe's current state. Every change is an append-only ledger row, and
 // users.plan follows the user's best live plan subscription.
 
 /** Statuses under which a subscription grants its plan (provisioning needs active/trialing). */
@@ -54,6 +54,28 @@ const idOf = (value: string | { id: string } | null | undefined) =>
   typeof value === "string" ? value : value?.id;
 
 /**
+ * Holds a per-subscription lock for one transaction. Whoever reads a subscription from Stripe
+ * and writes it does both under this lock, so the last writer wrote what it read last: two
+ * overlapping jobs cannot store an older state after a newer one (e.g. `active` after
+ * `canceled`). Taken before the per-user lock, always in that order.
+ */
+function underSubscriptionLock<T>(
+  subscriptionId: string,
+  fn: (t: postgres.TransactionSql) => Promise<T>,
+): Promise<T> {
+  return db().begin(async (t) => {
+    await t`select pg_advisory_xact_lock(hashtext(${`billing-sub:${subscriptionId}`}))`;
+    return fn(t);
+  }) as Promise<T>;
+}
+
+interface Written {
+  userId: string | undefined;
+  /** Set when this write moved the subscription to `canceled`: the instance stop to schedule. */
+  canceled?: { periodEnd: Date | null };
+}
+
+/**
  * Writes what Stripe says about one subscription. Returns the user id it belongs to, or
  * undefined when the subscription is not ours (no known user, or a price not in the catalog).
  */
@@ -61,8 +83,28 @@ export async function syncSubscription(
   sub: Stripe.Subscription,
   reference: string,
 ): Promise<string | undefined> {
+  return afterWrite(
+    await underSubscriptionLock(sub.id, (t) => writeSubscription(t, sub, reference)),
+  );
+}
+
+async function afterWrite(written: Written): Promise<string | undefined> {
+  if (written.canceled && written.userId) {
+    await scheduleInstanceStop(written.userId, written.canceled.periodEnd);
+  }
+  return written.userId;
+}
+
+async function writeSubscription(
+  t: postgres.TransactionSql,
+  sub: Stripe.Subscription,
+  reference: string,
+): Promise<Written> {
   const customerId = idOf(sub.customer)!;
-  const userId = sub.metadata?.userId || (await userIdOfCustomer(customerId));
+  // On t: a second pool connection while holding the lock could starve a full pool.
+  const [owner] = await t<{ user_id: string }[]>`
+    select user_id from billing_customers where stripe_customer_id = ${customerId}`;
+  const userId = sub.metadata?.userId || owner?.user_id;
   const priceId = sub.items.data[0]?.price?.id;
   const item = priceId ? itemByPriceId(priceId) : undefined;
   if (!userId || !priceId || !item || item.kind === "credits" || item.kind === "storage") {
@@ -70,52 +112,48 @@ export async function syncSubscription(
       { subscription: sub.id, customer: customerId, price: priceId },
       "subscription ignored: unknown user or price not in the catalog",
     );
-    return undefined;
+    return { userId: undefined };
   }
   const kind = item.kind;
   const end = periodEnd(sub);
-  let canceledNow = false;
-  await db().begin(async (t) => {
-    await lockUser(t, userId);
-    const [user] = await t<{ id: string }[]>`select id from users where id = ${userId}`;
-    if (!user) return;
-    const [before] = await t<SubscriptionRow[]>`select * from subscriptions where id = ${sub.id}`;
+  await lockUser(t, userId);
+  const [user] = await t<{ id: string }[]>`select id from users where id = ${userId}`;
+  if (!user) return { userId };
+  const [before] = await t<SubscriptionRow[]>`select * from subscriptions where id = ${sub.id}`;
+  await t`
+    insert into subscriptions (id, user_id, stripe_customer_id, kind, item, price_id, status,
+      current_period_end, cancel_at_period_end, canceled_at)
+    values (${sub.id}, ${userId}, ${customerId}, ${kind}, ${item.id}, ${priceId}, ${sub.status},
+      ${end}, ${sub.cancel_at_period_end ?? false},
+      ${sub.canceled_at ? new Date(sub.canceled_at * 1000) : null})
+    on conflict (id) do update set kind = excluded.kind, item = excluded.item,
+      price_id = excluded.price_id, status = excluded.status,
+      current_period_end = excluded.current_period_end,
+      cancel_at_period_end = excluded.cancel_at_period_end,
+      canceled_at = excluded.canceled_at, updated_at = now()`;
+  const changed =
+    !before ||
+    before.status !== sub.status ||
+    before.item !== item.id ||
+    before.current_period_end?.getTime() !== end?.getTime() ||
+    before.cancel_at_period_end !== (sub.cancel_at_period_end ?? false);
+  if (changed) {
+    const detail = [
+      before && before.item !== item.id ? `${before.item} -> ${item.id}` : undefined,
+      end ? `period end ${end.toISOString()}` : undefined,
+      sub.cancel_at_period_end ? "cancels at period end" : undefined,
+    ]
+      .filter(Boolean)
+      .join("; ");
     await t`
-      insert into subscriptions (id, user_id, stripe_customer_id, kind, item, price_id, status,
-        current_period_end, cancel_at_period_end, canceled_at)
-      values (${sub.id}, ${userId}, ${customerId}, ${kind}, ${item.id}, ${priceId}, ${sub.status},
-        ${end}, ${sub.cancel_at_period_end ?? false},
-        ${sub.canceled_at ? new Date(sub.canceled_at * 1000) : null})
-      on conflict (id) do update set kind = excluded.kind, item = excluded.item,
-        price_id = excluded.price_id, status = excluded.status,
-        current_period_end = excluded.current_period_end,
-        cancel_at_period_end = excluded.cancel_at_period_end,
-        canceled_at = excluded.canceled_at, updated_at = now()`;
-    const changed =
-      !before ||
-      before.status !== sub.status ||
-      before.item !== item.id ||
-      before.current_period_end?.getTime() !== end?.getTime() ||
-      before.cancel_at_period_end !== (sub.cancel_at_period_end ?? false);
-    if (changed) {
-      const detail = [
-        before && before.item !== item.id ? `${before.item} -> ${item.id}` : undefined,
-        end ? `period end ${end.toISOString()}` : undefined,
-        sub.cancel_at_period_end ? "cancels at period end" : undefined,
-      ]
-        .filter(Boolean)
-        .join("; ");
-      await t`
-        insert into billing_ledger (user_id, subscription_id, kind, item, from_status, to_status,
-          detail, reference)
-        values (${userId}, ${sub.id}, 'subscription', ${item.id}, ${before?.status ?? null},
-          ${sub.status}, ${detail || null}, ${reference})`;
-    }
-    await refreshUserPlan(t, userId);
-    if (sub.status === "canceled" && before?.status !== "canceled") canceledNow = true;
-  });
-  if (canceledNow) await scheduleInstanceStop(userId, end);
-  return userId;
+      insert into billing_ledger (user_id, subscription_id, kind, item, from_status, to_status,
+        detail, reference)
+      values (${userId}, ${sub.id}, 'subscription', ${item.id}, ${before?.status ?? null},
+        ${sub.status}, ${detail || null}, ${reference})`;
+  }
+  await refreshUserPlan(t, userId);
+  const canceledNow = sub.status === "canceled" && before?.status !== "canceled";
+  return canceledNow ? { userId, canceled: { periodEnd: end } } : { userId };
 }
 
 /**
@@ -140,13 +178,17 @@ async function refreshUserPlan(t: postgres.TransactionSql, userId: string): Prom
 
 /** Re-reads a subscription from Stripe and writes it (the webhook job's way of learning). */
 export async function refreshSubscriptionFromStripe(subscriptionId: string, reference: string) {
-  let sub: Stripe.Subscription;
-  try {
-    sub = await stripe().subscriptions.retrieve(subscriptionId);
-  } catch (error) {
-    throw stripeFailure(error);
-  }
-  return syncSubscription(sub, reference);
+  // The read happens under the lock (not before it): see underSubscriptionLock.
+  const written = await underSubscriptionLock(subscriptionId, async (t) => {
+    let sub: Stripe.Subscription;
+    try {
+      sub = await stripe().subscriptions.retrieve(subscriptionId);
+    } catch (error) {
+      throw stripeFailure(error);
+    }
+    return writeSubscription(t, sub, reference);
+  });
+  return afterWrite(written);
 }
 
 /**
@@ -244,19 +286,24 @@ export async function changePlan(userId: string, plan: PlanId): Promise<void> {
   if (!price) throw new DomainError(503, `No Stripe price is configured for plan '${plan}'`);
   if (current.item === plan) return;
   const client = stripe();
-  try {
-    const sub = await client.subscriptions.retrieve(current.id);
-    const itemId = sub.items.data[0]?.id;
-    if (!itemId) throw new DomainError(502, "Subscription has no item to change");
-    const updated = await client.subscriptions.update(current.id, {
-      items: [{ id: itemId, price }],
-      proration_behavior: "create_prorations",
-      metadata: { ...sub.metadata, userId, kind: "plan", item: plan },
-    });
-    await syncSubscription(updated, `change-plan:${plan}`);
-  } catch (error) {
-    throw stripeFailure(error);
-  }
+  // Read, update and write under the subscription's lock, like a webhook job's refresh.
+  const written = await underSubscriptionLock(current.id, async (t) => {
+    let updated: Stripe.Subscription;
+    try {
+      const sub = await client.subscriptions.retrieve(current.id);
+      const itemId = sub.items.data[0]?.id;
+      if (!itemId) throw new DomainError(502, "Subscription has no item to change");
+      updated = await client.subscriptions.update(current.id, {
+        items: [{ id: itemId, price }],
+        proration_behavior: "create_prorations",
+        metadata: { ...sub.metadata, userId, kind: "plan", item: plan },
+      });
+    } catch (error) {
+      throw stripeFailure(error);
+    }
+    return writeSubscription(t, updated, `change-plan:${plan}`);
+  });
+  await afterWrite(written);
 }
 
 /** What a plan would not cover: agents above its thread count (nothing is stopped for it). */

@@ -64,6 +64,11 @@ export interface StripeFakeState {
   calls: Array<{ method: string; path: string; body: Obj }>;
   /** Idempotency keys seen, to replay the same answer (Stripe's behaviour). */
   idempotent: Map<string, Obj>;
+  /**
+   * Called on each subscription read after the answer is taken (a copy of the state then) and
+   * before it is sent: a test can hold one read's answer to make it arrive late.
+   */
+  onSubscriptionRead?: (subscriptionId: string) => Promise<void> | void;
 }
 
 let counter = 0;
@@ -179,11 +184,13 @@ export function createStripeFake(base = STRIPE_BASE) {
       if (!session) return stripeError(404, `No such checkout.session: '${params.id}'`, "id");
       return HttpResponse.json(session);
     }),
-    http.get(`${base}/v1/subscriptions/:id`, ({ request, params }) => {
+    http.get(`${base}/v1/subscriptions/:id`, async ({ request, params }) => {
       if (!authorized(request)) return unauthorized();
       const sub = state.subscriptions.get(String(params.id));
       if (!sub) return stripeError(404, `No such subscription: '${params.id}'`, "id");
-      return HttpResponse.json(sub);
+      const answer = structuredClone(sub);
+      await state.onSubscriptionRead?.(String(params.id));
+      return HttpResponse.json(answer);
     }),
     http.post(`${base}/v1/subscriptions/:id`, async ({ request, params }) => {
       if (!authorized(request)) return unauthorized();
