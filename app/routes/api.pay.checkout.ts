@@ -1,7 +1,7 @@
 import { redirect } from "@remix-run/node";
 import { z } from "zod";
 import { planIds } from "../server/billing/catalog.server.ts";
-import { createCheckout } from "../server/billing/checkout.server.ts";
+import { AlreadySubscribed, createCheckout } from "../server/billing/checkout.server.ts";
 import { signInRedirect } from "../server/billing/pages.server.ts";
 import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
@@ -13,8 +13,16 @@ export const { loader, action } = apiRoute({
     query: z.object({ plan: z.enum(planIds) }),
     handler: async ({ auth, request, query }) => {
       if (!auth) return signInRedirect(request);
-      const { url } = await createCheckout(auth.user, "plan", query.plan);
-      return redirect(url, 303);
+      try {
+        const { url } = await createCheckout(auth.user, "plan", query.plan);
+        return redirect(url, 303);
+      } catch (error) {
+        // A browser followed a /pricing link: the billing page explains and offers the change.
+        if (error instanceof AlreadySubscribed) {
+          return redirect("/billing?checkout=already-subscribed", 303);
+        }
+        throw error;
+      }
     },
   }),
 });

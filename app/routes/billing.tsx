@@ -161,6 +161,12 @@ export default function Billing() {
       {params.get("checkout") === "canceled" ? (
         <Notice tone="error">Checkout canceled.</Notice>
       ) : null}
+      {params.get("checkout") === "already-subscribed" ? (
+        <Notice tone="error">
+          You already have a plan subscription. Choose a plan below to change it: the change updates
+          your subscription instead of opening a second one.
+        </Notice>
+      ) : null}
       {result?.ok ? <Notice>{result.ok}</Notice> : null}
       {result?.error ? <Notice tone="error">{result.error}</Notice> : null}
       {!summary.paymentsConfigured ? (

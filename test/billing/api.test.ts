@@ -8,6 +8,7 @@ import * as payCheckout from "../../app/routes/api.pay.checkout.ts";
 import * as payCredits from "../../app/routes/api.pay.credits.ts";
 import * as storage from "../../app/routes/api.pay.storage-upgrade.ts";
 import { userKeys } from "../../app/server/ai/byok.server.ts";
+import { refreshSubscriptionFromStripe } from "../../app/server/billing/subscriptions.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { as, newUser, type TestUser } from "../accounts/helpers.ts";
 import { call } from "../helpers/api.ts";
@@ -61,6 +62,57 @@ describe("GET /api/pay/checkout", () => {
     const res = await withoutStripe(() => as(alice, payCheckout, "/api/pay/checkout?plan=solo"));
     expect(res.status).toBe(503);
     expect(res.json.error).toMatch(/not configured/);
+  });
+});
+
+/** Completes a checkout in the fake and stores the subscription the way the webhook job does. */
+async function completeAndSync(url: string) {
+  const session = fake.completeSession(sessionIdOf(url));
+  const subId = String(session.subscription);
+  await refreshSubscriptionFromStripe(subId, `test:${subId}`);
+  return subId;
+}
+
+describe("no second subscription of a kind the user already has", () => {
+  it("GET /api/pay/checkout sends a subscribed user to /billing; none once canceled", async () => {
+    const bob = await newUser({ name: "Bob" });
+    const first = await as(bob, payCheckout, "/api/pay/checkout?plan=solo");
+    const subId = await completeAndSync(first.headers.get("location")!);
+    const sessions = fake.state.sessions.size;
+    for (const status of ["active", "past_due", "incomplete"]) {
+      fake.updateSubscription(subId, { status });
+      await refreshSubscriptionFromStripe(subId, `test:${status}`);
+      const again = await as(bob, payCheckout, "/api/pay/checkout?plan=label");
+      expect(again.status).toBe(303);
+      expect(again.headers.get("location")).toBe("/billing?checkout=already-subscribed");
+    }
+    expect(fake.state.sessions.size).toBe(sessions);
+    fake.updateSubscription(subId, { status: "canceled", canceled_at: 1_800_000_000 });
+    await refreshSubscriptionFromStripe(subId, "test:canceled");
+    const after = await as(bob, payCheckout, "/api/pay/checkout?plan=label");
+    expect(after.headers.get("location")).toMatch(/^https:\/\/checkout\.stripe\.com\//);
+  });
+
+  it("POST /api/billing create-checkout answers 409 {error} naming /billing", async () => {
+    const carol = await newUser({ name: "Carol" });
+    const first = await as(carol, billing, "/api/billing", {
+      method: "POST",
+      body: { action: "create-checkout", plan: "starter" },
+    });
+    expect(first.status).toBe(200);
+    await completeAndSync(first.json.url);
+    const sessions = fake.state.sessions.size;
+    const second = await as(carol, billing, "/api/billing", {
+      method: "POST",
+      body: { action: "create-checkout", plan: "pro" },
+    });
+    expect(second.status).toBe(409);
+    expect(Object.keys(second.json)).toEqual(["error"]);
+    expect(second.json.error).toMatch(/already have a billing-API plan subscription.*\/billing/);
+    expect(fake.state.sessions.size).toBe(sessions);
+    // Another kind (a monthly plan) is still open to the same user.
+    const plan = await as(carol, payCheckout, "/api/pay/checkout?plan=solo");
+    expect(plan.headers.get("location")).toMatch(/^https:\/\/checkout\.stripe\.com\//);
   });
 });
 

@@ -51,6 +51,51 @@ export async function userIdOfCustomer(customerId: string): Promise<string | und
   return row?.user_id;
 }
 
+/**
+ * Statuses in which a Stripe subscription still exists and can bill (or resume billing): every
+ * status but the final `canceled` and `incomplete_expired`. A checkout for a kind the user holds
+ * in one of these would open a second, also billed, subscription.
+ */
+export const LIVE_STATUSES = ["active", "trialing", "past_due", "incomplete", "unpaid", "paused"];
+
+/** 409: the user already has a live subscription of this kind (decision 0040, amended). */
+export class AlreadySubscribed extends DomainError {
+  constructor(message: string) {
+    super(409, message);
+    this.name = "AlreadySubscribed";
+  }
+}
+
+const kindNames: Partial<Record<ItemKind, string>> = {
+  plan: "plan",
+  addon: "add-on",
+  suite: "suite",
+  api: "billing-API plan",
+};
+
+/**
+ * Refuses a subscription checkout when the user already has a live subscription of the kind
+ * (one plan, one billing-API plan, one suite; each add-on once). Plan changes go through
+ * changePlan (the plan buttons on /billing), which updates the existing subscription.
+ */
+async function refuseSecondSubscription(userId: string, kind: ItemKind, id: string) {
+  const name = kindNames[kind];
+  if (!name) return;
+  const [live] = await db()<{ item: string; status: string }[]>`
+    select item, status from subscriptions
+    where user_id = ${userId} and kind = ${kind} and status = any(${LIVE_STATUSES})
+      and (${kind} <> 'addon' or item = ${id})
+    order by updated_at desc limit 1`;
+  if (!live) return;
+  const how =
+    kind === "plan" && ["active", "trialing", "past_due"].includes(live.status)
+      ? "change plan on /billing, which updates that subscription"
+      : "manage it on /billing (customer portal)";
+  throw new AlreadySubscribed(
+    `You already have a ${name} subscription (${live.item}, ${live.status}): ${how} instead of opening a second one`,
+  );
+}
+
 const absolute = (path: string) => new URL(path, env().APP_URL).toString();
 
 export interface CheckoutOptions {
@@ -75,6 +120,7 @@ export async function createCheckout(
       `No Stripe price is configured for ${kind} '${id}' (${item.priceVar})`,
     );
   }
+  await refuseSecondSubscription(user.id, kind, id);
   const customer = await ensureCustomer(user);
   const payment = kind === "credits" || kind === "storage";
   const metadata = { userId: user.id, kind, item: id };
