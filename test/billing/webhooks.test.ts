@@ -173,6 +173,35 @@ describe("subscriptions follow Stripe", () => {
     expect(attempts!.attempts).toBe(1);
   });
 
+  it("a stored event never processed and without a job is processed on redelivery, once", async () => {
+    const user = await newUser();
+    const { sub } = await subscribe(user);
+    const eventId = `evt_stuck_${user.id}`;
+    // What an event whose job failed for good leaves: the row, unprocessed, and no live job.
+    await db()`
+      insert into payment_events (id, type, object_id, attempts, last_error)
+      values (${eventId}, 'customer.subscription.created', ${String(sub.id)}, 11,
+        'Payment processor error: unreachable')`;
+    const results = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        deliver("customer.subscription.created", sub, { id: eventId }),
+      ),
+    );
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    expect(results.filter((r) => r.json.result === "queued")).toHaveLength(1);
+    await expect.poll(() => processed(eventId)).toBe(true);
+    expect(await subscriptionOf(user.id)).toMatchObject({ status: "active" });
+    expect(await ledgerRows(user.id)).toBe(1);
+    // Processed now: a further resend is a no-op.
+    const replay = await deliver("customer.subscription.created", sub, { id: eventId });
+    expect(replay.json.result).toBe("duplicate");
+    const boss = await getBoss();
+    expect(await boss.findJobs("process-payment-event", { data: { eventId } })).toHaveLength(1);
+    const [row] = await db()<{ attempts: number }[]>`
+      select attempts from payment_events where id = ${eventId}`;
+    expect(row!.attempts).toBe(12);
+  });
+
   it("updated delivered before created converges on Stripe's state", async () => {
     const user = await newUser();
     const { sub } = await subscribe(user, "solo");

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
+import type postgres from "postgres";
 import { MICRO_USD_PER_CREDIT } from "../accounts/credits.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
-import { sendJob } from "../platform/jobs.server.ts";
+import { hasLiveJob, sendJob } from "../platform/jobs.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { creditPacks, STORAGE_UPGRADE_GB } from "./catalog.server.ts";
 import { userIdOfCustomer } from "./checkout.server.ts";
@@ -32,6 +33,29 @@ const isSubscribed = (type: string): type is SubscribedEvent =>
 
 export type ReceiveResult = "queued" | "duplicate" | "ignored";
 
+/**
+ * Runs fn with a session lock on the event id, on one reserved connection in autocommit (its
+ * insert is visible to the job at once), so deliveries of one event decide one at a time and
+ * concurrent duplicates enqueue once. Needs no second connection of the pool while holding it.
+ */
+async function underEventLock<T>(
+  eventId: string,
+  fn: (c: postgres.ReservedSql) => Promise<T>,
+): Promise<T> {
+  const c = await db().reserve();
+  const key = `payment-event:${eventId}`;
+  try {
+    await c`select pg_advisory_lock(hashtext(${key}))`;
+    try {
+      return await fn(c);
+    } finally {
+      await c`select pg_advisory_unlock(hashtext(${key}))`;
+    }
+  } finally {
+    c.release();
+  }
+}
+
 /** Verifies, filters, stores once and enqueues one webhook delivery. */
 export async function receiveWebhook(
   rawBody: string,
@@ -40,19 +64,33 @@ export async function receiveWebhook(
   const event = verifyWebhook(rawBody, signature);
   if (!isSubscribed(event.type)) return { result: "ignored", eventId: event.id, type: event.type };
   const object = event.data.object as { id?: string };
-  if (!object?.id) throw new DomainError(400, "Event carries no object id");
-  const inserted = await db()`
-    insert into payment_events (id, type, object_id, livemode)
-    values (${event.id}, ${event.type}, ${object.id}, ${event.livemode})
-    on conflict (id) do nothing returning id`;
-  if (inserted.length === 0) return { result: "duplicate", eventId: event.id, type: event.type };
-  try {
-    await sendJob("process-payment-event", { eventId: event.id });
-  } catch (error) {
-    // Not queued: forget the event so Stripe's retry is accepted again.
-    await db()`delete from payment_events where id = ${event.id}`;
-    throw error;
-  }
+  const objectId = object?.id;
+  if (!objectId) throw new DomainError(400, "Event carries no object id");
+  const queued = await underEventLock(event.id, async (c) => {
+    const inserted = await c`
+      insert into payment_events (id, type, object_id, livemode)
+      values (${event.id}, ${event.type}, ${objectId}, ${event.livemode})
+      on conflict (id) do nothing returning id`;
+    if (inserted.length === 0) {
+      // Stored before: a no-op while its job is pending or once processed; otherwise its job
+      // failed for good (or was lost), and this resend is the way to process it again. The job
+      // is asked first: it sets processed_at before it leaves the live states, so a job that
+      // ends between the two reads is seen as processed (the other order enqueued it twice).
+      if (await hasLiveJob("process-payment-event", { eventId: event.id })) return false;
+      const [row] = await c<{ processed_at: Date | null }[]>`
+        select processed_at from payment_events where id = ${event.id}`;
+      if (row?.processed_at) return false;
+    }
+    try {
+      await sendJob("process-payment-event", { eventId: event.id });
+    } catch (error) {
+      // Not queued: forget a new event so Stripe's retry is accepted again.
+      if (inserted.length) await c`delete from payment_events where id = ${event.id}`;
+      throw error;
+    }
+    return true;
+  });
+  if (!queued) return { result: "duplicate", eventId: event.id, type: event.type };
   return { result: "queued", eventId: event.id, type: event.type };
 }
 

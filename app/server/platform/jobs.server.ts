@@ -202,3 +202,14 @@ export async function sendJob<N extends JobName>(
   if (!id) throw new Error(`Job ${name} was not enqueued (deduplicated by singleton options)`);
   return id;
 }
+
+/** True when a job of this name with this payload is waiting, retrying or running. */
+export async function hasLiveJob<N extends JobName>(
+  name: N,
+  payload: JobPayload<N>,
+): Promise<boolean> {
+  const jobs = await (await getBoss()).findJobs(name, { data: payload as object });
+  return jobs.some(
+    (job) => job.state === "created" || job.state === "retry" || job.state === "active",
+  );
+}
