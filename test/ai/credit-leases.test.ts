@@ -137,6 +137,58 @@ describe("credit leases", () => {
   });
 });
 
+describe("flush lock order", () => {
+  it("locks the accounts in user-id order, whatever order the calls came in", async () => {
+    const [low, high] = [`${userId}_a`, `${userId}_z`];
+    await giveCredits(low, 1_000_000);
+    await giveCredits(high, 1_000_000);
+    const record = (user: string): UsageRecord => ({
+      userId: user,
+      instanceId: null,
+      endpoint: "agents",
+      provider: "openai",
+      model: "openai/gpt-4o",
+      promptTokens: 1,
+      completionTokens: 1,
+      tokensEstimated: false,
+      costMicroUsd: 100,
+      billingMode: "credits",
+      stream: false,
+      latencyMs: 1,
+      status: "ok",
+      httpStatus: 200,
+      error: null,
+    });
+    const reservations = [await reserve(high, 100, "credits"), await reserve(low, 100, "credits")];
+    // Another process's flush holds the higher account.
+    const other = await db().reserve();
+    let flushed: Promise<void> | undefined;
+    try {
+      await other`begin`;
+      await other`select 1 from ai_accounts where user_id = ${high} for update`;
+      void meter(record(high), reservations[0]); // the batch names the higher account first
+      void meter(record(low), reservations[1]);
+      flushed = flushMetering();
+      for (;;) {
+        const waiting = await db()`select 1 from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock'`;
+        if (waiting.length) break;
+      }
+      // The flush waits for the higher account having locked the lower one: in sorted order.
+      const lowFree = await other`
+        select 1 from ai_accounts where user_id = ${low} for update skip locked`;
+      expect(lowFree).toHaveLength(0);
+    } finally {
+      await other`rollback`;
+      other.release();
+    }
+    await flushed;
+    expect(await balanceOf(low)).toBe(1_000_000 - 100);
+    expect(await balanceOf(high)).toBe(1_000_000 - 100);
+    expect((await userStanding(high)).held).toBe(0);
+  });
+});
+
 describe("migration 0019", () => {
   const account = async (id: string) =>
     (

@@ -125,9 +125,19 @@ async function writeBatch(batch: Queued[]): Promise<void> {
     // one round trip instead of two per user plus one per lease. A flush of one call (one request
     // at a time) took 7 round trips, each waking the event loop while later requests were served
     // (docs/decisions/0088).
+    //
+    // Every account the flush touches is locked in user-id order: other processes' flushes lock
+    // the same rows, and two flushes locking them in opposite orders deadlock (one batch lost).
+    // An account that only gets a lease back (below) is locked here too, by a select.
     const debits = new Map<string, number>();
     const first: Array<Promise<unknown>> = [];
-    for (const [userId, u] of perUser) {
+    const accounts = [...new Set([...perUser.keys(), ...releases.map((l) => l.userId)])].sort();
+    for (const userId of accounts) {
+      const u = perUser.get(userId);
+      if (!u) {
+        first.push(tx`select 1 from ai_accounts where user_id = ${userId} for update`);
+        continue;
+      }
       first.push(
         tx<{ balance: number }[]>`
           update ai_accounts set
