@@ -30,6 +30,25 @@ const complete = () =>
     headers: { authorization: `Bearer ${token}` },
   });
 
+/** One metered call of `costMicroUsd` on platform credits, as the completions path records it. */
+const usageRecord = (user: string, costMicroUsd: number): UsageRecord => ({
+  userId: user,
+  instanceId: null,
+  endpoint: "agents",
+  provider: "openai",
+  model: "openai/gpt-4o",
+  promptTokens: 1,
+  completionTokens: 1,
+  tokensEstimated: false,
+  costMicroUsd,
+  billingMode: "credits",
+  stream: false,
+  latencyMs: 1,
+  status: "ok",
+  httpStatus: 200,
+  error: null,
+});
+
 const reservationsTaken = async () =>
   Number(
     (await db()`select count(*)::int as n from ai_usage where user_id = ${userId}`)[0]?.n ?? 0,
@@ -92,29 +111,12 @@ describe("credit leases", () => {
     const other = `${userId}_b`;
     await giveCredits(userId, 1_000);
     await giveCredits(other, 1_000);
-    const record = (user: string, cost: number): UsageRecord => ({
-      userId: user,
-      instanceId: null,
-      endpoint: "agents",
-      provider: "openai",
-      model: "openai/gpt-4o",
-      promptTokens: 1,
-      completionTokens: 1,
-      tokensEstimated: false,
-      costMicroUsd: cost,
-      billingMode: "credits",
-      stream: false,
-      latencyMs: 1,
-      status: "ok",
-      httpStatus: 200,
-      error: null,
-    });
     const [over, within] = [
       await reserve(userId, 800, "credits"),
       await reserve(other, 800, "credits"),
     ];
-    void meter(record(userId, 1_500), over);
-    void meter(record(other, 300), within);
+    void meter(usageRecord(userId, 1_500), over);
+    void meter(usageRecord(other, 300), within);
     await flushMetering();
     const accounts = await db()<{ user_id: string; balance: number; held: number }[]>`
       select user_id, balance_micro_usd as balance, held_micro_usd as held from ai_accounts
@@ -142,23 +144,6 @@ describe("flush lock order", () => {
     const [low, high] = [`${userId}_a`, `${userId}_z`];
     await giveCredits(low, 1_000_000);
     await giveCredits(high, 1_000_000);
-    const record = (user: string): UsageRecord => ({
-      userId: user,
-      instanceId: null,
-      endpoint: "agents",
-      provider: "openai",
-      model: "openai/gpt-4o",
-      promptTokens: 1,
-      completionTokens: 1,
-      tokensEstimated: false,
-      costMicroUsd: 100,
-      billingMode: "credits",
-      stream: false,
-      latencyMs: 1,
-      status: "ok",
-      httpStatus: 200,
-      error: null,
-    });
     const reservations = [await reserve(high, 100, "credits"), await reserve(low, 100, "credits")];
     // Another process's flush holds the higher account.
     const other = await db().reserve();
@@ -166,8 +151,8 @@ describe("flush lock order", () => {
     try {
       await other`begin`;
       await other`select 1 from ai_accounts where user_id = ${high} for update`;
-      void meter(record(high), reservations[0]); // the batch names the higher account first
-      void meter(record(low), reservations[1]);
+      void meter(usageRecord(high, 100), reservations[0]); // the batch names the higher account first
+      void meter(usageRecord(low, 100), reservations[1]);
       flushed = flushMetering();
       for (;;) {
         const waiting = await db()`select 1 from pg_stat_activity
