@@ -1,7 +1,7 @@
 import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
 import { Form, Link, useActionData, useLoaderData, useSearchParams } from "@remix-run/react";
-import { Card, Notice, Submit } from "../components/forms.tsx";
 import { z } from "zod";
+import { Card, Notice, Submit } from "../components/forms.tsx";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { storageUsedBytes } from "../server/agents/instances.server.ts";
 import { STORAGE_UPGRADE_GB } from "../server/billing/catalog.server.ts";

@@ -1,4 +1,3 @@
-import type { SubmissionResult } from "@conform-to/react";
 import { redirect } from "@remix-run/node";
 import { clientIp } from "../platform/client-ip.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -63,26 +62,6 @@ export async function limitByIp(
     429,
     `Too many attempts; try again in ${decision.headers["Retry-After"] ?? "a few"} seconds`,
   );
-}
-
-/**
- * Turns a DomainError into a conform reply: "field: message" errors land on the field, others
- * on the form. Anything else is rethrown.
- */
-export function replyWithError(
-  submission: {
-    reply(options?: {
-      formErrors?: string[];
-      fieldErrors?: Record<string, string[]>;
-    }): SubmissionResult<string[]>;
-  },
-  error: unknown,
-  fields: readonly string[] = [],
-): SubmissionResult<string[]> {
-  if (!(error instanceof DomainError)) throw error;
-  const m = /^(\w+): (.+)$/.exec(error.message);
-  if (m && fields.includes(m[1]!)) return submission.reply({ fieldErrors: { [m[1]!]: [m[2]!] } });
-  return submission.reply({ formErrors: [error.message] });
 }
 
 // `access` of the page-action helper (app/server/platform/form-action.server.ts).
