@@ -161,28 +161,25 @@ export const anthropicClient: ProviderClient = {
       },
       signal,
     );
-    const native = parseAnswer(
-      "anthropic",
-      messageSchema,
-      await readJson("anthropic", response),
-      "message",
-    );
-    const text = native.content.map((b) => (b.type === "text" ? (b.text ?? "") : "")).join("");
-    const usage = usageOf(native);
+    // The provider's own object passes on as `native`; parsing keeps only what we read.
+    const native = await readJson("anthropic", response);
+    const read = parseAnswer("anthropic", messageSchema, native, "message");
+    const text = read.content.map((b) => (b.type === "text" ? (b.text ?? "") : "")).join("");
+    const usage = usageOf(read);
     return {
       native,
       text,
       usage,
       openai: {
-        id: native.id,
+        id: read.id,
         object: "chat.completion",
         created: created(),
-        model: native.model,
+        model: read.model,
         choices: [
           {
             index: 0,
             message: { role: "assistant", content: text },
-            finish_reason: finishReason(native.stop_reason),
+            finish_reason: finishReason(read.stop_reason),
           },
         ],
         ...(usage ? { usage: openAiUsage(usage) } : {}),

@@ -164,28 +164,25 @@ export const googleClient: ProviderClient = {
       { method: "POST", headers: headers(config), body: JSON.stringify(toGoogleRequest(body)) },
       signal,
     );
-    const native = parseAnswer(
-      "google",
-      responseSchema,
-      await readJson("google", response),
-      "response",
-    );
-    const text = textOf(native);
-    const usage = usageOf(native);
+    // The provider's own object passes on as `native`; parsing keeps only what we read.
+    const native = await readJson("google", response);
+    const read = parseAnswer("google", responseSchema, native, "response");
+    const text = textOf(read);
+    const usage = usageOf(read);
     return {
       native,
       text,
       usage,
       openai: {
-        id: native.responseId ?? `gen-${Date.now()}`,
+        id: read.responseId ?? `gen-${Date.now()}`,
         object: "chat.completion",
         created: created(),
-        model: native.modelVersion ?? body.model,
+        model: read.modelVersion ?? body.model,
         choices: [
           {
             index: 0,
             message: { role: "assistant", content: text },
-            finish_reason: finishReason(native.candidates[0]?.finishReason) ?? "stop",
+            finish_reason: finishReason(read.candidates[0]?.finishReason) ?? "stop",
           },
         ],
         ...(usage ? { usage: openAiUsage(usage) } : {}),
