@@ -79,8 +79,8 @@ export function SelfHostedPlan({
       ) : (
         <p data-testid="self-hosted-plan">
           Your plan is <strong>{plan}</strong>
-          {from ? ` (${from})` : ""}: up to{" "}
-          {agentThreads === null ? "unlimited" : agentThreads} agent thread
+          {from ? ` (${from})` : ""}: up to {agentThreads === null ? "unlimited" : agentThreads}{" "}
+          agent thread
           {agentThreads === 1 ? "" : "s"} with {ramGb} GB RAM. Ask the operator to change it.
         </p>
       )}

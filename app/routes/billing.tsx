@@ -7,8 +7,8 @@ import {
 } from "@remix-run/node";
 import { Form, Link, useActionData, useLoaderData, useSearchParams } from "@remix-run/react";
 import { Card, Notice, Submit } from "../components/forms.tsx";
-import { SelfHostedPlan } from "../components/self-hosted.tsx";
 import { formatGbp } from "../components/money.ts";
+import { SelfHostedPlan } from "../components/self-hosted.tsx";
 import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
 import { listAgents } from "../server/agents/agents.server.ts";
 import { providerNames } from "../server/ai/providers/shared.server.ts";
@@ -278,9 +278,7 @@ export default function Billing() {
               <div className="flex items-center justify-between">
                 <span>
                   {a.name} ·{" "}
-                  {a.fulfilment === "request"
-                    ? "on request"
-                    : `${formatGbp(a.pricePence)}/mo`}
+                  {a.fulfilment === "request" ? "on request" : `${formatGbp(a.pricePence)}/mo`}
                 </span>
                 {subscribedAddOns.has(a.id) ? (
                   <span className="text-emerald-700">Subscribed</span>
@@ -336,8 +334,7 @@ export default function Billing() {
         </p>
         {summary.paymentsConfigured ? null : (
           <p className="text-sm text-slate-600">
-            Credits are granted by the operator on this server; ask them, or use your own key
-            below.
+            Credits are granted by the operator on this server; ask them, or use your own key below.
           </p>
         )}
         <div className="flex flex-wrap gap-3">

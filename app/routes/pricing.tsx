@@ -96,8 +96,8 @@ export default function Pricing() {
         </h2>
         <p className="text-sm text-slate-600">
           Monthly, on top of any plan. Audit Logs is bought; the others have nothing automatic
-          behind them, so you request them and an operator agrees the details and the price with
-          you before anything is charged. Both from your{" "}
+          behind them, so you request them and an operator agrees the details and the price with you
+          before anything is charged. Both from your{" "}
           <Link to="/billing" className="text-indigo-700 underline">
             billing page
           </Link>

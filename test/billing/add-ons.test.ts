@@ -47,7 +47,9 @@ describe("request-only add-ons", () => {
   it("checkout refuses them (409) and opens no Stripe session", async () => {
     const before = fake.state.sessions.size;
     for (const id of REQUESTED) {
-      await expect(createCheckout(user, "addon", id)).rejects.toMatchObject({
+      await expect(
+        createCheckout({ ...user, name: user.email }, "addon", id),
+      ).rejects.toMatchObject({
         status: 409,
         message: expect.stringMatching(/request it on \/billing/),
       });
@@ -93,7 +95,8 @@ describe("request-only add-ons", () => {
       ok: string | null;
     };
     expect(result.ok).toMatch(/Request sent/);
-    const rows = await db()`select addon, status from service_requests where user_id = ${someone.id}`;
+    const rows =
+      await db()`select addon, status from service_requests where user_id = ${someone.id}`;
     expect(rows).toEqual([{ addon: "account-manager", status: "open" }]);
     const summary = (await as(someone, billingApi, "/api/billing")).json;
     expect(summary.serviceRequests).toEqual([
@@ -124,7 +127,7 @@ describe("Audit Logs", () => {
   });
 
   it("is still sold by checkout", async () => {
-    const { url } = await createCheckout(user, "addon", "audit-logs");
+    const { url } = await createCheckout({ ...user, name: user.email }, "addon", "audit-logs");
     expect(url).toMatch(/^https:\/\/checkout\.stripe\.com\//);
   });
 });

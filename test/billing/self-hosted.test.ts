@@ -70,7 +70,8 @@ describe("payments off", () => {
           operator: { assignedPlan: null, defaultPlan: "solo" },
         });
       }
-      const rows = await db()`select 1 from plan_assignments where user_id in ${db()([earlier.id, fresh.id])}`;
+      const rows =
+        await db()`select 1 from plan_assignments where user_id in ${db()([earlier.id, fresh.id])}`;
       expect(rows).toHaveLength(0);
     });
   });
@@ -131,9 +132,9 @@ describe("payments off", () => {
       grantCredits(user.id, 3_000_000, "Welcome to the beta", "usr_op", "k-1"),
     ).rejects.toMatchObject({ status: 409 });
     for (const amount of [0, -1, 1.5, Number.MAX_SAFE_INTEGER]) {
-      await expect(grantCredits(user.id, amount, "x", "usr_op", `bad-${amount}`)).rejects.toMatchObject(
-        { status: 400 },
-      );
+      await expect(
+        grantCredits(user.id, amount, "x", "usr_op", `bad-${amount}`),
+      ).rejects.toMatchObject({ status: 400 });
     }
     await expect(grantCredits("usr_nobody", 1, "x", "usr_op", "k-2")).rejects.toMatchObject({
       status: 404,

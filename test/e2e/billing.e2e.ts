@@ -76,9 +76,7 @@ describe.each([true, false])("billing pages with JavaScript %s", (javaScriptEnab
       .poll(() => page.locator('[data-addon="audit-logs"]').textContent())
       .toMatch(/kept 365 days instead of 90/);
     await page.getByRole("button", { name: "Request Slack Integration" }).click();
-    await expect
-      .poll(() => page.getByRole("status").first().textContent())
-      .toMatch(/Request sent/);
+    await expect.poll(() => page.getByRole("status").first().textContent()).toMatch(/Request sent/);
     await expect
       .poll(() => page.locator('[data-addon="slack"]').textContent())
       .toMatch(/Requested: an operator contacts you/);

@@ -1,7 +1,7 @@
 import { creditBalance } from "../accounts/credits.server.ts";
 import { userKeyProviders } from "./byok.server.ts";
-import { configuredProviders } from "./providers.server.ts";
 import type { ProviderName } from "./providers/shared.server.ts";
+import { configuredProviders } from "./providers.server.ts";
 
 // Where an agent's model calls would go, so the agent page can say what is missing before the
 // first chat fails: the server's providers (a key in the environment, or a local

@@ -4,8 +4,8 @@ import { ProviderError, type ProviderName } from "../ai/providers/shared.server.
 import { clients, providerSettings } from "../ai/providers.server.ts";
 import { dailyUsage } from "../ai/usage.server.ts";
 import { db } from "../platform/db.server.ts";
-import { DomainError } from "../platform/errors.server.ts";
 import { env } from "../platform/env.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
 import { hasAddon, listOwnServiceRequests } from "./add-ons.server.ts";
 import { addOns, planLimits } from "./catalog.server.ts";
 import { defaultPlan, selfHosted } from "./plan-assignments.server.ts";

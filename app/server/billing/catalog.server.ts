@@ -78,7 +78,13 @@ void sameIds;
 export const AUDIT_RETENTION_DAYS = { base: 90, withAddOn: 365 } as const;
 
 export interface AddOn {
-  id: "audit-logs" | "slack" | "salesforce" | "api-access" | "custom-integration" | "account-manager";
+  id:
+    | "audit-logs"
+    | "slack"
+    | "salesforce"
+    | "api-access"
+    | "custom-integration"
+    | "account-manager";
   name: string;
   pricePence: number;
   currency: "gbp";
