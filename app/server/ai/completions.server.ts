@@ -15,8 +15,8 @@ import {
 } from "./call-bounds.server.ts";
 import { type CatalogModel, loadCatalog, resolveModel } from "./catalog.server.ts";
 import { isCoolingDown, recordFailure, recordSuccess } from "./cooldown.server.ts";
-import { countTokens, meter } from "./metering.server.ts";
 import { giveBack } from "./credit-leases.server.ts";
+import { countTokens, meter } from "./metering.server.ts";
 import { costMicroUsd } from "./money.server.ts";
 import {
   type ChatBody,
@@ -127,7 +127,9 @@ async function holdCall(
   );
   const limit = Math.max(
     1,
-    Math.floor(affordableTokens(prices, promptTokens, reservation.amountMicroUsd, cap * choices) / choices),
+    Math.floor(
+      affordableTokens(prices, promptTokens, reservation.amountMicroUsd, cap * choices) / choices,
+    ),
   );
   // The draw is sized down to the limit's exact cost (what rounding to whole tokens left over).
   const exact = holdFor(prices, promptTokens, limit * choices);
