@@ -3,6 +3,7 @@ import type { billingPage } from "../server/billing/page.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
 import { Card, Notice, Submit } from "./forms.tsx";
 import { formatGbp } from "./money.ts";
+import { SelfHostedPlan } from "./self-hosted.tsx";
 
 // The billing page (app/routes/billing.tsx): plan, add-ons, credits, BYOK and AI usage.
 
@@ -30,6 +31,11 @@ export function BillingPage({
       .filter((s) => s.kind === "addon" && ["active", "trialing", "past_due"].includes(s.status))
       .map((s) => s.item),
   );
+  const requestedAddOns = new Set(
+    summary.serviceRequests
+      .filter((r) => r.status === "open" || r.status === "in_progress")
+      .map((r) => r.addon as string),
+  );
   return (
     <div className="space-y-6">
       <h1 className="text-2xl font-semibold">Billing</h1>
@@ -49,11 +55,17 @@ export function BillingPage({
       ) : null}
       {result?.value?.ok ? <Notice>{result.value.ok}</Notice> : null}
       {result?.error ? <Notice tone="error">{result.error}</Notice> : null}
-      {!summary.paymentsConfigured ? (
-        <Notice tone="error">Payments are not configured on this server.</Notice>
-      ) : null}
 
       <Card title="Your plan">
+        {summary.selfHosted ? (
+          <SelfHostedPlan
+            facts={{ contact: summary.operator.contact, defaultPlan: summary.operator.defaultPlan }}
+            plan={summary.plan}
+            source={summary.planSource}
+            agentThreads={summary.limits.agentThreads}
+            ramGb={summary.limits.ramMb / 1024}
+          />
+        ) : null}
         <p data-testid="current-plan">
           Plan <strong>{summary.plan}</strong>{" "}
           <span
@@ -102,6 +114,8 @@ export function BillingPage({
                 ) : null}
                 {summary.plan === p.id ? (
                   <p className="text-emerald-700">Current plan</p>
+                ) : !summary.paymentsConfigured ? (
+                  <p className="text-slate-600">Given by the operator</p>
                 ) : (
                   <button type="submit" className="text-indigo-700 underline">
                     {summary.plan === "free" ? `Subscribe to ${p.name}` : `Switch to ${p.name}`}
@@ -111,44 +125,68 @@ export function BillingPage({
             </li>
           ))}
         </ul>
-        <Form method="post">
-          <input type="hidden" name="intent" value="portal" />
-          <button type="submit" className="text-sm text-indigo-700 underline">
-            Manage payment methods and invoices (customer portal)
-          </button>
-        </Form>
+        {summary.paymentsConfigured ? (
+          <Form method="post">
+            <input type="hidden" name="intent" value="portal" />
+            <button type="submit" className="text-sm text-indigo-700 underline">
+              Manage payment methods and invoices (customer portal)
+            </button>
+          </Form>
+        ) : null}
       </Card>
 
       <Card title="Add-ons and the enterprise suite">
         <ul className="divide-y divide-slate-100 text-sm">
           {addOns.map((a) => (
-            <li key={a.id} className="flex items-center justify-between py-2">
-              <span>
-                {a.name} · {formatGbp(a.pricePence)}/mo
-              </span>
-              {subscribedAddOns.has(a.id) ? (
-                <span className="text-emerald-700">Subscribed</span>
-              ) : (
-                <Form method="post">
-                  <input type="hidden" name="intent" value="addon" />
-                  <input type="hidden" name="addon" value={a.id} />
-                  <button type="submit" className="text-indigo-700 underline">
-                    Add {a.name}
-                  </button>
-                </Form>
-              )}
+            <li key={a.id} data-addon={a.id} className="space-y-1 py-2">
+              <div className="flex items-center justify-between">
+                <span>
+                  {a.name} ·{" "}
+                  {a.fulfilment === "request" ? "on request" : `${formatGbp(a.pricePence)}/mo`}
+                </span>
+                {subscribedAddOns.has(a.id) ? (
+                  <span className="text-emerald-700">Subscribed</span>
+                ) : a.fulfilment === "request" ? (
+                  requestedAddOns.has(a.id) ? (
+                    <span className="text-slate-600">Requested: an operator contacts you</span>
+                  ) : (
+                    <Form method="post">
+                      <input type="hidden" name="intent" value="request-addon" />
+                      <input type="hidden" name="addon" value={a.id} />
+                      <button type="submit" className="text-indigo-700 underline">
+                        Request {a.name}
+                      </button>
+                    </Form>
+                  )
+                ) : summary.paymentsConfigured ? (
+                  <Form method="post">
+                    <input type="hidden" name="intent" value="addon" />
+                    <input type="hidden" name="addon" value={a.id} />
+                    <button type="submit" className="text-indigo-700 underline">
+                      Add {a.name}
+                    </button>
+                  </Form>
+                ) : (
+                  <span className="text-slate-600">Ask the operator</span>
+                )}
+              </div>
+              <p className="text-slate-600">{a.gives}</p>
             </li>
           ))}
           <li className="flex items-center justify-between py-2">
             <span>
               {suite.name} · {formatGbp(suite.pricePence)}/mo
             </span>
-            <Form method="post">
-              <input type="hidden" name="intent" value="suite" />
-              <button type="submit" className="text-indigo-700 underline">
-                Subscribe to the suite
-              </button>
-            </Form>
+            {summary.paymentsConfigured ? (
+              <Form method="post">
+                <input type="hidden" name="intent" value="suite" />
+                <button type="submit" className="text-indigo-700 underline">
+                  Subscribe to the suite
+                </button>
+              </Form>
+            ) : (
+              <span className="text-slate-600">Ask the operator</span>
+            )}
           </li>
         </ul>
       </Card>
@@ -158,8 +196,13 @@ export function BillingPage({
           Balance: <strong data-testid="credit-balance">{credits.balance.toFixed(2)}</strong>{" "}
           credits (1 credit = 1 USD)
         </p>
+        {summary.paymentsConfigured ? null : (
+          <p className="text-sm text-slate-600">
+            Credits are granted by the operator on this server; ask them, or use your own key below.
+          </p>
+        )}
         <div className="flex flex-wrap gap-3">
-          {packs.map((c) => (
+          {(summary.paymentsConfigured ? packs : []).map((c) => (
             <Form method="post" key={c.id}>
               <input type="hidden" name="intent" value="credits" />
               <input type="hidden" name="pack" value={c.id} />
@@ -185,7 +228,7 @@ export function BillingPage({
               {credits.entries.map((e) => (
                 <tr key={`${e.createdAt}-${e.reason}-${e.amount}`}>
                   <td className="py-1">{new Date(e.createdAt).toUTCString()}</td>
-                  <td>{e.reason}</td>
+                  <td>{"note" in e && e.note ? `${e.reason}: ${e.note}` : e.reason}</td>
                   <td className="text-right">{e.amount.toFixed(4)}</td>
                 </tr>
               ))}

@@ -5,6 +5,7 @@ import { BillingPage } from "../components/billing-page.tsx";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { providerNames } from "../server/ai/providers/shared.server.ts";
 import { disableByok, enableByok } from "../server/billing/account.server.ts";
+import { requestAddOn } from "../server/billing/add-ons.server.ts";
 import { creditPackIds, planIds } from "../server/billing/catalog.server.ts";
 import {
   createCheckout,
@@ -25,6 +26,11 @@ export async function loader({ request }: LoaderFunctionArgs) {
 const schema = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("plan"), plan: z.enum(planIds, { error: "Unknown plan" }) }),
   z.object({ intent: z.literal("addon"), addon: z.string().max(100) }),
+  z.object({
+    intent: z.literal("request-addon"),
+    addon: z.string().max(100),
+    note: z.string().max(2000).optional(),
+  }),
   z.object({ intent: z.literal("suite") }),
   z.object({
     intent: z.literal("credits"),
@@ -54,6 +60,14 @@ export const action = formAction({
         return { ok: `Your plan is now ${value.plan}.` };
       case "addon":
         return checkout(createCheckout(user, "addon", value.addon));
+      case "request-addon": {
+        const { created } = await requestAddOn(user.id, value.addon, value.note);
+        return {
+          ok: created
+            ? "Request sent: an operator contacts you. Nothing is charged until you agree."
+            : "You have already asked for this; the operator has your request.",
+        };
+      }
       case "suite":
         return checkout(createCheckout(user, "suite", "suite"));
       case "credits":

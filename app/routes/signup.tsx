@@ -7,7 +7,9 @@ import { Card, Errors, Field, Honeypot, Submit } from "../components/forms.tsx";
 import { registerSchema } from "../schemas/accounts.ts";
 import { assertNotBot } from "../server/accounts/bot.server.ts";
 import { anyone, limitByIp, pageSession } from "../server/accounts/pages.server.ts";
+import { createSession } from "../server/accounts/sessions.server.ts";
 import { createUser } from "../server/accounts/users.server.ts";
+import { clientIp } from "../server/platform/client-ip.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Sign up — Agent Platform" }];
@@ -25,7 +27,12 @@ export const action = formAction({
     assertNotBot(request, value.website);
     await limitByIp(request, context, "register");
     const user = await createUser(value);
-    return redirect(`/signin?registered=1&email=${encodeURIComponent(user.email)}`);
+    // Signed in at once, like the sign-in form (decision 0010, amended).
+    const session = await createSession(user.id, {
+      ip: clientIp(request, context.remoteAddress),
+      userAgent: request.headers.get("user-agent") ?? undefined,
+    });
+    return redirect("/agents", { headers: { "Set-Cookie": session.setCookie } });
   },
 });
 
