@@ -1,14 +1,12 @@
 import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
 import { useActionData, useLoaderData } from "@remix-run/react";
-import { z } from "zod";
 import { AgentPage } from "../components/agent-page.tsx";
-import { configFormSchema } from "../schemas/agents.ts";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import {
   agentLifecycle,
   agentPage,
+  agentPageActions,
   agentPageQuery,
-  LIFECYCLE_INTENTS,
   pageError,
   saveAgentConfig,
   unverifyAgent,
@@ -33,16 +31,8 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
 const back = (id: string, notice: string) =>
   redirect(`/agents/${encodeURIComponent(id)}?notice=${notice}`, 303);
 
-const schema = z.discriminatedUnion("intent", [
-  z.object({ intent: z.enum(LIFECYCLE_INTENTS) }),
-  configFormSchema.extend({ intent: z.literal("config") }),
-  // The service checks the UID's form (one message for the API and the page).
-  z.object({ intent: z.literal("verify-eas"), attestationUid: z.string().max(200).optional() }),
-  z.object({ intent: z.literal("unverify") }),
-]);
-
-export const action = formAction({
-  schema,
+export const action = /* @__PURE__ */ formAction({
+  schema: agentPageActions,
   access: signedIn,
   fields: ["config"],
   handler: async ({ session: { user }, params, value }) => {

@@ -1,11 +1,10 @@
 import type { LoaderFunctionArgs, MetaFunction } from "@remix-run/node";
 import { useActionData, useLoaderData } from "@remix-run/react";
-import { z } from "zod";
 import { AgentChat, type ChatAnswer } from "../components/agent-chat.tsx";
 import { limitByIp, requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { getOwnedAgent } from "../server/agents/agents.server.ts";
-import { CREDENTIAL_KEYS, setCredential } from "../server/agents/channels.server.ts";
-import { chatPage } from "../server/agents/chat-page.server.ts";
+import { setCredential } from "../server/agents/channels.server.ts";
+import { chatPage, chatPageActions } from "../server/agents/chat-page.server.ts";
 import { provisionChannels } from "../server/agents/provision.server.ts";
 import { chat, createSession, updateSkill } from "../server/agents/talk.server.ts";
 import { startWhatsAppLink, waitWhatsAppLink } from "../server/agents/whatsapp-link.server.ts";
@@ -28,41 +27,13 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
   return chatPage(user, agent, selected);
 }
 
-const token = z.string().trim().max(4096).optional();
-const schema = z.discriminatedUnion("intent", [
-  z.object({
-    intent: z.literal("chat"),
-    message: z.string({ error: "Write a message" }).trim().min(1, "Write a message"),
-    sessionId: z.string().max(200).optional(),
-  }),
-  z.object({ intent: z.literal("new-session") }),
-  z.object({
-    intent: z.literal("skill"),
-    skillId: z.string().max(200),
-    enabled: z.enum(["true", "false"]),
-  }),
-  z.object({
-    intent: z.literal("credential"),
-    key: z.enum(CREDENTIAL_KEYS, { error: "Choose a credential" }),
-    value: z.string({ error: "Enter a value" }).trim().min(1, "Enter a value").max(4096),
-  }),
-  z.object({
-    intent: z.literal("channels"),
-    chatapp1Token: token,
-    chatapp2BotToken: token,
-    chatapp3Token: token,
-  }),
-  z.object({ intent: z.literal("whatsapp-link"), force: z.enum(["true", "false"]).optional() }),
-  z.object({ intent: z.literal("whatsapp-wait"), currentQrDataUrl: z.string().optional() }),
-]);
-
 const linkAnswer = (link: { linked: boolean; message: string; qrDataUrl: string | null }) => ({
   message: link.linked ? "WhatsApp is linked" : link.message,
   whatsapp: { linked: link.linked, qrDataUrl: link.qrDataUrl },
 });
 
-export const action = formAction({
-  schema,
+export const action = /* @__PURE__ */ formAction({
+  schema: chatPageActions,
   access: signedIn,
   handler: async ({ request, context, params, session: { user }, value }): Promise<ChatAnswer> => {
     const agentId = (await ownedAgent(user.id, params.id)).id;

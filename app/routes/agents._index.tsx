@@ -18,7 +18,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
 }
 
 // 402 (no subscription, tier above the plan) and 429 (tier limit) land on the form.
-export const action = formAction({
+export const action = /* @__PURE__ */ formAction({
   schema: provisionFormSchema,
   access: signedIn,
   fields: ["name", "model", "tier"],

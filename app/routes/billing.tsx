@@ -1,18 +1,16 @@
 import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
 import { useActionData, useLoaderData } from "@remix-run/react";
-import { z } from "zod";
 import { BillingPage } from "../components/billing-page.tsx";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { providerNames } from "../server/ai/providers/shared.server.ts";
 import { disableByok, enableByok } from "../server/billing/account.server.ts";
 import { requestAddOn } from "../server/billing/add-ons.server.ts";
-import { creditPackIds, planIds } from "../server/billing/catalog.server.ts";
 import {
   createCheckout,
   createPortalSession,
   creditCheckoutByPack,
 } from "../server/billing/checkout.server.ts";
-import { billingPage } from "../server/billing/page.server.ts";
+import { billingPage, billingPageActions } from "../server/billing/page.server.ts";
 import { changePlan, currentPlanSubscription } from "../server/billing/subscriptions.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 
@@ -23,32 +21,10 @@ export async function loader({ request }: LoaderFunctionArgs) {
   return billingPage(user.id);
 }
 
-const schema = z.discriminatedUnion("intent", [
-  z.object({ intent: z.literal("plan"), plan: z.enum(planIds, { error: "Unknown plan" }) }),
-  z.object({ intent: z.literal("addon"), addon: z.string().max(100) }),
-  z.object({
-    intent: z.literal("request-addon"),
-    addon: z.string().max(100),
-    note: z.string().max(2000).optional(),
-  }),
-  z.object({ intent: z.literal("suite") }),
-  z.object({
-    intent: z.literal("credits"),
-    pack: z.enum(creditPackIds, { error: "Unknown pack" }),
-  }),
-  z.object({ intent: z.literal("portal") }),
-  z.object({
-    intent: z.literal("byok-enable"),
-    provider: z.enum(providerNames, { error: "Unknown provider" }),
-    apiKey: z.string({ error: "enter the whole key" }).trim().min(8, "enter the whole key"),
-  }),
-  z.object({ intent: z.literal("byok-disable"), provider: z.string().max(100).optional() }),
-]);
-
 const checkout = async (pending: Promise<{ url: string }>) => redirect((await pending).url, 303);
 
-export const action = formAction({
-  schema,
+export const action = /* @__PURE__ */ formAction({
+  schema: billingPageActions,
   access: signedIn,
   handler: async ({ session: { user }, value }) => {
     switch (value.intent) {

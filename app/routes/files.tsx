@@ -24,8 +24,11 @@ export async function loader({ request }: LoaderFunctionArgs) {
   return { usedGb, usedBytes, limitGb, upgradeGb: STORAGE_UPGRADE_GB };
 }
 
-export const action = formAction({
-  schema: z.object({}),
+// A button without fields.
+const noFields = z.object({});
+
+export const action = /* @__PURE__ */ formAction({
+  schema: noFields,
   access: signedIn,
   handler: async ({ session: { user } }) => redirect((await createStorageCheckout(user)).url, 303),
 });

@@ -15,7 +15,7 @@ import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Forgot password — Agent Platform" }];
 
-export const action = formAction({
+export const action = /* @__PURE__ */ formAction({
   schema: forgotPasswordSchema,
   access: anyone,
   fields: ["email"],

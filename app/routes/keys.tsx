@@ -22,7 +22,7 @@ const schema = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("delete"), keyId: z.string().max(200) }),
 ]);
 
-export const action = formAction({
+export const action = /* @__PURE__ */ formAction({
   schema,
   access: signedIn,
   fields: ["name"],

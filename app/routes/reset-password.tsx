@@ -16,7 +16,7 @@ export function loader({ request }: LoaderFunctionArgs) {
   return { token: new URL(request.url).searchParams.get("token") ?? "" };
 }
 
-export const action = formAction({
+export const action = /* @__PURE__ */ formAction({
   schema: resetPasswordSchema,
   access: anyone,
   fields: ["token", "password"],

@@ -50,7 +50,7 @@ const schema = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("remove-key"), keyId: z.string().max(200) }),
 ]);
 
-export const action = formAction({
+export const action = /* @__PURE__ */ formAction({
   schema,
   access: signedIn,
   fields: ["name", "avatar", "currentPassword", "newPassword"],

@@ -41,7 +41,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
   };
 }
 
-export const action = formAction({
+export const action = /* @__PURE__ */ formAction({
   schema,
   access: anyone,
   fields: ["email", "password"],

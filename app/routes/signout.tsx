@@ -7,8 +7,11 @@ import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Sign out — Agent Platform" }];
 
-export const action = formAction({
-  schema: z.object({}),
+// A button without fields.
+const noFields = z.object({});
+
+export const action = /* @__PURE__ */ formAction({
+  schema: noFields,
   access: anyone,
   handler: async ({ request }) => {
     const session = await pageSession(request);

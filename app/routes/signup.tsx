@@ -19,7 +19,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
   return null;
 }
 
-export const action = formAction({
+export const action = /* @__PURE__ */ formAction({
   schema: registerSchema,
   access: anyone,
   fields: ["email", "password", "name", "referralCode"],

@@ -1,4 +1,6 @@
+import { z } from "zod";
 import { DomainError } from "../platform/errors.server.ts";
+import { CREDENTIAL_KEYS } from "./channels.server.ts";
 import { liveStreamOf } from "./provision.server.ts";
 import {
   activeSessionId,
@@ -54,3 +56,33 @@ export async function chatPage(
     whatsapp: whatsapp ? { status: whatsapp.value ?? null, error: whatsapp.error ?? null } : null,
   };
 }
+
+const token = z.string().trim().max(4096).optional();
+
+/** The forms of the page, by `intent` (server-only: it names server constants). */
+export const chatPageActions = z.discriminatedUnion("intent", [
+  z.object({
+    intent: z.literal("chat"),
+    message: z.string({ error: "Write a message" }).trim().min(1, "Write a message"),
+    sessionId: z.string().max(200).optional(),
+  }),
+  z.object({ intent: z.literal("new-session") }),
+  z.object({
+    intent: z.literal("skill"),
+    skillId: z.string().max(200),
+    enabled: z.enum(["true", "false"]),
+  }),
+  z.object({
+    intent: z.literal("credential"),
+    key: z.enum(CREDENTIAL_KEYS, { error: "Choose a credential" }),
+    value: z.string({ error: "Enter a value" }).trim().min(1, "Enter a value").max(4096),
+  }),
+  z.object({
+    intent: z.literal("channels"),
+    chatapp1Token: token,
+    chatapp2BotToken: token,
+    chatapp3Token: token,
+  }),
+  z.object({ intent: z.literal("whatsapp-link"), force: z.enum(["true", "false"]).optional() }),
+  z.object({ intent: z.literal("whatsapp-wait"), currentQrDataUrl: z.string().optional() }),
+]);

@@ -1,7 +1,15 @@
+import { z } from "zod";
 import { listAgents } from "../agents/agents.server.ts";
 import { providerNames } from "../ai/providers/shared.server.ts";
 import { billingSummary, recentCredits, usageByDay } from "./account.server.ts";
-import { addOns, creditPacks, enterpriseSuite, plans } from "./catalog.server.ts";
+import {
+  addOns,
+  creditPackIds,
+  creditPacks,
+  enterpriseSuite,
+  planIds,
+  plans,
+} from "./catalog.server.ts";
 import { downgradeWarning } from "./subscriptions.server.ts";
 
 /** What the billing page shows (app/routes/billing.tsx). */
@@ -37,3 +45,26 @@ export async function billingPage(userId: string) {
     providers: [...providerNames],
   };
 }
+
+/** The forms of the page, by `intent` (server-only: it names server constants). */
+export const billingPageActions = z.discriminatedUnion("intent", [
+  z.object({ intent: z.literal("plan"), plan: z.enum(planIds, { error: "Unknown plan" }) }),
+  z.object({ intent: z.literal("addon"), addon: z.string().max(100) }),
+  z.object({
+    intent: z.literal("request-addon"),
+    addon: z.string().max(100),
+    note: z.string().max(2000).optional(),
+  }),
+  z.object({ intent: z.literal("suite") }),
+  z.object({
+    intent: z.literal("credits"),
+    pack: z.enum(creditPackIds, { error: "Unknown pack" }),
+  }),
+  z.object({ intent: z.literal("portal") }),
+  z.object({
+    intent: z.literal("byok-enable"),
+    provider: z.enum(providerNames, { error: "Unknown provider" }),
+    apiKey: z.string({ error: "enter the whole key" }).trim().min(8, "enter the whole key"),
+  }),
+  z.object({ intent: z.literal("byok-disable"), provider: z.string().max(100).optional() }),
+]);

@@ -9,6 +9,9 @@ import { DomainError, domainErrorStatus } from "./errors.server.ts";
 // and answer every refusal with conform's reply, so the page shows field and form errors with
 // or without JavaScript. DomainErrors get the API route builder's status; a handler's Response
 // (a redirect) is thrown to Remix; anything else is a bug and goes to the error boundary.
+// Routes write `export const action = /* @__PURE__ */ formAction({...})` with a schema that is
+// client-safe or imported from a .server module: the browser build then drops the call (this
+// module is empty there).
 
 /** What every page action answers (useActionData). */
 export interface FormReply<T> {
