@@ -1,3 +1,5 @@
+// First: configures zod in the browser before any route module builds a schema.
+import "./zod-browser.ts";
 import {
   data,
   type LinksFunction,
