@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { CUSTOM_MODEL, LOG_LEVELS } from "../../schemas/agents.ts";
+import { modelSource } from "../ai/model-source.server.ts";
 import { frontendModels } from "../ai/models.server.ts";
+import { selfHosted } from "../billing/plan-assignments.server.ts";
 import { hasActiveSubscription } from "../billing/subscriptions.server.ts";
 import { listWebauthnCredentials } from "../identity/webauthn.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -82,6 +84,8 @@ export async function agentsOverview(userId: string) {
     tiers: tiers.map((t) => ({ id: t, limit: TIER_LIMITS[t] })),
     limit: tier ? TIER_LIMITS[tier] : 0,
     models,
+    /** No payment processor: plans come from the operator, not /pricing (decision 0100). */
+    selfHosted: selfHosted(),
   };
 }
 
@@ -161,12 +165,13 @@ export async function agentPage(
   query: z.infer<typeof agentPageQuery>,
 ) {
   const row = await getOwnedAgent(userId, agentId);
-  const [{ agent }, live, verification, messages, securityKeys] = await Promise.all([
+  const [{ agent }, live, verification, messages, securityKeys, models] = await Promise.all([
     agentDetail(userId, agentId),
     agentLive(userId, agentId),
     readAgentVerification(userId, agentId),
     agentMessages(userId, agentId, { limit: query.limit, offset: query.offset }),
     listWebauthnCredentials(userId),
+    modelSource(userId),
   ]);
   const logs = await logsFor(userId, agentId, agent.status, query.level);
   return {
@@ -184,6 +189,8 @@ export async function agentPage(
     messages,
     logs: { ...logs, level: query.level ?? null },
     config: row.config,
+    /** Which model source serves the agent, or what is missing (before a chat fails on it). */
+    modelSource: models,
   };
 }
 
