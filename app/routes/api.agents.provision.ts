@@ -3,7 +3,7 @@ import {
   provisionedAgents,
   provisionInputSchema,
 } from "../server/agents/provisioning.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,7 +1,7 @@
 import { registerSchema } from "../schemas/accounts.ts";
 import { assertNotBot } from "../server/accounts/bot.server.ts";
 import { createUser } from "../server/accounts/users.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

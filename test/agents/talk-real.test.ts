@@ -22,7 +22,7 @@ import { flushRecords, runTurn } from "../../app/server/agents/talk.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { sendResponse, toRequest } from "../../app/server/platform/node-http.server.ts";
+import { sendResponse, toRequest } from "../../app/server/platform/web/node-http.server.ts";
 import { connectPaired, provision } from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";

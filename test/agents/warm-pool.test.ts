@@ -10,7 +10,7 @@ import { flushMetering } from "../../app/server/ai/metering.server.ts";
 import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { sendResponse, toRequest } from "../../app/server/platform/node-http.server.ts";
+import { sendResponse, toRequest } from "../../app/server/platform/web/node-http.server.ts";
 import {
   connectPaired,
   connectWithPairing,

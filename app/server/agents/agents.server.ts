@@ -1,10 +1,10 @@
 import type { TransactionSql } from "postgres";
-import { randomAlphanumeric } from "../accounts/ids.server.ts";
 import { planLimits } from "../billing/catalog.server.ts";
 import { activePlanItems, requireActiveSubscription } from "../billing/subscriptions.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { randomAlphanumeric } from "../platform/ids.server.ts";
 import { contractStatus, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
 
 // Agents: one OpenClaw agent inside the user's instance each. This module owns the `agents`

@@ -1,5 +1,5 @@
-import { newId } from "../accounts/ids.server.ts";
 import { db } from "../platform/db.server.ts";
+import { newId } from "../platform/ids.server.ts";
 
 // The platform's record of what agents exchanged, on every surface. Writers (the web's chat
 // flows, the worker's gateway-event recorder) pass the gateway's identity of each message as
