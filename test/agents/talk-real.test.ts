@@ -8,8 +8,6 @@ import * as chatRoute from "../../app/routes/api.chat.ts";
 import * as heartbeatRoute from "../../app/routes/api.heartbeat.ts";
 import * as memoryRoute from "../../app/routes/api.memory.ts";
 import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
-import { generateDeviceIdentity } from "../../app/server/agents/gateway-client.server.ts";
-import { closeGatewayClients } from "../../app/server/agents/gateway-connection.server.ts";
 import {
   ensureInstanceRecord,
   getInstance,
@@ -19,6 +17,8 @@ import {
 import { attachLiveSocket } from "../../app/server/agents/live-socket.server.ts";
 import { listMessages } from "../../app/server/agents/messages.server.ts";
 import { flushRecords, runTurn } from "../../app/server/agents/talk.server.ts";
+import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
+import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";

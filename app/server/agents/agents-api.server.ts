@@ -15,7 +15,7 @@ import { sendJob } from "../platform/jobs.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { agentConfigSchema } from "./agent-config.server.ts";
 import { type AgentRow, agentStatus, agentSummaries, getOwnedAgent } from "./agents.server.ts";
-import { withGateway } from "./gateway-connection.server.ts";
+import { withGateway } from "./instance-gateway.server.ts";
 import { awaitJob, formatBytes, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
 import { listMessages, messageFigures } from "./messages.server.ts";
 

@@ -5,6 +5,7 @@ import { activePlanItems } from "../billing/subscriptions.server.ts";
 import { discordCurrentApplication } from "../channels/discord.server.ts";
 import { CredentialRejected, ServiceUnavailable } from "../channels/http.server.ts";
 import { telegramGetMe } from "../channels/telegram.server.ts";
+import { toDomainError } from "../openclaw/connections.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
@@ -25,7 +26,7 @@ import {
   channelSettings,
   storeChannelCredential,
 } from "./channels.server.ts";
-import { gatewayClientFor, toDomainError } from "./gateway-connection.server.ts";
+import { gatewayClientFor } from "./instance-gateway.server.ts";
 import {
   getInstanceByUser,
   type InstanceRow,

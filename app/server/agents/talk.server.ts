@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { userKeyProviders } from "../ai/byok.server.ts";
+import type { GatewayClient } from "../openclaw/client.server.ts";
+import { GatewayRequestError, GatewayUnavailableError } from "../openclaw/errors.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
@@ -11,13 +13,8 @@ import {
   listAgents,
 } from "./agents.server.ts";
 import { channelCredentialFlags } from "./channels.server.ts";
-import {
-  type GatewayClient,
-  GatewayRequestError,
-  GatewayUnavailableError,
-} from "./gateway-client.server.ts";
-import { withGateway } from "./gateway-connection.server.ts";
 import { type HistoryMessage, messagesOfHistory } from "./history.server.ts";
+import { withGateway } from "./instance-gateway.server.ts";
 import type { InstanceRow } from "./instances.server.ts";
 import { recordMessages } from "./messages.server.ts";
 
