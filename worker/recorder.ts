@@ -1,3 +1,4 @@
+import { recordMessages } from "../app/server/agents/agent-messages.server.ts";
 import { agentOfSessionKey } from "../app/server/agents/agents.server.ts";
 import { type HistoryMessage, messagesOfHistory } from "../app/server/agents/history.server.ts";
 import {
@@ -5,7 +6,6 @@ import {
   type InstanceRow,
   listInstances,
 } from "../app/server/agents/instances.server.ts";
-import { recordMessages } from "../app/server/agents/messages.server.ts";
 import { GatewayClient } from "../app/server/openclaw/client.server.ts";
 import { deviceIdentityFromPrivateKey } from "../app/server/openclaw/device-identity.server.ts";
 import { unseal } from "../app/server/platform/crypto.server.ts";

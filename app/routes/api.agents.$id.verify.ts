@@ -1,10 +1,10 @@
 import {
-  agentParams,
   readAgentVerification,
   removeAgentVerification,
   submitAgentVerification,
   verifyBody,
-} from "../server/agents/agents-api.server.ts";
+} from "../server/agents/agent-verification.server.ts";
+import { agentParams } from "../server/agents/agents.server.ts";
 import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({

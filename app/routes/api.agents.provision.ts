@@ -2,7 +2,7 @@ import {
   provisionAgent,
   provisionedAgents,
   provisionInputSchema,
-} from "../server/agents/provisioning.server.ts";
+} from "../server/agents/agent-provisioning.server.ts";
 import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({

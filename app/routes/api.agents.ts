@@ -1,4 +1,4 @@
-import { listAgentsView } from "../server/agents/agents-api.server.ts";
+import { listAgentsView } from "../server/agents/agent-views.server.ts";
 import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { provisionChannels } from "../server/agents/provision.server.ts";
+import { provisionChannels } from "../server/agents/channel-provisioning.server.ts";
 import { apiRoute, endpoint } from "../server/api.server.ts";
 
 const token = z.string().trim().max(512).optional();

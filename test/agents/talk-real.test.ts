@@ -8,6 +8,7 @@ import * as chatRoute from "../../app/routes/api.chat.ts";
 import * as heartbeatRoute from "../../app/routes/api.heartbeat.ts";
 import * as memoryRoute from "../../app/routes/api.memory.ts";
 import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
+import { listMessages } from "../../app/server/agents/agent-messages.server.ts";
 import {
   ensureInstanceRecord,
   getInstance,
@@ -15,7 +16,6 @@ import {
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
 import { attachLiveSocket } from "../../app/server/agents/live-socket.server.ts";
-import { listMessages } from "../../app/server/agents/messages.server.ts";
 import { flushRecords, runTurn } from "../../app/server/agents/talk.server.ts";
 import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
 import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";

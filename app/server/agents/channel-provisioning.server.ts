@@ -54,7 +54,7 @@ const PROVIDER_MODELS: Record<AiProvider, string> = {
   openrouter: "openrouter/openai/gpt-4o-mini",
 };
 
-export interface ProvisionInput {
+export interface ChannelProvisionInput {
   chatapp1Token?: string | undefined;
   chatapp1UserId?: string | undefined;
   chatapp2BotToken?: string | undefined;
@@ -71,7 +71,7 @@ export interface ProvisionInput {
 const compact = (o: Record<string, string | undefined>) =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v)) as Record<string, string>;
 
-function requestedChannels(input: ProvisionInput): Partial<Record<Channel, ChannelSetting>> {
+function requestedChannels(input: ChannelProvisionInput): Partial<Record<Channel, ChannelSetting>> {
   const out: Partial<Record<Channel, ChannelSetting>> = {};
   if (input.chatapp1Token) {
     out.chatapp1 = {
@@ -140,7 +140,7 @@ interface StreamRow {
   created_at: Date;
 }
 
-export async function provisionChannels(userId: string, input: ProvisionInput) {
+export async function provisionChannels(userId: string, input: ChannelProvisionInput) {
   const channels = requestedChannels(input);
   if (Object.keys(channels).length === 0) {
     throw new DomainError(
