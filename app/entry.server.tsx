@@ -6,7 +6,7 @@ import { isbot } from "isbot";
 import { renderToPipeableStream } from "react-dom/server";
 import { NonceContext } from "./components/nonce.ts";
 import { logger } from "./server/platform/logger.server.ts";
-import { newCspNonce, pagePolicy } from "./server/platform/security-headers.server.ts";
+import { newCspNonce, pagePolicy } from "./server/platform/web/security-headers.server.ts";
 import { MEDIA_SOURCES } from "./server/streaming/mux.server.ts";
 
 const ABORT_DELAY = 5_000;
