@@ -3,7 +3,8 @@ import { isForeignOrigin } from "../server/accounts/auth.server.ts";
 import { assertNotBot } from "../server/accounts/bot.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
 import { createUser } from "../server/accounts/users.server.ts";
-import { apiRoute, endpoint, json } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
+import { json } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

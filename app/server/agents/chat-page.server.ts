@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { DomainError } from "../platform/errors.server.ts";
+import { liveStreamOf } from "./channel-provisioning.server.ts";
 import { CREDENTIAL_KEYS } from "./channels.server.ts";
-import { liveStreamOf } from "./provision.server.ts";
 import {
   activeSessionId,
   credentials,

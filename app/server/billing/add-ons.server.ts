@@ -1,6 +1,6 @@
-import { randomAlphanumeric } from "../accounts/ids.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError, notFound } from "../platform/errors.server.ts";
+import { randomAlphanumeric } from "../platform/ids.server.ts";
 import { type AddOnId, AUDIT_RETENTION_DAYS, addOns, enterpriseSuite } from "./catalog.server.ts";
 import { GRANTING_STATUSES } from "./subscriptions.server.ts";
 
