@@ -12,11 +12,12 @@ import { getInstanceByUser, type InstanceRow } from "../../app/server/agents/ins
 import { flushMetering } from "../../app/server/ai/metering.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { connectPaired, sampleAll } from "../../worker/instances.ts";
-import { ChatRecorder } from "../../worker/recorder.ts";
+import { connectPaired } from "../../worker/instances/pairing.ts";
+import { ChatRecorder } from "../../worker/instances/recorder.ts";
+import { sampleAll } from "../../worker/instances/sampler.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
 import { configureAi, giveCredits } from "../ai/support.ts";
 import { serveAiEndpoint } from "../helpers/ai-endpoint.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
