@@ -1,5 +1,5 @@
+import { CUSTOM_MODEL } from "../../app/schemas/agents.ts";
 import {
-  CUSTOM_MODEL,
   GATEWAY_CONFIG_KEYS,
   gatewayEntryOf,
 } from "../../app/server/agents/agent-config.server.ts";

@@ -1,14 +1,12 @@
 import { gatewayPartOf } from "../../app/server/agents/agent-config.server.ts";
 import { type AgentRow, listAgents } from "../../app/server/agents/agents.server.ts";
 import {
-  type GatewayClient,
-  GatewayRequestError,
-} from "../../app/server/agents/gateway-client.server.ts";
-import {
   getInstance,
   getInstanceByUser,
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
+import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { GatewayRequestError } from "../../app/server/openclaw/errors.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { sendJob } from "../../app/server/platform/jobs.server.ts";
 import { agentsPatch, type GatewayConfigSnapshot, REPLACE_PATHS } from "./agents-patch.ts";

@@ -1,4 +1,4 @@
-import { GatewayUnavailableError } from "../../app/server/agents/gateway-client.server.ts";
+import { GatewayUnavailableError } from "../../app/server/openclaw/errors.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { logger } from "../../app/server/platform/logger.server.ts";
 import {

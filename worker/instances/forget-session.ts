@@ -1,4 +1,4 @@
-import type { GatewayClient } from "../../app/server/agents/gateway-client.server.ts";
+import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { rt, STATE_DIR } from "./engine.ts";
 
 /**

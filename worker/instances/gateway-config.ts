@@ -1,11 +1,11 @@
 import { channelSettings, channelsPatch } from "../../app/server/agents/channels.server.ts";
-import type { GatewayClient } from "../../app/server/agents/gateway-client.server.ts";
 import { PLATFORM_HEARTBEAT } from "../../app/server/agents/heartbeat.server.ts";
 import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
 import {
   issueInstanceToken,
   revokeInstanceTokens,
 } from "../../app/server/ai/instance-tokens.server.ts";
+import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import {
   CONFIG_PATH,

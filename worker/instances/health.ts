@@ -1,7 +1,5 @@
-import {
-  GatewayUnavailableError,
-  gatewayHealthy,
-} from "../../app/server/agents/gateway-client.server.ts";
+import { GatewayUnavailableError } from "../../app/server/openclaw/errors.server.ts";
+import { gatewayHealthy } from "../../app/server/openclaw/health.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
 import { gatewayAddress, rt } from "./engine.ts";

@@ -1,5 +1,5 @@
-import { gatewayHealthy } from "../../app/server/agents/gateway-client.server.ts";
 import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
+import { gatewayHealthy } from "../../app/server/openclaw/health.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
 import { gatewayAddress, rt } from "./engine.ts";
 

@@ -1,17 +1,16 @@
 import {
-  type DeviceIdentity,
-  deviceIdentityFromPrivateKey,
-  GatewayClient,
-  GatewayRequestError,
-  generateDeviceIdentity,
-  type HelloOk,
-} from "../../app/server/agents/gateway-client.server.ts";
-import {
   gatewayTokenOf,
   type InstancePatch,
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
+import { GatewayClient, type HelloOk } from "../../app/server/openclaw/client.server.ts";
+import {
+  type DeviceIdentity,
+  deviceIdentityFromPrivateKey,
+  generateDeviceIdentity,
+} from "../../app/server/openclaw/device-identity.server.ts";
+import { GatewayRequestError } from "../../app/server/openclaw/errors.server.ts";
 import { seal, unseal } from "../../app/server/platform/crypto.server.ts";
 import { rt } from "./engine.ts";
 

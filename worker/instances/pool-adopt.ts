@@ -1,10 +1,10 @@
 import { channelSettings, channelsPatch } from "../../app/server/agents/channels.server.ts";
-import type { GatewayClient } from "../../app/server/agents/gateway-client.server.ts";
 import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
 import {
   handOverWarmupToken,
   revokeInstanceTokens,
 } from "../../app/server/ai/instance-tokens.server.ts";
+import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { log, rt } from "./engine.ts";

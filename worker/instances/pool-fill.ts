@@ -1,13 +1,11 @@
 import { randomBytes } from "node:crypto";
-import {
-  type GatewayClient,
-  generateDeviceIdentity,
-} from "../../app/server/agents/gateway-client.server.ts";
 import { newGatewayToken } from "../../app/server/agents/instances.server.ts";
 import {
   issueWarmupToken,
   revokeInstanceTokens,
 } from "../../app/server/ai/instance-tokens.server.ts";
+import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";

@@ -1,5 +1,5 @@
-import { deviceIdentityFromPrivateKey } from "../../app/server/agents/gateway-client.server.ts";
 import { revokeInstanceTokens } from "../../app/server/ai/instance-tokens.server.ts";
+import { deviceIdentityFromPrivateKey } from "../../app/server/openclaw/device-identity.server.ts";
 import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { gatewayAddress, rt } from "./engine.ts";

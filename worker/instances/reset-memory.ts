@@ -1,8 +1,6 @@
-import {
-  type GatewayClient,
-  GatewayUnavailableError,
-} from "../../app/server/agents/gateway-client.server.ts";
 import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
+import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { GatewayUnavailableError } from "../../app/server/openclaw/errors.server.ts";
 import { gatewayAddress, rt } from "./engine.ts";
 import { forgetSession } from "./forget-session.ts";
 import { connectPaired } from "./pairing.ts";

@@ -1,12 +1,13 @@
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import type { ApiSecurity } from "../platform/openapi.server.ts";
 import { resolveApiKey } from "./api-keys.server.ts";
 import type { User } from "./model.server.ts";
 import { looksLikeJwt, verifySessionJwt } from "./session-jwt.server.ts";
 import { resolveSession } from "./sessions.server.ts";
 
-// How a request proves who it is. The route builder (platform/http.server.ts) and the pages
-// (auth-pages.server.ts) both go through `authorize`. docs/decisions/0014-authentication-modes.md
+// How a request proves who it is. The API route builder goes through `authorize` (bound in
+// app/server/api.server.ts). docs/decisions/0014-authentication-modes.md
 //
 // Auth modes:
 //   none      no credential is read
@@ -18,8 +19,6 @@ import { resolveSession } from "./sessions.server.ts";
 //             deleting the account — a stolen key must not be able to mint keys or lock the
 //             owner out
 
-export type AuthMode = "none" | "optional" | "user" | "jwt" | "session";
-
 export interface Auth {
   user: User;
   via: "session" | "apiKey" | "jwt";
@@ -28,6 +27,39 @@ export interface Auth {
   /** A rolled session cookie to send back. */
   setCookie?: string;
 }
+
+/** What a handler gets as `auth` under each mode: `user`, `jwt`, `session` always have one. */
+export interface AuthByMode {
+  none: undefined;
+  optional: Auth | undefined;
+  user: Auth;
+  jwt: Auth;
+  session: Auth;
+}
+
+export type AuthMode = keyof AuthByMode;
+
+/** The modes as GET /api/openapi.json describes them. */
+export const authSecurity: ApiSecurity<AuthMode> = {
+  schemes: {
+    session: { type: "apiKey", in: "cookie", name: "__session" },
+    apiKey: { type: "http", scheme: "bearer", description: "sk_… API key" },
+    jwt: {
+      type: "http",
+      scheme: "bearer",
+      bearerFormat: "JWT",
+      description: "session token as a JWT (GET /api/billing/token); billing endpoints",
+    },
+  },
+  byMode: {
+    none: [],
+    optional: [{}, { session: [] }, { apiKey: [] }],
+    user: [{ session: [] }, { apiKey: [] }],
+    jwt: [{ session: [] }, { apiKey: [] }, { jwt: [] }],
+    session: [{ session: [] }],
+  },
+  default: [{ session: [] }, { apiKey: [] }],
+};
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 

@@ -1,10 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import path from "node:path";
 import { type AppLoadContext, createRequestHandler, type ServerBuild } from "@remix-run/node";
-import { attachLiveSocket } from "../agents/live-socket.server.ts";
+import { MAX_BODY_BYTES } from "../http.server.ts";
+import { logger } from "../logger.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
-import { MAX_BODY_BYTES } from "./http.server.ts";
-import { logger } from "./logger.server.ts";
 import { readSmallBody, sendResponse, toRequest } from "./node-http.server.ts";
 import { serveStatic } from "./static-files.server.ts";
 
@@ -63,7 +62,6 @@ export function createWebServer({
       }
     });
   });
-  // The live agent socket (ws://<host>/agent/<user_id>) shares the web server's port.
-  attachLiveSocket(server);
+  // WebSocket endpoints (the live agent socket) are attached by the entry, which knows the areas.
   return server;
 }
