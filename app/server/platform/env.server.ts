@@ -179,6 +179,24 @@ const schema = z.object({
   RECONCILE_CRON: z.string().default("* * * * *"),
   /** How old an instance's measured storage may get before reconcile measures again (ms). */
   STORAGE_MEASURE_INTERVAL_MS: z.coerce.number().int().min(0).default(600_000),
+  /** Where backups are stored: a local folder (BACKUP_DIR, default DATA_DIR/backups) or S3. */
+  BACKUP_STORE: z.enum(["local", "s3"]).default("local"),
+  BACKUP_DIR: z.preprocess(blank, z.string().optional()),
+  /** S3-compatible storage (any endpoint: AWS, MinIO, R2, …); path-style by default. */
+  BACKUP_S3_ENDPOINT: z.preprocess(blank, z.url().optional()),
+  BACKUP_S3_REGION: z.string().default("us-east-1"),
+  BACKUP_S3_BUCKET: z.preprocess(blank, z.string().optional()),
+  BACKUP_S3_PREFIX: z.preprocess(blank, z.string().optional()),
+  BACKUP_S3_ACCESS_KEY_ID: z.preprocess(blank, z.string().optional()),
+  BACKUP_S3_SECRET_ACCESS_KEY: z.preprocess(blank, z.string().optional()),
+  BACKUP_S3_FORCE_PATH_STYLE: z
+    .enum(["true", "false"])
+    .default("true")
+    .transform((v) => v === "true"),
+  /** pg-boss cron of the scheduled backups (each plan's interval and retention: decision 0140). */
+  BACKUP_CRON: z.string().default("17 * * * *"),
+  /** How long POST …/restore waits for the worker before answering 202 (still running). */
+  BACKUP_RESTORE_WAIT_MS: z.coerce.number().int().min(0).default(300_000),
   /** Worker's live-sample interval (container stats and state into the instances table). */
   INSTANCE_SAMPLE_INTERVAL_MS: z.coerce.number().int().min(0).default(10_000),
   /** Multiplies every rate-limit scope's points (1 in production; the benchmark sets it high). */
@@ -247,6 +265,9 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
     throw new Error(
       "WEBHOOK_ENDPOINTS is set but WEBHOOK_SIGNING_SECRET is not (see .env.example)",
     );
+  }
+  if (env.BACKUP_STORE === "s3" && !env.BACKUP_S3_BUCKET) {
+    throw new Error("BACKUP_STORE=s3 needs BACKUP_S3_BUCKET (see .env.example)");
   }
   if (env.STRIPE_SECRET_KEY && env.DEFAULT_PLAN && env.DEFAULT_PLAN !== "none") {
     // With a processor plans are bought; a free default plan would give away what it sells.
