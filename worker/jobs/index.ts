@@ -1,4 +1,5 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { backupAgent } from "./backup-agent.ts";
 import type { JobContext } from "./context.ts";
 import { deliverWebhook } from "./deliver-webhook.ts";
 import { fillPoolJob } from "./fill-pool.ts";
@@ -7,6 +8,8 @@ import { processPaymentEvent } from "./process-payment-event.ts";
 import { provisionInstance } from "./provision-instance.ts";
 import { reconcile } from "./reconcile.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
+import { restoreBackupJob } from "./restore-backup.ts";
+import { scheduledBackupsJob } from "./scheduled-backups.ts";
 import { sendEmail } from "./send-email.ts";
 import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
 import { syncAgentsJob } from "./sync-agents.ts";
@@ -31,4 +34,7 @@ export const handlers: Handlers = {
   "stop-unpaid-instance": stopUnpaidInstance,
   "sync-agents": syncAgentsJob,
   "warm-up-instance": warmUpInstance,
+  "backup-agent": backupAgent,
+  "restore-backup": restoreBackupJob,
+  "scheduled-backups": scheduledBackupsJob,
 };

@@ -1,4 +1,4 @@
-import { PassThrough } from "node:stream";
+import { finished, PassThrough } from "node:stream";
 import Docker from "dockerode";
 import {
   type AgentRuntime,
@@ -386,6 +386,45 @@ export class DockerRuntime implements AgentRuntime {
       state: r.State,
       labels: r.Labels ?? {},
     }));
+  }
+
+  /** A created, never started container with the volume at /state: Docker's archive API reads it. */
+  private async volumeHelper(volume: string, image: string) {
+    return call(() =>
+      this.docker.createContainer({
+        Image: image,
+        Entrypoint: ["true"],
+        Cmd: [],
+        Labels: { [LABELS.managed]: "1", [LABELS.role]: "volume-archive" },
+        HostConfig: {
+          NetworkMode: "none",
+          Mounts: [{ Type: "volume", Source: volume, Target: "/state" }],
+        },
+      }),
+    );
+  }
+
+  async exportVolume(volume: string, image: string): Promise<NodeJS.ReadableStream> {
+    const helper = await this.volumeHelper(volume, image);
+    try {
+      const archive = await call(() => helper.getArchive({ path: "/state" }));
+      finished(archive, () => {
+        helper.remove({ force: true }).catch(() => {});
+      });
+      return archive;
+    } catch (error) {
+      await helper.remove({ force: true }).catch(() => {});
+      throw error;
+    }
+  }
+
+  async importVolume(volume: string, image: string, tar: NodeJS.ReadableStream): Promise<void> {
+    const helper = await this.volumeHelper(volume, image);
+    try {
+      await call(() => helper.putArchive(tar, { path: "/" }));
+    } finally {
+      await helper.remove({ force: true }).catch(() => {});
+    }
   }
 
   async runOnce(spec: Parameters<AgentRuntime["runOnce"]>[0]): Promise<ExecResult> {

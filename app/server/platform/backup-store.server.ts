@@ -49,7 +49,10 @@ const safeKey = (key: string) => {
 
 export class LocalBackupStore implements BackupStore {
   readonly driver = "local" as const;
-  constructor(readonly root: string) {}
+  readonly root: string;
+  constructor(root: string) {
+    this.root = root;
+  }
   path(key: string): string {
     return join(resolve(this.root), safeKey(key));
   }
@@ -87,7 +90,9 @@ export interface S3StoreOptions {
 export class S3BackupStore implements BackupStore {
   readonly driver = "s3" as const;
   readonly client: S3Client;
-  constructor(readonly options: S3StoreOptions) {
+  readonly options: S3StoreOptions;
+  constructor(options: S3StoreOptions) {
+    this.options = options;
     this.client = new S3Client({
       endpoint: options.endpoint,
       region: options.region,

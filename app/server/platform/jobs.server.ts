@@ -94,6 +94,19 @@ export const jobCatalog = {
   "fill-pool": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
   reconcile: define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
+  // Backups (issue 26, decision 0140): take one pending backup (its row names the agent), restore
+  // one, and the periodic pass that schedules each plan's backups and prunes past retention.
+  "backup-agent": define(z.object({ backupId: z.string().min(1) }), {
+    retryLimit: 2,
+    retryDelay: 30,
+    expireInSeconds: 1800,
+  }),
+  // Awaited by the web; no retry (a failed restore has already put the old state back).
+  "restore-backup": define(z.object({ backupId: z.string().min(1) }), {
+    retryLimit: 0,
+    expireInSeconds: 1800,
+  }),
+  "scheduled-backups": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 600 }),
   // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user).
   "teardown-instance": define(z.object({ userId: z.string().min(1) }), {
     retryLimit: 10,
@@ -132,6 +145,7 @@ export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
   reconcile: () => env().RECONCILE_CRON,
   "fill-pool": () => env().RUNTIME_POOL_CRON,
+  "scheduled-backups": () => env().BACKUP_CRON,
 };
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]["schema"]>;
 export const jobNames = Object.keys(jobCatalog) as JobName[];

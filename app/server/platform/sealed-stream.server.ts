@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, type DecipherGCM, randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { seal, unseal } from "./crypto.server.ts";
 
@@ -43,8 +43,8 @@ export async function* sealStream(source: AsyncIterable<Buffer | string>): Async
 export async function* openStream(
   source: Readable | AsyncIterable<Buffer>,
 ): AsyncGenerator<Buffer> {
-  let pending = Buffer.alloc(0);
-  let decipher: ReturnType<typeof createDecipheriv> | undefined;
+  let pending: Buffer = Buffer.alloc(0);
+  let decipher: DecipherGCM | undefined;
   for await (const chunk of source as AsyncIterable<Buffer>) {
     pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
     if (!decipher) {
@@ -63,7 +63,7 @@ export async function* openStream(
         throw new SealedStreamError("the backup's key cannot be opened with this sealing key");
       }
       const iv = pending.subarray(headerLength - IV_BYTES, headerLength);
-      decipher = createDecipheriv("aes-256-gcm", dataKey, iv);
+      decipher = createDecipheriv("aes-256-gcm", dataKey, iv) as DecipherGCM;
       pending = pending.subarray(headerLength);
     }
     // The last TAG_BYTES may be the tag: hold them back until the source ends.
