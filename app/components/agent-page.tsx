@@ -7,6 +7,7 @@ import { CONFIG_MAX_BYTES, configFormSchema, LOG_LEVELS } from "../schemas/agent
 import type { agentPage } from "../server/agents/pages.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
 import { LifecycleButtons, StatusBadge, useLivePoll } from "./agents.tsx";
+import { BackupsPanel } from "./backups-panel.tsx";
 import { Card, Errors, Notice, Submit } from "./forms.tsx";
 import { VerificationPanel } from "./verification-panel.tsx";
 
@@ -28,6 +29,10 @@ const notices: Record<string, string> = {
   "config-refused": "Configuration saved, but the gateway refused it (see the configuration).",
   verified: "Agent verified.",
   unverified: "Verification removed.",
+  backup: "Backup started: it is listed as ready when it is stored.",
+  restored: "Backup restored: the gateway runs on the restored state.",
+  "restore-running": "The restore is still running: its outcome shows next to the backup.",
+  "backup-deleted": "Backup deleted.",
 };
 
 function Row({ label, children }: { label: string; children: ReactNode }) {
@@ -190,6 +195,14 @@ export function AgentPage({
           agentId={agent.id}
           verification={verification}
           securityKeyIds={page.securityKeyIds}
+        />
+      </Card>
+
+      <Card title="Backups">
+        <BackupsPanel
+          agentId={agent.id}
+          backups={page.backups}
+          busyIntent={navigation.formData?.get("intent")}
         />
       </Card>
 

@@ -7,6 +7,7 @@ import {
   agentPage,
   agentPageActions,
   agentPageQuery,
+  backupFromPage,
   pageError,
   saveAgentConfig,
   unverifyAgent,
@@ -52,6 +53,10 @@ export const action = /* @__PURE__ */ formAction({
       case "unverify":
         await unverifyAgent(user.id, agentId);
         return back(agentId, "unverified");
+      case "backup":
+      case "restore":
+      case "delete-backup":
+        return back(agentId, await backupFromPage(user.id, agentId, value));
       default:
         await agentLifecycle(user.id, agentId, value.intent);
         return back(agentId, value.intent);
