@@ -17,6 +17,7 @@ const reasons: Record<string, string> = {
   scheduled: "scheduled",
   "pre-update": "before an update",
   "pre-restore": "before a restore",
+  imported: "imported",
 };
 
 export function BackupsPanel({

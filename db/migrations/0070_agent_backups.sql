@@ -5,7 +5,7 @@ create table agent_backups (
   id text primary key,                                   -- bkp_…
   user_id text not null references users (id) on delete cascade,
   agent_id text not null references agents (id) on delete cascade,
-  reason text not null check (reason in ('manual', 'scheduled', 'pre-update', 'pre-restore')),
+  reason text not null check (reason in ('manual', 'scheduled', 'pre-update', 'pre-restore', 'imported')),
   status text not null default 'pending' check (status in ('pending', 'ready', 'failed')),
   store text not null check (store in ('local', 's3')),
   object_key text not null unique,

@@ -1,12 +1,15 @@
+import { createPublicKey, generateKeyPairSync, type KeyObject, sign } from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { extract } from "tar-stream";
+import { extract, pack } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as downloadRoute from "../../app/routes/api.agents.$id.backups.$backupId.download.ts";
+import * as exportRoute from "../../app/routes/api.agents.$id.backups.$backupId.export.ts";
 import * as restoreRoute from "../../app/routes/api.agents.$id.backups.$backupId.restore.ts";
 import * as backupRoute from "../../app/routes/api.agents.$id.backups.$backupId.ts";
 import * as backupsRoute from "../../app/routes/api.agents.$id.backups.ts";
+import * as importRoute from "../../app/routes/api.agents.$id.import.ts";
 import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import { insertPendingBackup } from "../../app/server/agents/backups.server.ts";
 import {
@@ -17,6 +20,7 @@ import {
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { platformPublicKey } from "../../app/server/platform/signing.server.ts";
 import { pruneBackups, queueDueBackups } from "../../worker/instances/backup-schedule.ts";
 import { ensureContainer } from "../../worker/instances/container.ts";
 import { updateImage } from "../../worker/instances/update-image.ts";
@@ -51,6 +55,35 @@ async function untar(bytes: Buffer): Promise<Map<string, Buffer>> {
     files.set(entry.header.name, Buffer.concat(chunks));
   }
   return files;
+}
+
+/** A GET route's body as bytes (the call helper reads text). */
+async function bytesOf(
+  module: { loader: unknown },
+  path: string,
+  params: Record<string, string>,
+  who: { cookie: string },
+): Promise<{ status: number; bytes: Buffer }> {
+  const res = await (module.loader as (args: unknown) => Promise<Response>)({
+    request: new Request(`http://localhost${path}`, { headers: { cookie: who.cookie } }),
+    params,
+    context: { remoteAddress: "127.0.0.1" },
+  });
+  return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()) };
+}
+
+/** An archive of the export layout with this manifest, signed by `privateKey`. */
+async function forgedArchive(manifest: object, privateKey: KeyObject): Promise<Buffer> {
+  const manifestBytes = Buffer.from(JSON.stringify(manifest));
+  const signature = Buffer.from(sign(null, manifestBytes, privateKey).toString("base64url"));
+  const archive = pack();
+  archive.entry({ name: "manifest.json", size: manifestBytes.length }, manifestBytes);
+  archive.entry({ name: "manifest.sig", size: signature.length }, signature);
+  archive.entry({ name: "payload.tar", size: 3 }, Buffer.from("abc"));
+  archive.finalize();
+  const chunks: Buffer[] = [];
+  for await (const chunk of archive) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
 }
 
 describe("backup routes without Docker work", () => {
@@ -274,6 +307,94 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
     });
     expect(gone.json).toEqual({ success: true });
     expect(() => readFileSync(path)).toThrow();
+  }, 300_000);
+
+  it("exports a signed archive and imports it into another account's agent; refuses bad archives and changes nothing", async () => {
+    const memory = await readMarker();
+    const backup = await takeBackup();
+    const exported = await bytesOf(
+      exportRoute,
+      `${base(agentId)}/${backup.id}/export`,
+      { id: agentId, backupId: backup.id },
+      owner,
+    );
+    expect(exported.status).toBe(200);
+    const entries = await untar(exported.bytes);
+    expect([...entries.keys()]).toEqual(["manifest.json", "manifest.sig", "payload.tar"]);
+    const manifest = JSON.parse(entries.get("manifest.json")?.toString() ?? "{}");
+    expect(manifest).toMatchObject({ version: 1, signer: platformPublicKey() });
+
+    // Another account, its own agent and gateway.
+    const other = await agentUser("solo");
+    const target = await createAgentRecord(other.id, { name: "Heir", model: "m" });
+    const otherRow = await ensureInstanceRecord(other.id);
+    await ensureContainer(otherRow);
+    const importInto = (bytes: Buffer) =>
+      asUser(other, importRoute, `/api/agents/${target.id}/import`, {
+        method: "POST",
+        params: { id: target.id },
+        rawBody: bytes,
+        headers: { "content-type": "application/x-tar" },
+      });
+    const otherMarker = async () =>
+      (await rt.exec(otherRow.container_name, ["sh", "-c", `cat ${marker} 2>&1 || true`])).stdout;
+    const before = await otherMarker();
+    const { privateKey: stranger } = generateKeyPairSync("ed25519");
+    const strangerKey = Buffer.from(
+      createPublicKey(stranger).export({ format: "der", type: "spki" }).subarray(-32),
+    ).toString("base64url");
+    const tampered = Buffer.from(exported.bytes);
+    tampered[tampered.length - 3000] = (tampered[tampered.length - 3000] as number) ^ 0x01;
+    const cases: Array<[string, Buffer, number, RegExp]> = [
+      ["tampered", tampered, 400, /altered/],
+      [
+        "truncated",
+        exported.bytes.subarray(0, Math.floor(exported.bytes.length / 2)),
+        400,
+        /truncated/,
+      ],
+      [
+        "unknown version",
+        await forgedArchive({ ...manifest, version: 2 }, stranger),
+        400,
+        /Unknown archive version 2/,
+      ],
+      [
+        "untrusted signer",
+        await forgedArchive({ ...manifest, signer: strangerKey }, stranger),
+        400,
+        /does not trust/,
+      ],
+      ["not an archive", Buffer.from("hello"), 400, /truncated or malformed|Not an agent export/],
+    ];
+    for (const [what, bytes, status, error] of cases) {
+      const res = await importInto(bytes);
+      expect(res.status, what).toBe(status);
+      expect(res.json.error, what).toMatch(error);
+    }
+    process.env.EXPORT_MAX_BYTES = String(exported.bytes.length - 1);
+    resetEnvCache();
+    const tooLarge = await importInto(exported.bytes);
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.json.error).toMatch(/too large/);
+    delete process.env.EXPORT_MAX_BYTES;
+    resetEnvCache();
+    // Nothing changed: no backup kept, the gateway's state and records as they were.
+    const kept = await db()`select 1 from agent_backups where agent_id = ${target.id}`;
+    expect(kept.length).toBe(0);
+    expect(await otherMarker()).toBe(before);
+
+    const imported = await importInto(exported.bytes);
+    expect(imported.status, imported.text).toBe(200);
+    expect(await otherMarker()).toBe(memory);
+    const [message] = await db()<{ id: string }[]>`
+      select id from agent_messages where agent_id = ${target.id} and content = 'remember green tea'`;
+    expect(message?.id).toMatch(/^msg_/);
+    expect(message?.id).not.toBe("msg_bk1");
+    const [agentRow] = await db()<
+      { name: string }[]
+    >`select name from agents where id = ${target.id}`;
+    expect(agentRow?.name).toBe("Keeper");
   }, 300_000);
 
   it("backs up every agent before an update", async () => {

@@ -33,6 +33,7 @@ export const KEEP_PER_REASON: Record<Exclude<BackupReason, "scheduled">, number>
   manual: 10,
   "pre-update": 3,
   "pre-restore": 3,
+  imported: 3,
 };
 
 /** Queues a backup of every agent whose last scheduled one is older than its plan's interval. */

@@ -1,6 +1,8 @@
 import type { TransactionSql } from "postgres";
 import { z } from "zod";
+import { unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
+import { newId } from "../platform/ids.server.ts";
 
 // The platform's records of an agent as a backup holds them (records.json): its configuration,
 // its messages, the session chat continues, and its user's channel credentials — sealed as they
@@ -41,6 +43,15 @@ export const agentRecordsSchema = z.object({
   ),
 });
 export type AgentRecords = z.infer<typeof agentRecordsSchema>;
+
+const opens = (sealed: string) => {
+  try {
+    unseal(sealed);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /** What a backup records of the agent now. */
 export async function readAgentRecords(agentId: string): Promise<AgentRecords> {
@@ -83,11 +94,13 @@ export async function writeAgentRecords(
       config = ${tx.json(records.agent.config as never)}, config_revision = config_revision + 1,
       updated_at = now()
     where id = ${agentId} and user_id = ${userId}`;
+  // Another agent's records (an import): its message ids are not ours to reuse.
+  const foreign = records.agent.id !== agentId;
   for (const m of records.messages) {
     await tx`
       insert into agent_messages (id, agent_id, user_id, sender, content, platform, session_key,
         dedupe_key, created_at)
-      values (${m.id}, ${agentId}, ${userId}, ${m.sender}, ${m.content}, ${m.platform},
+      values (${foreign ? newId("msg") : m.id}, ${agentId}, ${userId}, ${m.sender}, ${m.content}, ${m.platform},
         ${m.session_key}, ${m.dedupe_key}, ${m.created_at})
       on conflict do nothing`;
   }
@@ -98,6 +111,8 @@ export async function writeAgentRecords(
       on conflict (agent_id) do update set session_key = excluded.session_key, updated_at = now()`;
   }
   for (const c of records.channels) {
+    // Sealed under another installation's key: unusable here, the user enters it again.
+    if (!opens(c.sealed)) continue;
     await tx`
       insert into channel_credentials (user_id, channel, sealed, details)
       values (${userId}, ${c.channel}, ${c.sealed}, ${tx.json(c.details as never)})

@@ -20,7 +20,13 @@ import { awaitJob, getInstanceByUser } from "./instances.server.ts";
 // web side — list, request, delete, download, restore. Taking and restoring one needs the state
 // volume, so the worker does it (worker/instances/backup.ts, restore.ts); the web enqueues.
 
-export const BACKUP_REASONS = ["manual", "scheduled", "pre-update", "pre-restore"] as const;
+export const BACKUP_REASONS = [
+  "manual",
+  "scheduled",
+  "pre-update",
+  "pre-restore",
+  "imported",
+] as const;
 export type BackupReason = (typeof BACKUP_REASONS)[number];
 
 export interface BackupRow {

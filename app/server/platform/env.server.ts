@@ -195,6 +195,22 @@ const schema = z.object({
     .transform((v) => v === "true"),
   /** pg-boss cron of the scheduled backups (each plan's interval and retention: decision 0140). */
   BACKUP_CRON: z.string().default("17 * * * *"),
+  /** Largest agent export archive an import accepts (bytes). */
+  EXPORT_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(512 * 1024 ** 2),
+  /** Public keys (base64url, comma-separated) of other installations whose exports are trusted. */
+  EXPORT_TRUSTED_KEYS: z
+    .string()
+    .default("")
+    .transform((v) =>
+      v
+        .split(",")
+        .map((k) => k.trim())
+        .filter(Boolean),
+    ),
   /** How long POST …/restore waits for the worker before answering 202 (still running). */
   BACKUP_RESTORE_WAIT_MS: z.coerce.number().int().min(0).default(300_000),
   /** Worker's live-sample interval (container stats and state into the instances table). */
