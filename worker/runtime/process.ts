@@ -52,6 +52,9 @@ interface ProcessSpec {
   exitCode?: number;
 }
 
+/** importVolume's name for tar entries that are not under state/ (skipped). */
+const OUTSIDE = ".not-state";
+
 export interface ProcessRuntimeOptions {
   /** Where specs, logs and volumes live (default <DATA_DIR>/runtime). */
   root: string;
@@ -204,9 +207,14 @@ export class ProcessRuntime implements AgentRuntime {
     await pipeline(
       tar,
       tarExtract(root, {
-        // Entries outside state/ are not the volume's: skipped.
-        ignore: (_name, header) => !header || !/^state(\/|$)/.test(header.name),
-        map: (header) => ({ ...header, name: header.name.replace(/^state\/?/, "") || "." }),
+        // tar-fs maps before it filters: entries outside state/ (not the volume's) are renamed
+        // into a marker folder that `ignore` then skips.
+        map: (header) => {
+          const inside = /^state(\/|$)/.test(header.name);
+          const name = header.name.replace(/^state\/?/, "") || ".";
+          return { ...header, name: inside ? name : `${OUTSIDE}/${header.name}` };
+        },
+        ignore: (_name, header) => !header || header.name.startsWith(`${OUTSIDE}/`),
       }),
     );
   }
