@@ -388,6 +388,18 @@ export class DockerRuntime implements AgentRuntime {
     }));
   }
 
+  async volumeHolders(volume: string): Promise<ContainerSummary[]> {
+    const rows = await call(() =>
+      this.docker.listContainers({ all: true, filters: { volume: [volume] } }),
+    );
+    return rows.map((r) => ({
+      id: r.Id,
+      name: (r.Names[0] ?? "").replace(/^\//, ""),
+      state: r.State,
+      labels: r.Labels ?? {},
+    }));
+  }
+
   async runOnce(spec: Parameters<AgentRuntime["runOnce"]>[0]): Promise<ExecResult> {
     const container = await call(() =>
       this.docker.createContainer({

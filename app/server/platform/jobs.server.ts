@@ -20,6 +20,19 @@ interface JobDefinition<S extends z.ZodType> {
   work: WorkPolicy;
 }
 
+/**
+ * Jobs that drive the container runtime carry a heartbeat: the worker refreshes it every 5 s, and
+ * a job whose worker died (kill -9, a lost host) is failed and retried once it is 10 s stale
+ * (pg-boss's minimum), not at its expiry (docs/decisions/0130-crash-recovery-and-engine-health.md).
+ */
+export const HEARTBEAT_SECONDS = 10;
+/** How often a worker's pg-boss supervisor looks for stale heartbeats and expired jobs. */
+export const MONITOR_SECONDS = 5;
+const runtimeJob = (policy: QueuePolicy): QueuePolicy => ({
+  heartbeatSeconds: HEARTBEAT_SECONDS,
+  ...policy,
+});
+
 const define = <S extends z.ZodType>(
   schema: S,
   policy: QueuePolicy,
@@ -57,17 +70,23 @@ export const jobCatalog = {
   ),
   // Agent runtime (issue 4). Handlers in worker/jobs/*-instance.ts, reconcile.ts; each is
   // idempotent and holds a per-instance lock, so two deliveries never act at once.
-  "provision-instance": define(z.object({ instanceId: z.string().min(1) }), {
-    retryLimit: 3,
-    retryDelay: 10,
-    retryBackoff: true,
-    expireInSeconds: 600,
-  }),
-  "update-image": define(z.object({ instanceId: z.string().min(1) }), {
-    retryLimit: 1,
-    retryDelay: 30,
-    expireInSeconds: 600,
-  }),
+  // A retry (a dead worker's job, released by a stopping worker) starts in 1-2 s.
+  "provision-instance": define(
+    z.object({ instanceId: z.string().min(1) }),
+    runtimeJob({ retryLimit: 3, retryDelay: 1, retryBackoff: true, expireInSeconds: 600 }),
+  ),
+  // Accepted only while the engine answers (502 otherwise); an outage after that is retried
+  // for about five minutes rather than losing the update.
+  "update-image": define(
+    z.object({ instanceId: z.string().min(1) }),
+    runtimeJob({
+      retryLimit: 6,
+      retryDelay: 5,
+      retryBackoff: true,
+      retryDelayMax: 120,
+      expireInSeconds: 600,
+    }),
+  ),
   // A lifecycle request the web awaits (start, stop, restart, repair, reset-memory): no retry,
   // the outcome is the job's output.
   "instance-action": define(
@@ -75,33 +94,37 @@ export const jobCatalog = {
       instanceId: z.string().min(1),
       action: z.enum(["start", "stop", "restart", "repair", "reset-memory"]),
     }),
-    { retryLimit: 0, expireInSeconds: 300 },
+    runtimeJob({ retryLimit: 0, expireInSeconds: 300 }),
   ),
   // A booted tenant gateway's dry run once it is healthy (decision 0087): best effort, no retry.
-  "warm-up-instance": define(z.object({ instanceId: z.string().min(1) }), {
-    retryLimit: 0,
-    expireInSeconds: 600,
-  }),
+  "warm-up-instance": define(
+    z.object({ instanceId: z.string().min(1) }),
+    runtimeJob({ retryLimit: 0, expireInSeconds: 600 }),
+  ),
   // Writes all of a user's agents into their gateway's config (issue 5; worker/agents.ts).
   // Idempotent: the rows are the truth, so a retry or a duplicate changes nothing.
-  "sync-agents": define(z.object({ userId: z.string().min(1) }), {
-    retryLimit: 3,
-    retryDelay: 10,
-    retryBackoff: true,
-    expireInSeconds: 300,
-  }),
+  "sync-agents": define(
+    z.object({ userId: z.string().min(1) }),
+    runtimeJob({ retryLimit: 3, retryDelay: 10, retryBackoff: true, expireInSeconds: 300 }),
+  ),
   // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption).
-  "fill-pool": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
+  "fill-pool": define(
+    z.object({}).default({}),
+    runtimeJob({ retryLimit: 0, expireInSeconds: 900 }),
+  ),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
-  reconcile: define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
+  reconcile: define(z.object({}).default({}), runtimeJob({ retryLimit: 0, expireInSeconds: 300 })),
   // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user).
-  "teardown-instance": define(z.object({ userId: z.string().min(1) }), {
-    retryLimit: 10,
-    retryDelay: 30,
-    retryBackoff: true,
-    retryDelayMax: 3600,
-    expireInSeconds: 15 * 60,
-  }),
+  "teardown-instance": define(
+    z.object({ userId: z.string().min(1) }),
+    runtimeJob({
+      retryLimit: 10,
+      retryDelay: 30,
+      retryBackoff: true,
+      retryDelayMax: 3600,
+      expireInSeconds: 15 * 60,
+    }),
+  ),
   // A canceled subscription stops the user's instance at its period end (scheduled with
   // startAfter); the handler re-checks the subscription then, so a renewal in between wins.
   "stop-unpaid-instance": define(z.object({ userId: z.string().min(1) }), {
@@ -150,6 +173,9 @@ function create({ role }: BossOptions): Promise<PgBoss> {
     connectionString: DATABASE_URL,
     max: role === "worker" ? 5 : 3,
     supervise: role === "worker",
+    // Stale heartbeats are found within seconds (pg-boss's default pass is every 60 s).
+    superviseIntervalSeconds: MONITOR_SECONDS,
+    monitorIntervalSeconds: MONITOR_SECONDS,
     schedule: role === "worker",
     useListenNotify: role === "worker",
     application_name: `agent-platform-boss:${role}`,
@@ -212,4 +238,13 @@ export async function hasLiveJob<N extends JobName>(
   return jobs.some(
     (job) => job.state === "created" || job.state === "retry" || job.state === "active",
   );
+}
+
+/** A job's state and attempt (its retryCount), or undefined when the job is gone. */
+export async function jobAttempt(
+  name: string,
+  id: string,
+): Promise<{ state: string; retryCount: number } | undefined> {
+  const job = await (await getBoss()).getJobById(name, id);
+  return job ? { state: job.state, retryCount: job.retryCount } : undefined;
 }
