@@ -5,6 +5,7 @@ import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError, notFound } from "../platform/errors.server.ts";
 import { getBoss, sendJob } from "../platform/jobs.server.ts";
+import { shutdownSignal } from "../platform/shutdown.server.ts";
 import { engineAnswers } from "./engine-health.server.ts";
 
 // Instances: one gateway container per user. This module owns the `instances` table and the
@@ -240,7 +241,10 @@ export async function requireInstance(userId: string): Promise<InstanceRow> {
   return row;
 }
 
-/** Polls the job's row until it finishes or the timeout passes (no worker → 502). */
+/**
+ * Polls the job's row until it finishes or the timeout passes (no worker → 502); undefined also
+ * when the web begins to stop (the caller answers with what is known now).
+ */
 export async function awaitJob(
   name: string,
   jobId: string,
@@ -248,13 +252,22 @@ export async function awaitJob(
 ): Promise<{ state: string; output: unknown } | undefined> {
   const boss = await getBoss();
   const deadline = Date.now() + timeoutMs;
+  const stopping = shutdownSignal();
   let delay = 25;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !stopping.aborted) {
     const job = await boss.getJobById(name, jobId);
     if (job && (job.state === "completed" || job.state === "failed" || job.state === "cancelled")) {
       return { state: job.state, output: job.output };
     }
-    await new Promise((r) => setTimeout(r, delay));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, delay);
+      function done() {
+        clearTimeout(timer);
+        stopping.removeEventListener("abort", done);
+        resolve();
+      }
+      stopping.addEventListener("abort", done, { once: true });
+    });
     delay = Math.min(delay * 2, 250);
   }
   return undefined;
