@@ -133,8 +133,13 @@ describeDocker("the container engine down and back (a dedicated dockerd)", () =>
     console.info(`engine back → instance ${healed.observed_state} in ${reconciledMs} ms`);
     expect(reconciledMs).toBeLessThan(15_000);
     // It was the engine's return that queued a reconcile pass (the cron is off in this file).
-    const passes = await (await getBoss()).findJobs("reconcile");
-    expect(passes.some((j) => j.createdOn.getTime() >= back && j.state === "completed")).toBe(true);
+    await waitFor(
+      async () =>
+        (await (await getBoss()).findJobs("reconcile")).some(
+          (j) => j.createdOn.getTime() >= back && j.state === "completed",
+        ),
+      { timeoutMs: 15_000, what: "a reconcile pass queued by the engine's return" },
+    );
     expect((await engineHealth())?.reachable).toBe(true);
     expect((await as(getInstanceRoute, `/api/instance/${userId}`)).json.status).toBe("running");
     const containers = await rt.docker.listContainers({ all: true });

@@ -28,10 +28,6 @@ interface JobDefinition<S extends z.ZodType> {
 export const HEARTBEAT_SECONDS = 10;
 /** How often a worker's pg-boss supervisor looks for stale heartbeats and expired jobs. */
 export const MONITOR_SECONDS = 5;
-const runtimeJob = (policy: QueuePolicy): QueuePolicy => ({
-  heartbeatSeconds: HEARTBEAT_SECONDS,
-  ...policy,
-});
 
 const define = <S extends z.ZodType>(
   schema: S,
@@ -42,6 +38,17 @@ const define = <S extends z.ZodType>(
   queue: { notify: true, ...policy },
   work,
 });
+
+/**
+ * A job that drives the container runtime: heartbeats, and a 2 s backstop poll, since NOTIFY
+ * wakes workers for new jobs but not for retries (pg-boss's backstop is 30 s).
+ */
+const defineRuntimeJob = <S extends z.ZodType>(schema: S, policy: QueuePolicy) =>
+  define(
+    schema,
+    { heartbeatSeconds: HEARTBEAT_SECONDS, ...policy },
+    { notifyPollingIntervalSeconds: 2 },
+  );
 
 export const jobCatalog = {
   "send-email": define(
@@ -71,60 +78,55 @@ export const jobCatalog = {
   // Agent runtime (issue 4). Handlers in worker/jobs/*-instance.ts, reconcile.ts; each is
   // idempotent and holds a per-instance lock, so two deliveries never act at once.
   // A retry (a dead worker's job, released by a stopping worker) starts in 1-2 s.
-  "provision-instance": define(
-    z.object({ instanceId: z.string().min(1) }),
-    runtimeJob({ retryLimit: 3, retryDelay: 1, retryBackoff: true, expireInSeconds: 600 }),
-  ),
+  "provision-instance": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
+    retryLimit: 3,
+    retryDelay: 1,
+    retryBackoff: true,
+    expireInSeconds: 600,
+  }),
   // Accepted only while the engine answers (502 otherwise); an outage after that is retried
   // for about five minutes rather than losing the update.
-  "update-image": define(
-    z.object({ instanceId: z.string().min(1) }),
-    runtimeJob({
-      retryLimit: 6,
-      retryDelay: 5,
-      retryBackoff: true,
-      retryDelayMax: 120,
-      expireInSeconds: 600,
-    }),
-  ),
+  "update-image": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
+    retryLimit: 6,
+    retryDelay: 5,
+    retryBackoff: true,
+    retryDelayMax: 120,
+    expireInSeconds: 600,
+  }),
   // A lifecycle request the web awaits (start, stop, restart, repair, reset-memory): no retry,
   // the outcome is the job's output.
-  "instance-action": define(
+  "instance-action": defineRuntimeJob(
     z.object({
       instanceId: z.string().min(1),
       action: z.enum(["start", "stop", "restart", "repair", "reset-memory"]),
     }),
-    runtimeJob({ retryLimit: 0, expireInSeconds: 300 }),
+    { retryLimit: 0, expireInSeconds: 300 },
   ),
   // A booted tenant gateway's dry run once it is healthy (decision 0087): best effort, no retry.
-  "warm-up-instance": define(
-    z.object({ instanceId: z.string().min(1) }),
-    runtimeJob({ retryLimit: 0, expireInSeconds: 600 }),
-  ),
+  "warm-up-instance": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
+    retryLimit: 0,
+    expireInSeconds: 600,
+  }),
   // Writes all of a user's agents into their gateway's config (issue 5; worker/agents.ts).
   // Idempotent: the rows are the truth, so a retry or a duplicate changes nothing.
-  "sync-agents": define(
-    z.object({ userId: z.string().min(1) }),
-    runtimeJob({ retryLimit: 3, retryDelay: 10, retryBackoff: true, expireInSeconds: 300 }),
-  ),
+  "sync-agents": defineRuntimeJob(z.object({ userId: z.string().min(1) }), {
+    retryLimit: 3,
+    retryDelay: 10,
+    retryBackoff: true,
+    expireInSeconds: 300,
+  }),
   // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption).
-  "fill-pool": define(
-    z.object({}).default({}),
-    runtimeJob({ retryLimit: 0, expireInSeconds: 900 }),
-  ),
+  "fill-pool": defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
-  reconcile: define(z.object({}).default({}), runtimeJob({ retryLimit: 0, expireInSeconds: 300 })),
+  reconcile: defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
   // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user).
-  "teardown-instance": define(
-    z.object({ userId: z.string().min(1) }),
-    runtimeJob({
-      retryLimit: 10,
-      retryDelay: 30,
-      retryBackoff: true,
-      retryDelayMax: 3600,
-      expireInSeconds: 15 * 60,
-    }),
-  ),
+  "teardown-instance": defineRuntimeJob(z.object({ userId: z.string().min(1) }), {
+    retryLimit: 10,
+    retryDelay: 30,
+    retryBackoff: true,
+    retryDelayMax: 3600,
+    expireInSeconds: 15 * 60,
+  }),
   // A canceled subscription stops the user's instance at its period end (scheduled with
   // startAfter); the handler re-checks the subscription then, so a renewal in between wins.
   "stop-unpaid-instance": define(z.object({ userId: z.string().min(1) }), {
