@@ -130,7 +130,7 @@ describeDocker("the container engine down and back (a dedicated dockerd)", () =>
       what: "the healed stand-in healthy",
     });
     // Figures for the report: how long after dockerd answered the instance was handled.
-    console.info(`engine back → instance ${healed.observed_state} in ${reconciledMs} ms`);
+    process.stdout.write(`engine back → instance ${healed.observed_state} in ${reconciledMs} ms\n`);
     expect(reconciledMs).toBeLessThan(15_000);
     // It was the engine's return that queued a reconcile pass (the cron is off in this file).
     await waitFor(

@@ -130,8 +130,8 @@ describeDocker("a worker dies or stops mid-provision", () => {
       what: "provisioning completed by the second worker",
     });
     const runningMs = Date.now() - killedAt;
-    console.info(
-      `kill -9 → job retried in ${retriedMs} ms (attempt ${retried.retryCount}), instance running ${runningMs} ms after the kill`,
+    process.stdout.write(
+      `kill -9 → job retried in ${retriedMs} ms (attempt ${retried.retryCount}), instance running ${runningMs} ms after the kill\n`,
     );
     expect(retriedMs).toBeLessThan(25_000);
     const row = (await getInstance(instance.id)) as InstanceRow;
@@ -165,7 +165,9 @@ describeDocker("a worker dies or stops mid-provision", () => {
     expect(await exited(worker)).toBe(0);
     const stopMs = Date.now() - t0;
     const job = await provisionJob(instance.id);
-    console.info(`SIGTERM mid-provision → worker exited in ${stopMs} ms, job ${job?.state}`);
+    process.stdout.write(
+      `SIGTERM mid-provision → worker exited in ${stopMs} ms, job ${job?.state}\n`,
+    );
     // Released (retry, taken again at once by the next worker), not left active until expiry.
     expect(job?.state).toBe("retry");
     expect(stopMs).toBeLessThan(10_000);
