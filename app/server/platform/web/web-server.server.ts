@@ -1,9 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import path from "node:path";
 import { type AppLoadContext, createRequestHandler, type ServerBuild } from "@remix-run/node";
 import { MAX_BODY_BYTES } from "../http.server.ts";
 import { logger } from "../logger.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
+import type { Ingress } from "./ingress-proxy.server.ts";
 import { readSmallBody, sendResponse, toRequest } from "./node-http.server.ts";
 import { serveStatic } from "./static-files.server.ts";
 
@@ -13,6 +15,10 @@ export interface WebServerOptions {
   mode?: string;
   /** Call /api builder routes directly instead of through Remix (default on; off for benchmarks). */
   apiFastPath?: boolean;
+  /** Agents' addresses (host and path form), proxied to their gateways before anything else. */
+  ingress?: Ingress;
+  /** Every other WebSocket upgrade (the live agent socket); without one, upgrades get 404. */
+  upgrade?: (req: IncomingMessage, socket: Socket, head: Buffer) => void;
 }
 
 /** The web tier: static files, the /api fast path, and Remix for everything else. */
@@ -20,6 +26,8 @@ export function createWebServer({
   build,
   publicDir,
   mode = "production",
+  ingress,
+  upgrade,
 }: WebServerOptions): Server {
   const remix = createRequestHandler(build, mode);
   const matchApi = compileApiRoutes(build);
@@ -52,6 +60,7 @@ export function createWebServer({
   }
 
   const server = createServer((req, res) => {
+    if (ingress?.handle(req, res)) return;
     handle(req, res).catch((error: unknown) => {
       logger().error({ err: error, url: req.url }, "request failed outside a route");
       if (!res.headersSent) {
@@ -62,6 +71,14 @@ export function createWebServer({
       }
     });
   });
-  // WebSocket endpoints (the live agent socket) are attached by the entry, which knows the areas.
+  // WebSocket endpoints (the ingress, the live agent socket) are handed in by the entry, which
+  // knows the areas; one listener, so that exactly one of them answers each upgrade.
+  if (ingress || upgrade) {
+    server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      if (ingress?.upgrade(req, socket, head)) return;
+      if (upgrade) upgrade(req, socket, head);
+      else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
+    });
+  }
   return server;
 }
