@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { createServer, type IncomingHttpHeaders, request, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { loader as openLoader } from "../../app/routes/agents.$id.open.ts";
@@ -56,7 +56,7 @@ function startGateway(): Promise<string> {
     gatewaySockets.add(ws);
     ws.on("close", () => gatewaySockets.delete(ws));
     ws.send(JSON.stringify({ hello: req.url, cookie: req.headers.cookie ?? null }));
-    ws.on("message", (data, isBinary) => ws.send(data, { binary: isBinary }));
+    ws.on("message", (data: Buffer) => ws.send(data));
   });
   return new Promise((resolve) =>
     gateway.listen(0, "127.0.0.1", () => {
@@ -75,7 +75,7 @@ function startWeb(limits: Parameters<typeof createIngress>[1] = {}): Promise<voi
   web = createServer((req, res) => {
     if (!ingress.handle(req, res)) res.writeHead(418).end("app");
   });
-  web.on("upgrade", (req, socket, head) => {
+  web.on("upgrade", (req, socket: Socket, head: Buffer) => {
     if (!ingress.upgrade(req, socket, head)) socket.end("HTTP/1.1 404 Not Found\r\n\r\n");
   });
   return new Promise((resolve) =>
