@@ -582,3 +582,4 @@ const part = (file: string) =>
   });
 if (process.env.BENCH_RUNTIME !== "0") await part("runtime.ts");
 if (process.env.BENCH_TALK !== "0") await part("talk.ts");
+if (process.env.BENCH_INGRESS !== "0") await part("ingress.ts");
