@@ -4,6 +4,7 @@ import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { randomToken, sha256 } from "../platform/ids.server.ts";
 import type { IngressAuthority, IngressVerdict } from "../platform/web/ingress-proxy.server.ts";
+import { isCrossSite, isUnsafeMethod } from "../platform/web/same-origin.server.ts";
 import { agentOrigin, agentsDomain, pathFormPrefix } from "./agent-address.server.ts";
 import { getInstanceByUser } from "./instances.server.ts";
 
@@ -168,11 +169,11 @@ function requestOf(req: IncomingMessage): Request {
  */
 function sameOrigin(req: IncomingMessage, expected: string, kind: "http" | "upgrade"): boolean {
   const origin = req.headers.origin;
-  if (origin !== undefined) return origin.toLowerCase() === expected.toLowerCase();
-  if (kind === "upgrade") return false;
-  if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return true;
-  const site = req.headers["sec-fetch-site"];
-  return site === undefined || site === "same-origin" || site === "none";
+  if (kind === "upgrade" && origin === undefined) return false;
+  if (kind === "http" && !isUnsafeMethod(req.method)) return true;
+  const host = new URL(expected).host;
+  const secFetchSite = req.headers["sec-fetch-site"] as string | undefined;
+  return !isCrossSite({ origin, host, secFetchSite }, host);
 }
 
 async function gatewayOf(owner: string) {
