@@ -18,6 +18,9 @@ let app: RunningApp;
 let appUrl: string;
 let browser: Browser;
 let gateway: Server;
+let socketsOpened = 0;
+/** Another site: a page of its own origin (no CSP of the platform's). */
+let elsewhere: Server;
 const owner = "usr_e2eingressowner";
 const stranger = "usr_e2eingressstranger";
 const agentId = "agt_e2eingress0000001";
@@ -35,6 +38,7 @@ function startGateway(): Promise<string> {
     res.end(req.url === "/" ? PAGE : `path ${req.url}`);
   });
   new WebSocket.Server({ server: gateway }).on("connection", (ws) => {
+    socketsOpened += 1;
     ws.on("message", (data: Buffer) => ws.send(String(data)));
   });
   return new Promise((resolve) =>
@@ -76,8 +80,10 @@ describe("agent ingress (browser)", () => {
   afterAll(async () => {
     await browser?.close();
     await app?.stop();
-    gateway?.closeAllConnections();
-    gateway?.close();
+    for (const server of [gateway, elsewhere]) {
+      server?.closeAllConnections();
+      server?.close();
+    }
   });
 
   it("lets the owner in through a one-time hand-off, and refuses the hand-off's replay", async () => {
@@ -128,17 +134,21 @@ describe("agent ingress (browser)", () => {
     const page = await context.newPage();
     await page.goto(agentUrl);
     await expect.poll(() => page.locator("#status").textContent()).toBe("echo: hello gateway");
-    // The main origin's page (another site for the agent's host) tries the owner's socket.
-    const elsewhere = await context.newPage();
-    await elsewhere.goto(`${appUrl}/api/health`);
+    // A page of another site tries to open the owner's socket with the owner's browser.
+    const opened = socketsOpened;
+    elsewhere = createServer((_req, res) => res.end("<!doctype html><title>elsewhere</title>"));
+    await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve));
+    const other = await context.newPage();
+    await other.goto(`http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/`);
     // A string, so that the browser's WebSocket is meant (not the module's import of ws).
     const socketUrl = `${agentUrl.replace("http:", "ws:")}ws`;
-    const outcome = await elsewhere.evaluate(`new Promise((resolve) => {
+    const outcome = await other.evaluate(`new Promise((resolve) => {
       const ws = new WebSocket(${JSON.stringify(socketUrl)});
       ws.onopen = () => resolve("open");
       ws.onerror = () => resolve("refused");
     })`);
     expect(outcome).toBe("refused");
+    expect(socketsOpened).toBe(opened);
     await context.close();
 
     // A Host naming the agent on another port, with the owner's host cookie: nothing proxied.
