@@ -9,6 +9,7 @@ import { agentAddress } from "../../app/server/agents/agent-address.server.ts";
 import {
   agentIngressAuthority,
   HANDOFF_PATH,
+  IDENTITY_HEADER,
   INGRESS_COOKIE,
   startHandoff,
 } from "../../app/server/agents/agent-ingress.server.ts";
@@ -55,7 +56,13 @@ function startGateway(): Promise<string> {
   gatewayWss.on("connection", (ws, req) => {
     gatewaySockets.add(ws);
     ws.on("close", () => gatewaySockets.delete(ws));
-    ws.send(JSON.stringify({ hello: req.url, cookie: req.headers.cookie ?? null }));
+    ws.send(
+      JSON.stringify({
+        hello: req.url,
+        cookie: req.headers.cookie ?? null,
+        user: req.headers[IDENTITY_HEADER] ?? null,
+      }),
+    );
     ws.on("message", (data: Buffer) => ws.send(data));
   });
   return new Promise((resolve) =>
@@ -250,11 +257,17 @@ describe("host form", () => {
       host: hostOf(ownerAgent),
       cookie: `${cookie}; ${platformCookie}`,
       authorization: "Bearer sk_secret",
+      [IDENTITY_HEADER]: stranger,
+      "x-forwarded-for": "203.0.113.9",
     });
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ url: "/chat?x=1", bytes: 0 });
     expect(seen[0]?.headers.cookie).toBeUndefined();
     expect(seen[0]?.headers.authorization).toBeUndefined();
+    // The gateway hears who the platform signed in and from where, not what the visitor claims.
+    expect(seen[0]?.headers[IDENTITY_HEADER]).toBe(owner);
+    expect(seen[0]?.headers["x-forwarded-for"]).toBe("127.0.0.1");
+    expect(seen[0]?.headers["x-forwarded-host"]).toBe(hostOf(ownerAgent));
     // The gateway sets no cookie on the platform's hosts; the page may not be framed.
     expect(res.headers["set-cookie"]).toBeUndefined();
     expect(res.headers["x-frame-options"]).toBe("DENY");
@@ -320,7 +333,7 @@ describe("host form", () => {
       origin: originOf(ownerAgent),
     });
     if (!("ws" in own)) throw new Error(`refused: ${own.status}`);
-    expect(JSON.parse(await own.first)).toEqual({ hello: "/ws", cookie: null });
+    expect(JSON.parse(await own.first)).toEqual({ hello: "/ws", cookie: null, user: owner });
     const echoed = new Promise<string>((r) => own.ws.once("message", (d) => r(String(d))));
     own.ws.send("ping through");
     expect(await echoed).toBe("ping through");
@@ -392,7 +405,11 @@ describe("path form", () => {
     const path = `/agents/${strangerAgent}/ui/ws?x=1`;
     const own = await openSocket(path, { host: "localhost:3000", cookie, origin: APP });
     if (!("ws" in own)) throw new Error(`refused: ${own.status}`);
-    expect(JSON.parse(await own.first)).toEqual({ hello: "/ws?x=1", cookie: null });
+    expect(JSON.parse(await own.first)).toEqual({
+      hello: "/ws?x=1",
+      cookie: null,
+      user: stranger,
+    });
     own.ws.close();
     const cross = await openSocket(path, {
       host: "localhost:3000",

@@ -21,6 +21,8 @@ import { getInstanceByUser } from "./instances.server.ts";
 
 export const HANDOFF_PATH = "/__ingress/handoff";
 export const INGRESS_COOKIE = "__agent_ingress";
+/** The signed-in platform user, as the ingress tells the gateway (never taken from the visitor). */
+export const IDENTITY_HEADER = "x-platform-user";
 const HANDOFF_TTL_SECONDS = 60;
 const INGRESS_SESSION_SECONDS = 12 * 60 * 60;
 const ID = /^(agt|usr)_[a-z0-9_]{1,64}$/;
@@ -276,6 +278,9 @@ async function proxyTo(
     agentKey: gateway.instanceId,
     userKey: userId,
     responseHeaders: PAGE_HEADERS,
+    // Who the platform signed in, for a gateway that trusts its proxy's identity (decision 0115);
+    // it replaces any copy the visitor sent.
+    upstreamHeaders: { [IDENTITY_HEADER]: userId },
     // Signed out everywhere, agent deleted or handed to someone else: the socket closes.
     stillAllowed: async () =>
       (await sessionAlive()) &&

@@ -36,6 +36,8 @@ export type IngressVerdict =
       userKey: string;
       /** Headers added to every answer (Set-Cookie of a rolled session, the page's CSP, …). */
       responseHeaders?: OutgoingHttpHeaders;
+      /** Headers set on what reaches the gateway (lower case: they replace the visitor's). */
+      upstreamHeaders?: Record<string, string>;
       /** Asked every `recheckMs` while a socket stays open: false closes it (access revoked). */
       stillAllowed?: () => Promise<boolean>;
     };
@@ -236,7 +238,7 @@ export function createIngress(
       port,
       method: req.method,
       path: verdict.path,
-      headers: forwardHeaders(req.headers, DROP_REQUEST),
+      headers: { ...forwardHeaders(req.headers, DROP_REQUEST), ...proxyHeaders(req, verdict) },
       timeout: limits.responseTimeoutMs,
     });
     const fail = (status: number, error: string) => {
@@ -292,10 +294,13 @@ export function createIngress(
       .map((p) => p.trim())
       .filter(Boolean);
     const upstream = new WebSocket(`ws://${verdict.address}${verdict.path}`, protocols, {
-      headers: forwardHeaders(forwardHeaders(req.headers, DROP_REQUEST), WS_OWN) as Record<
-        string,
-        string
-      >,
+      headers: {
+        ...(forwardHeaders(forwardHeaders(req.headers, DROP_REQUEST), WS_OWN) as Record<
+          string,
+          string
+        >),
+        ...proxyHeaders(req, verdict),
+      },
       maxPayload: limits.maxMessageBytes,
       perMessageDeflate: false,
       handshakeTimeout: limits.responseTimeoutMs,
@@ -349,6 +354,19 @@ export function createIngress(
       return true;
     },
     open: () => ({ total, byKey: new Map(counts) }),
+  };
+}
+
+/** What the gateway learns from the proxy: the visitor's address, and the authority's headers. */
+function proxyHeaders(
+  req: IncomingMessage,
+  verdict: Extract<IngressVerdict, { kind: "proxy" }>,
+): Record<string, string> {
+  return {
+    "x-forwarded-for": req.socket.remoteAddress ?? "",
+    "x-forwarded-proto": "encrypted" in req.socket && req.socket.encrypted ? "https" : "http",
+    ...(req.headers.host ? { "x-forwarded-host": req.headers.host } : {}),
+    ...verdict.upstreamHeaders,
   };
 }
 
