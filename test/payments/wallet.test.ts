@@ -1,9 +1,13 @@
+import { Validator } from "@seriousme/openapi-schema-validator";
 import { type Address, verifyMessage } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as addressRoute from "../../app/routes/api.wallet.address.ts";
 import * as createRoute from "../../app/routes/api.wallet.create.ts";
 import * as hostedRoute from "../../app/routes/api.wallet.hosted.ts";
+import * as bookingRoute from "../../app/routes/api.skills.booking-settlement.ts";
+import * as splitRoute from "../../app/routes/api.skills.instant-split.ts";
 import * as walletRoute from "../../app/routes/api.wallet.ts";
+import { apiDocument } from "../../app/server/api.server.ts";
 import { walletSigner } from "../../app/server/payments/wallets.server.ts";
 import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
@@ -172,5 +176,29 @@ describe("hosted wallets", () => {
     expect(Object.keys(paths["/api/wallet/hosted"]!).sort()).toEqual(["get", "post"]);
     expect(paths["/api/wallet/create"]!.post.summary).toMatch(/Create/);
     expect(paths["/api/wallet/address"]!.get).toBeDefined();
+  });
+
+  it("gives a valid OpenAPI 3.1 document for every payments route", async () => {
+    const modules = {
+      "api/wallet": walletRoute,
+      "api/wallet/address": addressRoute,
+      "api/wallet/create": createRoute,
+      "api/wallet/hosted": hostedRoute,
+      "api/skills/instant-split": splitRoute,
+      "api/skills/booking-settlement": bookingRoute,
+    };
+    const doc = apiDocument({
+      root: { id: "root", path: "", module: {} },
+      ...Object.fromEntries(
+        Object.entries(modules).map(([path, module]) => [
+          path,
+          { id: path, parentId: "root", path, module: module as never },
+        ]),
+      ),
+    });
+    const result = await new Validator().validate(doc as never);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(Object.keys(doc.paths)).toHaveLength(6);
   });
 });
