@@ -7,6 +7,8 @@ import {
   type Hex,
   http,
   keccak256,
+  TransactionNotFoundError,
+  TransactionReceiptNotFoundError,
 } from "viem";
 import { chain, publicClient } from "../identity/chain.server.ts";
 import { db } from "../platform/db.server.ts";
@@ -137,25 +139,57 @@ async function settleFromChain(id: string, hash: Hex): Promise<TransferStatus> {
  */
 async function reconcile(row: TransferRow): Promise<TransferStatus> {
   if (!row.tx_hash || !row.raw_tx) {
+    // The hash is stored before broadcast: without one nothing left this process.
     await mark(row.id, "failed", { error: "never signed or sent" });
     return "failed";
   }
   const hash = row.tx_hash as Hex;
   const client = publicClient();
-  const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
-  if (receipt) return settleFromChain(row.id, hash);
-  const known = await client.getTransaction({ hash }).catch(() => undefined);
+  const receipt = () =>
+    absentOr("receipt", TransactionReceiptNotFoundError, () =>
+      client.getTransactionReceipt({ hash }),
+    );
+  if (await receipt()) return settleFromChain(row.id, hash);
+  const known = await absentOr("transaction", TransactionNotFoundError, () =>
+    client.getTransaction({ hash }),
+  );
   if (!known) {
     const used = await onChain("nonce", () =>
       client.getTransactionCount({ address: row.from_address as Address, blockTag: "latest" }),
     );
     if (used > Number(row.nonce)) {
+      // Ours may have been mined between the lookups: ask once more before failing it.
+      if (await receipt()) return settleFromChain(row.id, hash);
       await mark(row.id, "failed", { error: "nonce taken by another transaction" });
       return "failed";
     }
-    await client.sendRawTransaction({ serializedTransaction: row.raw_tx as Hex });
+    try {
+      await client.sendRawTransaction({ serializedTransaction: row.raw_tx as Hex });
+    } catch (error) {
+      // Unknown to the node and refused again: failing it is safe, because the next attempt
+      // gets the same nonce, so at most one of the two can ever be mined.
+      await mark(row.id, "failed", { error: `re-broadcast refused: ${shortReason(error)}` });
+      return "failed";
+    }
   }
   return settleFromChain(row.id, hash);
+}
+
+/**
+ * A chain lookup where only a definite "not found" means absent: an RPC error is never read as
+ * absence (that would fail a transfer that may be mined), it is a 502.
+ */
+async function absentOr<T>(
+  what: string,
+  notFound: new (...args: never[]) => Error,
+  read: () => Promise<T>,
+): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof notFound) return undefined;
+    return onChain(what, () => Promise.reject(error));
+  }
 }
 
 /**
