@@ -63,11 +63,12 @@ create table split_executions (
 );
 
 -- Booking escrow: created → funded → settled | refunded. `closing` is the outcome chosen when
--- the payout is first attempted, so a settle and a refund can never both pay.
+-- the payout is first attempted, so a settle and a refund can never both pay. The parties are
+-- not foreign keys: deleting one account must not erase the record of money held in escrow.
 create table bookings (
   id text primary key,
-  booker_id text not null references users (id) on delete cascade,
-  artist_id text not null references users (id) on delete cascade,
+  booker_id text not null,
+  artist_id text not null,
   artist_address text not null,
   booker_address text not null,
   escrow_address text not null,

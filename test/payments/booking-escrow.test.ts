@@ -226,6 +226,21 @@ describe("booking escrow", () => {
     expect(refund.json.booking.status).toBe("refunded");
   });
 
+  it("keeps a funded booking when a party deletes their account", async () => {
+    const bookerAddress = await fundedBooker("usr_bkleaver", 500n);
+    await ensureUser("usr_bkartist6");
+    const b = await book("usr_bkleaver", "usr_bkartist6", "500");
+    await post("usr_bkleaver", { action: "fund", bookingId: b.id });
+    await db()`delete from users where id = 'usr_bkleaver'`;
+    const seen = await call(route, `/api/skills/booking-settlement?id=${b.id}`, {
+      headers: await as("usr_bkartist6"),
+    });
+    expect(seen.json.booking).toMatchObject({ status: "funded", amount: "500" });
+    const refund = await post("usr_bkartist6", { action: "refund", bookingId: b.id });
+    expect(refund.json.booking.status).toBe("refunded");
+    expect(await balance(bookerAddress)).toBe(500n);
+  });
+
   it("validates bookings", async () => {
     await ensureUser("usr_bkartist5");
     const base = {
