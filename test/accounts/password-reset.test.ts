@@ -5,11 +5,11 @@ import * as forgot from "../../app/routes/api.auth.forgot-password.ts";
 import * as reset from "../../app/routes/api.auth.reset-password.ts";
 import * as keys from "../../app/routes/api.keys.ts";
 import * as user from "../../app/routes/api.user.ts";
-import { sha256 } from "../../app/server/accounts/ids.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { sha256 } from "../../app/server/platform/ids.server.ts";
 import { rateLimitScopes } from "../../app/server/platform/rate-limit.server.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { call } from "../helpers/api.ts";
 import { as, cookieOf, newUser, signInUser, uniqueEmail } from "./helpers.ts";
 

@@ -12,18 +12,17 @@ import {
   channelSettings,
   storeChannelCredential,
 } from "../../app/server/agents/channels.server.ts";
-import {
-  closeGatewayClients,
-  gatewayClientFor,
-} from "../../app/server/agents/gateway-connection.server.ts";
+import { gatewayClientFor } from "../../app/server/agents/instance-gateway.server.ts";
 import {
   ensureInstanceRecord,
   getInstance,
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
+import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { connectPaired, provision } from "../../worker/instances.ts";
-import { ChatRecorder } from "../../worker/recorder.ts";
+import { connectPaired } from "../../worker/instances/pairing.ts";
+import { provision } from "../../worker/instances/provision.ts";
+import { ChatRecorder } from "../../worker/instances/recorder.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { configureAi, giveCredits } from "../ai/support.ts";
@@ -252,9 +251,9 @@ describeDocker("chat channels with the real gateway", () => {
       }),
       params: { id: agentId },
       context: { remoteAddress: "127.0.0.1" },
-    } as never)) as { data: { ok: boolean; message: string }; init: { status: number } };
+    } as never)) as unknown as { data: { error: string }; init: { status: number } };
     expect(posted.init.status).toBe(502);
-    expect(posted.data).toMatchObject({ ok: false, message: expect.stringMatching(/^WhatsApp/) });
+    expect(posted.data).toMatchObject({ value: null, error: expect.stringMatching(/^WhatsApp/) });
 
     // Another user (no instance, no chatapp3) cannot reach this gateway's WhatsApp.
     const other = await agentUser();

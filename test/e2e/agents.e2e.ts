@@ -3,10 +3,11 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
-import { reconcileAll, sampleAll } from "../../worker/instances.ts";
+import { reconcileAll } from "../../worker/instances/reconcile.ts";
+import { sampleAll } from "../../worker/instances/sampler.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
 import {
   allowDockerNetworks,
@@ -186,7 +187,8 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await editor.fill("[1, 2]");
     await page.getByRole("button", { name: "Save configuration" }).click();
     await expect
-      .poll(() => page.getByRole("alert").first().textContent())
+      // The editor's own alert: the page may show others (no model source in this setup).
+      .poll(() => page.locator("#config [role=alert]").first().textContent())
       .toBe("The configuration must be a JSON object");
     await editor.fill('{"identity": {"name": "Scout"}}');
     await page.getByRole("button", { name: "Save configuration" }).click();
@@ -240,7 +242,7 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await page.getByLabel(/^Configuration/).fill("{ nope");
     await page.getByRole("button", { name: "Save configuration" }).click();
     await expect
-      .poll(() => page.getByRole("alert").first().textContent())
+      .poll(() => page.locator("#config [role=alert]").first().textContent())
       .toMatch(/^Not valid JSON/);
     expect(await page.getByLabel(/^Configuration/).inputValue()).toBe("{ nope");
 

@@ -1,12 +1,14 @@
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import type { ApiSecurity } from "../platform/openapi.server.ts";
+import { isCrossSite, isUnsafeMethod } from "../platform/web/same-origin.server.ts";
 import { resolveApiKey } from "./api-keys.server.ts";
 import type { User } from "./model.server.ts";
 import { looksLikeJwt, verifySessionJwt } from "./session-jwt.server.ts";
 import { resolveSession } from "./sessions.server.ts";
 
-// How a request proves who it is. The route builder (platform/http.server.ts) and the pages
-// (auth-pages.server.ts) both go through `authorize`. docs/decisions/0014-authentication-modes.md
+// How a request proves who it is. The API route builder goes through `authorize` (bound in
+// app/server/api.server.ts). docs/decisions/0014-authentication-modes.md
 //
 // Auth modes:
 //   none      no credential is read
@@ -18,8 +20,6 @@ import { resolveSession } from "./sessions.server.ts";
 //             deleting the account — a stolen key must not be able to mint keys or lock the
 //             owner out
 
-export type AuthMode = "none" | "optional" | "user" | "jwt" | "session";
-
 export interface Auth {
   user: User;
   via: "session" | "apiKey" | "jwt";
@@ -29,32 +29,53 @@ export interface Auth {
   setCookie?: string;
 }
 
-const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+/** What a handler gets as `auth` under each mode: `user`, `jwt`, `session` always have one. */
+export interface AuthByMode {
+  none: undefined;
+  optional: Auth | undefined;
+  user: Auth;
+  jwt: Auth;
+  session: Auth;
+}
 
-/**
- * True when a browser says the request comes from another site: an Origin whose host is
- * neither APP_URL's nor the request's own, or (without Origin) Sec-Fetch-Site other than
- * same-origin/none. Sibling subdomains (agents' own sites) count as other sites.
- */
+export type AuthMode = keyof AuthByMode;
+
+/** The modes as GET /api/openapi.json describes them. */
+export const authSecurity: ApiSecurity<AuthMode> = {
+  schemes: {
+    session: { type: "apiKey", in: "cookie", name: "__session" },
+    apiKey: { type: "http", scheme: "bearer", description: "sk_… API key" },
+    jwt: {
+      type: "http",
+      scheme: "bearer",
+      bearerFormat: "JWT",
+      description: "session token as a JWT (GET /api/billing/token); billing endpoints",
+    },
+  },
+  byMode: {
+    none: [],
+    optional: [{}, { session: [] }, { apiKey: [] }],
+    user: [{ session: [] }, { apiKey: [] }],
+    jwt: [{ session: [] }, { apiKey: [] }, { jwt: [] }],
+    session: [{ session: [] }],
+  },
+  default: [{ session: [] }, { apiKey: [] }],
+};
+
+/** True when a browser says the request comes from another site (platform/web/same-origin). */
 export function isForeignOrigin(request: Request): boolean {
-  const origin = request.headers.get("origin");
-  if (origin) {
-    if (origin === "null") return true;
-    let host: string;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      return true;
-    }
-    if (host === new URL(env().APP_URL).host) return false;
-    return host !== (request.headers.get("host") ?? new URL(request.url).host);
-  }
-  const site = request.headers.get("sec-fetch-site");
-  return site === "cross-site" || site === "same-site";
+  return isCrossSite(
+    {
+      origin: request.headers.get("origin"),
+      host: request.headers.get("host") ?? new URL(request.url).host,
+      secFetchSite: request.headers.get("sec-fetch-site"),
+    },
+    new URL(env().APP_URL).host,
+  );
 }
 
 export function assertSameOrigin(request: Request): void {
-  if (!SAFE_METHODS.has(request.method) && isForeignOrigin(request)) {
+  if (isUnsafeMethod(request.method) && isForeignOrigin(request)) {
     throw new DomainError(403, "Cross-site request refused");
   }
 }

@@ -1,12 +1,12 @@
 import type postgres from "postgres";
 import { db } from "../platform/db.server.ts";
+import { type Queryable, txExecutor } from "../platform/db-helpers.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { newId, randomAlphanumeric } from "../platform/ids.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { forgive } from "../platform/rate-limit.server.ts";
 import { grantReferralCredits } from "./credits.server.ts";
-import { type Queryable, txExecutor } from "./db-helpers.server.ts";
 import { emitEvent } from "./events.server.ts";
-import { newId, randomAlphanumeric } from "./ids.server.ts";
 import { publicUser, toUser, type User, type UserRow } from "./model.server.ts";
 import {
   countPasswordAttempt,
