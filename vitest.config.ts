@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import GatewaysFirstSequencer from "./test/setup/sequencer.ts";
 
 export default defineConfig({
   test: {
@@ -7,6 +8,11 @@ export default defineConfig({
     globalSetup: ["test/setup/global-db.ts"],
     setupFiles: ["test/setup/per-file.ts"],
     pool: "forks",
+    // Two files at a time even on 2 cores (vitest's default there is one): the gateway files
+    // mostly wait on their containers, and the database-only files fill those waits. The
+    // gateway files start first (decision 0098).
+    maxWorkers: 2,
+    sequence: { sequencer: GatewaysFirstSequencer },
     // expect.poll waits on conditions (jobs, containers); a loaded 2-core CI needs more than 1 s.
     expect: { poll: { timeout: 20_000, interval: 50 } },
     testTimeout: 30_000,
