@@ -1,11 +1,11 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { type Address, verifyMessage } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as bookingRoute from "../../app/routes/api.skills.booking-settlement.ts";
+import * as splitRoute from "../../app/routes/api.skills.instant-split.ts";
 import * as addressRoute from "../../app/routes/api.wallet.address.ts";
 import * as createRoute from "../../app/routes/api.wallet.create.ts";
 import * as hostedRoute from "../../app/routes/api.wallet.hosted.ts";
-import * as bookingRoute from "../../app/routes/api.skills.booking-settlement.ts";
-import * as splitRoute from "../../app/routes/api.skills.instant-split.ts";
 import * as walletRoute from "../../app/routes/api.wallet.ts";
 import { apiDocument } from "../../app/server/api.server.ts";
 import { walletSigner } from "../../app/server/payments/wallets.server.ts";
