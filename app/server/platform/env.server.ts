@@ -217,6 +217,19 @@ const schema = z.object({
   MUX_TOKEN_SECRET: optionalString,
   /** Timeout of each call to the channels' and the streaming provider's APIs. */
   PROVISION_HTTP_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  // Money on chain (issue 22): hosted wallets, splits, escrow over the chain client of
+  // BASE_RPC_URL / BASE_CHAIN_ID. docs/decisions/0125–0128.
+  /** Hosted-wallet driver: builtin (keys sealed in the database; decision 0125). */
+  HOSTED_WALLET_DRIVER: z.enum(["builtin"]).default("builtin"),
+  /** The stablecoin wallets hold and pay in (USDC on Base by default). */
+  PAYMENTS_TOKEN_ADDRESS: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, "PAYMENTS_TOKEN_ADDRESS must be 0x + 40 hex")
+    .default("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"),
+  /** Platform fee kept from a settled booking, in basis points of its amount (decision 0127). */
+  PAYMENTS_PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(500),
+  /** How long a request waits for a sent transfer's receipt before answering it as pending. */
+  PAYMENTS_CONFIRM_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
 });
 
 export type Env = Omit<z.infer<typeof schema>, "DEFAULT_PLAN"> & {
