@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { newId, sha256 } from "./ids.server.ts";
@@ -43,6 +44,7 @@ export async function createApiKey(userId: string, name: string) {
     insert into api_keys (id, user_id, name, key_hash, key_preview)
     values (${newId("key")}, ${userId}, ${name}, ${sha256(key)}, ${previewOf(key)})
     returning id, name, key_preview, created_at, last_used_at`;
+  await recordAudit({ action: "api_key.created", userId, target: row!.id, details: { name } });
   return { id: row!.id, name: row!.name, key, createdAt: row!.created_at.toISOString() };
 }
 
@@ -66,6 +68,7 @@ export async function deleteApiKey(userId: string, id: string): Promise<void> {
   const rows =
     await db()`delete from api_keys where id = ${id} and user_id = ${userId} returning id`;
   if (rows.length === 0) throw new DomainError(404, "API key not found");
+  await recordAudit({ action: "api_key.deleted", userId, target: id });
 }
 
 /** The owner of a presented key, or undefined. Touches last_used_at at most once a minute. */

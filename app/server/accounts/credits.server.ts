@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type postgres from "postgres";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 
 // One ledger of money for the whole platform (credit_ledger, integer micro-USD): one platform
@@ -17,11 +18,23 @@ export async function grantReferralCredits(
   referrerId: string,
 ): Promise<void> {
   const amount = REFERRAL_CREDITS * MICRO_USD_PER_CREDIT;
-  await t`
+  const granted = await t`
     insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
     values (${`led_${randomUUID()}`}, ${newUserId}, ${amount}, 'referral', ${`referred-by:${referrerId}`}),
            (${`led_${randomUUID()}`}, ${referrerId}, ${amount}, 'referral', ${`referred:${newUserId}`})
-    on conflict (user_id, reason, reference) do nothing`;
+    on conflict (user_id, reason, reference) do nothing
+    returning user_id`;
+  for (const row of granted) {
+    await recordAudit(
+      {
+        action: "credits.changed",
+        userId: row.user_id as string,
+        target: row.user_id === newUserId ? referrerId : newUserId,
+        details: { reason: "referral", amountMicroUsd: amount },
+      },
+      t,
+    );
+  }
 }
 
 /** The user's balance in credits (USD), to the micro-dollar. */

@@ -1,4 +1,5 @@
 import { createCookie } from "@remix-run/node";
+import { noteAuditActor, recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { secrets } from "../platform/secrets.server.ts";
@@ -93,6 +94,7 @@ export async function resolveSession(request: Request): Promise<ResolvedSession 
     where s.token_hash = ${sha256(token)} and s.revoked_at is null and s.expires_at > now()`;
   if (!row) return undefined;
   const resolved: ResolvedSession = { sessionId: row.session_id, user: toUser(row) };
+  noteAuditActor({ type: "user", id: row.id, userId: row.id });
   if (Date.now() - row.last_seen_at.getTime() > REFRESH_AFTER_MS) {
     await sql`
       update sessions set last_seen_at = now(),
@@ -144,6 +146,7 @@ export async function revokeSession(userId: string, sessionId: string): Promise<
     update sessions set revoked_at = now()
     where id = ${sessionId} and user_id = ${userId} and revoked_at is null
     returning id`;
+  if (rows.length > 0) await recordAudit({ action: "session.revoked", userId, target: sessionId });
   return rows.length > 0;
 }
 
@@ -152,9 +155,21 @@ export async function revokeOtherSessions(
   keepSessionId: string | undefined,
   sql: Queryable = db(),
 ): Promise<void> {
-  await sql`
+  const revoked = await sql`
     update sessions set revoked_at = now()
-    where user_id = ${userId} and revoked_at is null and id is distinct from ${keepSessionId ?? null}`;
+    where user_id = ${userId} and revoked_at is null and id is distinct from ${keepSessionId ?? null}
+    returning id`;
+  if (revoked.length > 0) {
+    await recordAudit(
+      {
+        action: "session.revoked",
+        userId,
+        target: keepSessionId ? "other sessions" : "all sessions",
+        details: { count: revoked.length },
+      },
+      sql,
+    );
+  }
 }
 
 export async function revokeAllSessions(userId: string, sql: Queryable = db()): Promise<void> {

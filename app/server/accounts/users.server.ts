@@ -1,4 +1,5 @@
 import type postgres from "postgres";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
@@ -127,6 +128,7 @@ export async function changePassword(
   // The same budget as sign-in: a stolen session must not be a way to guess the password.
   await countPasswordAttempt(row.email);
   if (!(await verifyPassword(row.password_hash, currentPassword))) {
+    await recordAudit({ action: "password.changed", userId, outcome: "failure" });
     throw new DomainError(400, "currentPassword: is incorrect");
   }
   await forgive("signin-failures", failureKey(row.email));
@@ -134,6 +136,7 @@ export async function changePassword(
   await db().begin(async (t) => {
     await t`update users set password_hash = ${passwordHash}, updated_at = now() where id = ${userId}`;
     await revokeOtherSessions(userId, keepSessionId, t);
+    await recordAudit({ action: "password.changed", userId }, t);
   });
 }
 
@@ -142,6 +145,7 @@ export async function setPassword(userId: string, newPassword: string, t: Querya
   const passwordHash = await hashPassword(newPassword);
   await t`update users set password_hash = ${passwordHash}, updated_at = now() where id = ${userId}`;
   await revokeAllSessions(userId, t);
+  await recordAudit({ action: "password.reset", userId }, t);
 }
 
 /**
@@ -154,5 +158,6 @@ export async function deleteUser(userId: string): Promise<void> {
     if (!row) throw new DomainError(404, "User not found");
     await sendJob("teardown-instance", { userId }, { db: txExecutor(t) });
     await emitEvent(t, "user.deleted", { id: userId, email: row.email });
+    await recordAudit({ action: "account.deleted", userId, target: userId }, t);
   });
 }

@@ -2,6 +2,7 @@ import type { TransactionSql } from "postgres";
 import { randomAlphanumeric } from "../accounts/ids.server.ts";
 import { planLimits } from "../billing/catalog.server.ts";
 import { activePlanItems, requireActiveSubscription } from "../billing/subscriptions.server.ts";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -87,6 +88,10 @@ export async function createAgentRecord(
       values (${id}, ${userId}, ${input.name}, ${gatewayAgentId}, ${input.model}, ${tier},
               ${tx.json((input.config ?? {}) as never)})
       returning *`;
+    await recordAudit(
+      { action: "agent.provisioned", userId, target: id, details: { name: input.name, tier } },
+      tx,
+    );
     return row as AgentRow;
   }) as Promise<AgentRow>;
 }

@@ -1,5 +1,6 @@
 import { setUserKey } from "../ai/byok.server.ts";
 import type { ProviderName } from "../ai/providers/shared.server.ts";
+import { recordAudit } from "../platform/audit.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
@@ -56,6 +57,7 @@ export async function storeChannelCredential(
     values (${userId}, ${channel}, ${seal(setting.token)}, ${sql.json(setting.details ?? {})})
     on conflict (user_id, channel) do update set sealed = excluded.sealed,
       details = excluded.details, updated_at = now()`;
+  await recordAudit({ action: "credentials.set", userId, target: channel }, sql);
 }
 
 export async function channelSettings(
@@ -159,6 +161,7 @@ export async function applyChannels(
 export async function setCredential(userId: string, key: CredentialKey, value: string) {
   if (!isChannel(key)) {
     await setUserKey(userId, key as ProviderName, value);
+    await recordAudit({ action: "credentials.set", userId, target: key });
     return { success: true, key, configured: true };
   }
   const current = await channelSettings(userId);

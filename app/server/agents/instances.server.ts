@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { recordAudit } from "../platform/audit.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
@@ -250,20 +251,34 @@ export async function runLifecycle(
   action: LifecycleAction,
 ): Promise<ActionOutcome> {
   const row = await requireInstance(userId);
-  let jobId: string;
+  const audit = (outcome: "success" | "failure") =>
+    recordAudit({
+      action: "instance.action",
+      userId,
+      target: row.id,
+      outcome,
+      details: { action },
+    });
   try {
-    jobId = await sendJob("instance-action", { instanceId: row.id, action });
-  } catch {
-    throw internalFailure();
+    let jobId: string;
+    try {
+      jobId = await sendJob("instance-action", { instanceId: row.id, action });
+    } catch {
+      throw internalFailure();
+    }
+    const done = await awaitJob("instance-action", jobId, env().INSTANCE_ACTION_TIMEOUT_MS);
+    if (!done) throw backendUnavailable();
+    const parsed = actionOutcomeSchema.safeParse(done.output);
+    if (done.state !== "completed" || !parsed.success) throw internalFailure();
+    if (!parsed.data.ok) {
+      throw parsed.data.failure === "unavailable" ? backendUnavailable() : internalFailure();
+    }
+    await audit("success");
+    return parsed.data;
+  } catch (error) {
+    await audit("failure");
+    throw error;
   }
-  const done = await awaitJob("instance-action", jobId, env().INSTANCE_ACTION_TIMEOUT_MS);
-  if (!done) throw backendUnavailable();
-  const parsed = actionOutcomeSchema.safeParse(done.output);
-  if (done.state !== "completed" || !parsed.success) throw internalFailure();
-  if (!parsed.data.ok) {
-    throw parsed.data.failure === "unavailable" ? backendUnavailable() : internalFailure();
-  }
-  return parsed.data;
 }
 
 /** Accepts an image update: the job recreates the container; GET shows its progress. */
@@ -274,6 +289,12 @@ export async function requestImageUpdate(userId: string): Promise<void> {
   } catch {
     throw internalFailure();
   }
+  await recordAudit({
+    action: "instance.action",
+    userId,
+    target: row.id,
+    details: { action: "update" },
+  });
 }
 
 /** The gateway token, generating the instance record (and its token) when none exists. */

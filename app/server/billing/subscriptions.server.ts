@@ -1,4 +1,5 @@
 import type postgres from "postgres";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
@@ -150,6 +151,21 @@ async function writeSubscription(
         detail, reference)
       values (${userId}, ${sub.id}, 'subscription', ${item.id}, ${before?.status ?? null},
         ${sub.status}, ${detail || null}, ${reference})`;
+    await recordAudit(
+      {
+        action: "plan.changed",
+        userId,
+        target: sub.id,
+        details: {
+          item: item.id,
+          fromItem: before?.item ?? null,
+          fromStatus: before?.status ?? null,
+          toStatus: sub.status,
+          cancelAtPeriodEnd: sub.cancel_at_period_end ?? false,
+        },
+      },
+      t,
+    );
   }
   await refreshUserPlan(t, userId);
   const canceledNow = sub.status === "canceled" && before?.status !== "canceled";
@@ -219,6 +235,18 @@ export async function activePlanItems(userId: string): Promise<string[]> {
     where user_id = ${userId} and kind in ('plan', 'api', 'suite')
       and status = any(${GRANTING_STATUSES as unknown as string[]})`;
   return rows.map((r) => r.item);
+}
+
+/**
+ * Users whose live subscriptions include an add-on: its own subscription, or the Full
+ * Enterprise Suite (which bundles every add-on).
+ */
+export async function usersWithAddOn(addOnId: string): Promise<string[]> {
+  const rows = await db()<{ user_id: string }[]>`
+    select distinct user_id from subscriptions
+    where status = any(${GRANTING_STATUSES as unknown as string[]})
+      and ((kind = 'addon' and item = ${addOnId}) or kind = 'suite')`;
+  return rows.map((r) => r.user_id);
 }
 
 export async function listSubscriptions(userId: string): Promise<SubscriptionRow[]> {

@@ -167,6 +167,8 @@ const schema = z.object({
   GATEWAY_HEALTH_TIMEOUT_MS: z.coerce.number().int().min(1000).default(180_000),
   /** pg-boss cron of the reconcile job (desired vs observed state of every instance). */
   RECONCILE_CRON: z.string().default("* * * * *"),
+  // Deletes audit-log entries past their retention (90 days, a year with the add-on).
+  AUDIT_PURGE_CRON: z.string().default("41 3 * * *"),
   /** How old an instance's measured storage may get before reconcile measures again (ms). */
   STORAGE_MEASURE_INTERVAL_MS: z.coerce.number().int().min(0).default(600_000),
   /** Worker's live-sample interval (container stats and state into the instances table). */

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { ActionFunctionArgs, LoaderFunctionArgs } from "@remix-run/node";
 import type { z } from "zod";
 import { type Auth, type AuthMode, authorize } from "../accounts/auth.server.ts";
+import { type AuditActor, withAuditScope } from "./audit.server.ts";
 import { clientIp } from "./client-ip.server.ts";
 import { DomainError } from "./errors.server.ts";
 import { logger } from "./logger.server.ts";
@@ -218,6 +219,13 @@ export const OVERHEAD_HEADER = "x-overhead-ms";
 /** The `x-overhead-ms` value: milliseconds with two decimals. */
 export const overheadMs = (ms: number) => Math.max(0, ms).toFixed(2);
 
+/** Who the audit log names for a request: the API key when one was used, else the user. */
+export function auditActorOf(auth: Auth): AuditActor {
+  return auth.via === "apiKey"
+    ? { type: "api_key", id: auth.keyId ?? auth.user.id, userId: auth.user.id }
+    : { type: "user", id: auth.user.id, userId: auth.user.id };
+}
+
 async function answer(
   route: ApiRoute,
   { request, params, context }: LoaderFunctionArgs,
@@ -256,17 +264,20 @@ async function answer(
     const parsedParams = parse(spec.params, params, "params");
     const query = parse(spec.query, Object.fromEntries(url.searchParams), "query");
     const body = spec.body ? parse(spec.body, await readBody(request), "body") : undefined;
-    const result = await spec.handler({
-      request,
-      params: parsedParams,
-      query,
-      body,
-      requestId,
-      ip,
-      context,
-      auth,
-      startedAt,
-    });
+    const actor = auth && auditActorOf(auth);
+    const result = await withAuditScope({ ip, ...(actor ? { actor } : {}) }, () =>
+      spec.handler({
+        request,
+        params: parsedParams,
+        query,
+        body,
+        requestId,
+        ip,
+        context,
+        auth,
+        startedAt,
+      }),
+    );
     const response =
       result instanceof Response ? result : json(result, { status: spec.status ?? 200 });
     return withHeaders(response, extraHeaders, auth?.setCookie);

@@ -123,6 +123,12 @@ export const jobCatalog = {
     },
     { notifyPollingIntervalSeconds: 2 },
   ),
+  // Periodic: deletes audit-log entries past their retention (worker/jobs/purge-audit-log.ts).
+  "purge-audit-log": define(z.object({}).default({}), {
+    retryLimit: 2,
+    retryDelay: 60,
+    expireInSeconds: 600,
+  }),
 } as const;
 
 export type JobName = keyof typeof jobCatalog;
@@ -132,6 +138,7 @@ export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
   reconcile: () => env().RECONCILE_CRON,
   "fill-pool": () => env().RUNTIME_POOL_CRON,
+  "purge-audit-log": () => env().AUDIT_PURGE_CRON,
 };
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]["schema"]>;
 export const jobNames = Object.keys(jobCatalog) as JobName[];
