@@ -6,6 +6,7 @@ import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server
 import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
 import { logger } from "./app/server/platform/logger.server.ts";
+import { onStopSignal } from "./app/server/platform/supervisor.server.ts";
 import { createWebServer } from "./app/server/platform/web-server.server.ts";
 import { migrate } from "./db/migrate.ts";
 
@@ -30,17 +31,12 @@ server.listen(config.PORT, config.HOST, () => {
   logger().info({ url: `http://${config.HOST}:${port}` }, "web listening");
 });
 
-let stopping = false;
-for (const signal of ["SIGTERM", "SIGINT"] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    logger().info({ signal }, "web stopping");
-    // In-flight answers finish, then their usage is settled and credit leases given back.
-    server.close(() => {
-      flushMetering().finally(() => process.exit(0));
-    });
-    server.closeIdleConnections();
-    setTimeout(() => process.exit(0), 10_000).unref();
+onStopSignal((signal) => {
+  logger().info({ signal }, "web stopping");
+  // In-flight answers finish, then their usage is settled and credit leases given back.
+  server.close(() => {
+    flushMetering().finally(() => process.exit(0));
   });
-}
+  server.closeIdleConnections();
+  setTimeout(() => process.exit(0), 10_000).unref();
+});

@@ -1,14 +1,16 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server.ts";
 import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
+import { supervise } from "./app/server/platform/supervisor.server.ts";
 import { migrate } from "./db/migrate.ts";
 
 // `npm start`: the whole platform on one machine — build if needed, the embedded database when
-// no DATABASE_URL is set, migrations, then web and worker as two processes. Ctrl-C stops all.
+// no DATABASE_URL is set, migrations, then web and worker as two supervised processes
+// (restarted with back-off when they crash). Ctrl-C stops all, in order.
 const root = path.dirname(fileURLToPath(import.meta.url));
 const say = (line: string) => process.stderr.write(`[start] ${line}\n`);
 
@@ -54,53 +56,33 @@ await migrate(db());
 await ensureQueueSchema();
 await closeDb();
 
-const children = new Map<string, ChildProcess>();
+// Web first: it stops taking requests and settles its metering while the worker still runs;
+// then the worker finishes or releases its jobs; the database goes last.
+const supervisor = supervise({
+  cwd: root,
+  env: { ...process.env, DATABASE_URL: database.url, START_SUPERVISED: "1" },
+  log: say,
+  children: [
+    { name: "web", args: [path.join(root, "server.ts")], stopTimeoutMs: 15_000 },
+    { name: "worker", args: [path.join(root, "worker/index.ts")], stopTimeoutMs: 40_000 },
+  ],
+});
+
 let stopping = false;
-
-function launch(name: string, entry: string) {
-  const child = spawn(process.execPath, [path.join(root, entry)], {
-    cwd: root,
-    stdio: "inherit",
-    env: { ...process.env, DATABASE_URL: database.url },
-  });
-  children.set(name, child);
-  child.on("exit", (code, signal) => {
-    children.delete(name);
-    if (!stopping) {
-      say(`${name} exited unexpectedly (${signal ?? code}); stopping everything`);
-      void shutdown(1);
-    } else if (children.size === 0) {
-      void finish();
-    }
-  });
-}
-
-let exitCode = 0;
-async function finish() {
+async function shutdown() {
+  if (stopping) return;
+  stopping = true;
+  await supervisor.stop();
   if (database.embedded) {
     say("stopping the embedded database");
     await database.embedded.stop().catch((error: unknown) => say(`database stop failed: ${error}`));
   }
-  process.exit(exitCode);
+  process.exit(0);
 }
 
-async function shutdown(code: number) {
-  if (stopping) return;
-  stopping = true;
-  exitCode = code;
-  if (children.size === 0) return finish();
-  for (const child of children.values()) child.kill("SIGTERM");
-  // A child that ignores SIGTERM for too long is killed; nothing is left behind.
-  setTimeout(() => {
-    for (const child of children.values()) child.kill("SIGKILL");
-  }, 35_000).unref();
-}
+process.on("SIGINT", () => void shutdown());
+process.on("SIGTERM", () => void shutdown());
 
-process.on("SIGINT", () => void shutdown(0));
-process.on("SIGTERM", () => void shutdown(0));
-
-launch("web", "server.ts");
-launch("worker", "worker/index.ts");
 say(
   `platform starting at http://${config.HOST === "0.0.0.0" ? "localhost" : config.HOST}:${config.PORT} (Ctrl-C stops web, worker and database)`,
 );

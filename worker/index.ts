@@ -1,6 +1,7 @@
 import { closeDb, db, resolveDatabaseUrl } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
+import { onStopSignal } from "../app/server/platform/supervisor.server.ts";
 import { migrate } from "../db/migrate.ts";
 import { startRecorder } from "./recorder.ts";
 import { startSampler } from "./sampler.ts";
@@ -14,20 +15,15 @@ await startWorker();
 const stopSampler = await startSampler();
 const stopRecorder = startRecorder();
 
-let stopping = false;
-for (const signal of ["SIGTERM", "SIGINT"] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    logger().info({ signal }, "worker stopping: finishing in-flight jobs");
-    stopSampler();
-    stopRecorder();
-    stopWorker()
-      .then(closeDb)
-      .then(() => process.exit(0))
-      .catch((error) => {
-        logger().error({ err: error }, "worker stop failed");
-        process.exit(1);
-      });
-  });
-}
+onStopSignal((signal) => {
+  logger().info({ signal }, "worker stopping: finishing in-flight jobs");
+  stopSampler();
+  stopRecorder();
+  stopWorker()
+    .then(closeDb)
+    .then(() => process.exit(0))
+    .catch((error) => {
+      logger().error({ err: error }, "worker stop failed");
+      process.exit(1);
+    });
+});
