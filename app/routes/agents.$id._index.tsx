@@ -26,6 +26,7 @@ import {
   agentLifecycle,
   agentPage,
   agentPageQuery,
+  deleteAgentFromPage,
   LIFECYCLE_INTENTS,
   type LifecycleIntent,
   pageError,
@@ -94,6 +95,12 @@ export async function action({ request, params }: ActionFunctionArgs) {
     if (intent === "verify-eas") {
       await verifyAgentWithEas(user.id, agentId, String(form.get("attestationUid") ?? "").trim());
       return back(agentId, "verified");
+    }
+    if (intent === "delete") {
+      // Only the confirm step's form carries confirm=yes (the page works without JavaScript).
+      if (form.get("confirm") !== "yes") return redirect(`?confirm=delete`, 303);
+      await deleteAgentFromPage(user.id, agentId);
+      return redirect("/agents?notice=deleted", 303);
     }
     if (intent === "unverify") {
       await unverifyAgent(user.id, agentId);
@@ -317,6 +324,41 @@ export default function AgentPage() {
               </li>
             ))}
           </ol>
+        )}
+      </Card>
+
+      <Card title="Delete agent">
+        {searchParams.get("confirm") === "delete" ? (
+          <Form method="post" className="space-y-3" data-testid="confirm-delete">
+            <p className="text-sm">
+              Delete <strong>{agent.name}</strong> for good? Its configuration and messages go with
+              it. If it is your last agent, its gateway, stored state and channel connections are
+              removed too.
+            </p>
+            <input type="hidden" name="intent" value="delete" />
+            <input type="hidden" name="confirm" value="yes" />
+            <div className="flex items-center gap-4">
+              <button
+                type="submit"
+                className="rounded-md bg-red-700 px-3 py-1.5 text-sm font-medium text-white"
+              >
+                Yes, delete {agent.name}
+              </button>
+              <Link to={`/agents/${agent.id}`} className="text-sm underline">
+                Cancel
+              </Link>
+            </div>
+          </Form>
+        ) : (
+          <Form method="get">
+            <input type="hidden" name="confirm" value="delete" />
+            <button
+              type="submit"
+              className="rounded-md border border-red-300 bg-white px-3 py-1.5 text-sm text-red-700"
+            >
+              Delete agent…
+            </button>
+          </Form>
         )}
       </Card>
 

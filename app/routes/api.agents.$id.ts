@@ -1,4 +1,5 @@
 import { agentDetail, agentParams } from "../server/agents/agents-api.server.ts";
+import { deleteAgent } from "../server/agents/delete-agent.server.ts";
 import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
@@ -8,5 +9,14 @@ export const { loader, action } = apiRoute({
     rateLimit: "agents",
     params: agentParams,
     handler: ({ auth, params }) => agentDetail(auth.user.id, params.id),
+  }),
+  DELETE: endpoint({
+    summary: "Delete an agent",
+    description:
+      "Frees its tier slot and removes it from the gateway. Deleting the user's last agent also removes the gateway: container and state volume (by the worker), channel credentials and model-endpoint tokens. Another user's agent answers 404.",
+    auth: "user",
+    rateLimit: "agents",
+    params: agentParams,
+    handler: ({ auth, params }) => deleteAgent(auth.user.id, params.id),
   }),
 });

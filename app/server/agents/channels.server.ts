@@ -1,3 +1,4 @@
+import type { Queryable } from "../accounts/db-helpers.server.ts";
 import { setUserKey } from "../ai/byok.server.ts";
 import type { ProviderName } from "../ai/providers/shared.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
@@ -58,6 +59,16 @@ export async function storeChannelCredential(
     on conflict (user_id, channel) do update set sealed = excluded.sealed,
       details = excluded.details, updated_at = now()`;
   await recordAudit({ action: "credentials.set", userId, target: channel }, sql);
+}
+
+/** Forgets every channel credential of the user (their gateway is going away). */
+export async function deleteChannelCredentials(
+  userId: string,
+  sql: Queryable = db(),
+): Promise<string[]> {
+  const rows = await sql<{ channel: string }[]>`
+    delete from channel_credentials where user_id = ${userId} returning channel`;
+  return rows.map((r) => r.channel);
 }
 
 export async function channelSettings(

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type postgres from "postgres";
 import { z } from "zod";
 import { recordAudit } from "../platform/audit.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
@@ -122,6 +123,21 @@ export async function updateInstance(id: string, patch: InstancePatch): Promise<
 
 export async function deleteInstanceRecord(id: string): Promise<void> {
   await db()`delete from instances where id = ${id}`;
+}
+
+/**
+ * Takes an instance out of service in the caller's transaction: its row goes, and what the
+ * worker's teardown needs (container and volume names) is kept in instance_teardowns.
+ */
+export async function retireInstance(
+  sql: postgres.TransactionSql,
+  row: Pick<InstanceRow, "id" | "user_id" | "container_name" | "volume_name">,
+): Promise<void> {
+  await sql`
+    insert into instance_teardowns (instance_id, user_id, container_name, volume_name)
+    values (${row.id}, ${row.user_id}, ${row.container_name}, ${row.volume_name})
+    on conflict (instance_id) do nothing`;
+  await sql`delete from instances where id = ${row.id}`;
 }
 
 export async function recordError(id: string, message: string, patch: InstancePatch = {}) {

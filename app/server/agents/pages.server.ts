@@ -24,6 +24,7 @@ import {
   submitAgentVerification,
   updateAgentConfig,
 } from "./agents-api.server.ts";
+import { deleteAgent } from "./delete-agent.server.ts";
 import {
   contractStatus,
   getInstanceByUser,
@@ -93,6 +94,12 @@ export async function provisionFromPage(
   await limitPageAction(userId, "agents");
   const { agent } = await provisionAgent(userId, input);
   return agent;
+}
+
+/** The agent page's confirmed delete (the same service as DELETE /api/agents/:id). */
+export async function deleteAgentFromPage(userId: string, agentId: string) {
+  await limitPageAction(userId, "agents");
+  return deleteAgent(userId, agentId);
 }
 
 export const LIFECYCLE_INTENTS = [

@@ -94,14 +94,18 @@ export const jobCatalog = {
   "fill-pool": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
   reconcile: define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
-  // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user).
-  "teardown-instance": define(z.object({ userId: z.string().min(1) }), {
-    retryLimit: 10,
-    retryDelay: 30,
-    retryBackoff: true,
-    retryDelayMax: 3600,
-    expireInSeconds: 15 * 60,
-  }),
+  // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user),
+  // or one instance by id (the user's last agent was deleted: DELETE /api/agents/:id).
+  "teardown-instance": define(
+    z.object({ userId: z.string().min(1), instanceId: z.string().min(1).optional() }),
+    {
+      retryLimit: 10,
+      retryDelay: 30,
+      retryBackoff: true,
+      retryDelayMax: 3600,
+      expireInSeconds: 15 * 60,
+    },
+  ),
   // A canceled subscription stops the user's instance at its period end (scheduled with
   // startAfter); the handler re-checks the subscription then, so a renewal in between wins.
   "stop-unpaid-instance": define(z.object({ userId: z.string().min(1) }), {
