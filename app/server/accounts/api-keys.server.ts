@@ -80,7 +80,7 @@ export async function resolveApiKey(
   const [row] = await sql<(UserRow & { key_id: string; last_used_at: Date | null })[]>`
     select u.*, k.id as key_id, k.last_used_at
     from api_keys k join users u on u.id = k.user_id
-    where k.key_hash = ${sha256(key)}`;
+    where k.key_hash = ${sha256(key)} and u.suspended_at is null`;
   if (!row) return undefined;
   if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > LAST_USED_GRANULARITY_MS) {
     await sql`update api_keys set last_used_at = now() where id = ${row.key_id}`;

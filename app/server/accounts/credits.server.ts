@@ -44,3 +44,33 @@ export async function creditBalance(userId: string): Promise<number> {
     from credit_ledger where user_id = ${userId}`;
   return (row?.balance ?? 0) / MICRO_USD_PER_CREDIT;
 }
+
+export interface CreditLedgerEntry {
+  id: string;
+  amountMicroUsd: number;
+  reason: string;
+  reference: string | null;
+  createdAt: string;
+}
+
+/** The user's latest credit ledger rows, newest first (the operator console). */
+export async function creditLedger(userId: string, limit = 50): Promise<CreditLedgerEntry[]> {
+  const rows = await db()<
+    {
+      id: string;
+      amount_micro_usd: number;
+      reason: string;
+      reference: string | null;
+      created_at: Date;
+    }[]
+  >`
+    select id, amount_micro_usd, reason, reference, created_at from credit_ledger
+    where user_id = ${userId} order by created_at desc, id desc limit ${limit}`;
+  return rows.map((r) => ({
+    id: r.id,
+    amountMicroUsd: Number(r.amount_micro_usd),
+    reason: r.reason,
+    reference: r.reference,
+    createdAt: r.created_at.toISOString(),
+  }));
+}

@@ -2,6 +2,7 @@ import { createCookie } from "@remix-run/node";
 import { noteAuditActor, recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
 import { secrets } from "../platform/secrets.server.ts";
 import type { Queryable } from "./db-helpers.server.ts";
 import { newId, randomToken, sha256 } from "./ids.server.ts";
@@ -55,6 +56,9 @@ export async function createSession(
   meta: SessionMeta = {},
   sql: Queryable = db(),
 ): Promise<CreatedSession> {
+  const [suspended] = await sql`
+    select 1 from users where id = ${userId} and suspended_at is not null`;
+  if (suspended) throw new DomainError(403, "This account is suspended");
   const token = randomToken(32);
   const id = newId("ses");
   await sql`
@@ -91,7 +95,8 @@ export async function resolveSession(request: Request): Promise<ResolvedSession 
   const [row] = await sql<(UserRow & { session_id: string; last_seen_at: Date })[]>`
     select u.*, s.id as session_id, s.last_seen_at
     from sessions s join users u on u.id = s.user_id
-    where s.token_hash = ${sha256(token)} and s.revoked_at is null and s.expires_at > now()`;
+    where s.token_hash = ${sha256(token)} and s.revoked_at is null and s.expires_at > now()
+      and u.suspended_at is null`;
   if (!row) return undefined;
   const resolved: ResolvedSession = { sessionId: row.session_id, user: toUser(row) };
   noteAuditActor({ type: "user", id: row.id, userId: row.id });

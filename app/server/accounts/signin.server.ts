@@ -31,6 +31,15 @@ export async function verifyCredentials(email: string, password: string): Promis
     throw new DomainError(401, INVALID_CREDENTIALS);
   }
   await forgive("signin-failures", failureKey(email));
+  if (row.suspended_at) {
+    await recordAudit({
+      action: "auth.signin",
+      outcome: "failure",
+      userId: row.id,
+      details: { method: "password", reason: "suspended" },
+    });
+    throw new DomainError(403, "This account is suspended");
+  }
   await recordAudit({
     action: "auth.signin",
     actor: { type: "user", id: row.id, userId: row.id },

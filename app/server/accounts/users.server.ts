@@ -45,6 +45,18 @@ export interface NewUser {
 }
 
 /**
+ * True when no account exists yet: the first one of a fresh install operates it. Concurrent
+ * first sign-ups are serialised by a transaction lock, taken only while the table is empty.
+ */
+async function isFirstAccount(t: postgres.TransactionSql): Promise<boolean> {
+  const [any] = await t`select 1 from users limit 1`;
+  if (any) return false;
+  await t`select pg_advisory_xact_lock(hashtext('agent-platform:first-account'))`;
+  const [again] = await t`select 1 from users limit 1`;
+  return !again;
+}
+
+/**
  * Creates a user (and, with a referral code naming an existing user, credits both once), and
  * emits `user.created` in the same transaction. 409 when the email is taken.
  */
@@ -59,13 +71,15 @@ export async function createUser(input: NewUser, tx?: postgres.TransactionSql): 
       ? await t<{ id: string }[]>`
           select id from users where referral_code = ${input.referralCode.toUpperCase()}`
       : [];
+    const first = await isFirstAccount(t);
     let row: UserRow | undefined;
     try {
       [row] = await t<UserRow[]>`
-        insert into users (id, email, email_verified, name, password_hash, referral_code, referred_by)
+        insert into users (id, email, email_verified, name, password_hash, referral_code,
+                           referred_by, is_operator)
         values (${newId("usr")}, ${email}, ${input.emailVerified ?? false},
                 ${input.name?.trim() || email}, ${passwordHash}, ${newReferralCode()},
-                ${referrer?.id ?? null})
+                ${referrer?.id ?? null}, ${first})
         returning *`;
     } catch (error) {
       if (isUniqueViolation(error)) {

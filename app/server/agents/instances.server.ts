@@ -398,3 +398,58 @@ export async function storageUsedBytes(userId: string): Promise<number> {
 export async function readInstanceToken(userId: string) {
   return { token: await instanceToken(userId) };
 }
+
+// --- the operator console's views --------------------------------------------------------------
+
+export interface PoolFigures {
+  size: number;
+  ready: number;
+  filling: number;
+}
+
+/** The warm pool: the target size, the gateways ready to adopt and those still starting. */
+export async function poolFigures(): Promise<PoolFigures> {
+  const [row] = await db()<{ ready: number; filling: number }[]>`
+    select count(*) filter (where state = 'ready')::int as ready,
+           count(*) filter (where state = 'starting')::int as filling
+    from gateway_pool`;
+  return { size: env().RUNTIME_POOL_SIZE, ready: row?.ready ?? 0, filling: row?.filling ?? 0 };
+}
+
+export interface InstanceOverview {
+  id: string;
+  userId: string;
+  ownerEmail: string;
+  desiredState: string;
+  observedState: string;
+  status: string;
+  image: string | null;
+  cpuPercent: number | null;
+  memoryBytes: number | null;
+  memoryLimitBytes: number | null;
+  sampledAt: string | null;
+  lastSeen: string | null;
+  lastError: string | null;
+}
+
+/** Every instance with its owner and last sample (operators). */
+export async function instancesOverview(): Promise<InstanceOverview[]> {
+  const rows = await db()<(InstanceRow & { email: string })[]>`
+    select i.*, u.email from instances i join users u on u.id = i.user_id
+    order by i.created_at, i.id`;
+  return rows.map((r) => ({
+    id: r.id,
+    userId: r.user_id,
+    ownerEmail: r.email,
+    desiredState: r.desired_state,
+    observedState: r.observed_state,
+    status: contractStatus(r),
+    image: r.image,
+    cpuPercent: r.cpu_percent,
+    memoryBytes: r.memory_bytes === null ? null : Number(r.memory_bytes),
+    memoryLimitBytes: r.memory_limit_bytes === null ? null : Number(r.memory_limit_bytes),
+    sampledAt: r.sampled_at?.toISOString() ?? null,
+    lastSeen: (r.sampled_at ?? r.observed_at)?.toISOString() ?? null,
+    lastError: r.last_error,
+  }));
+}
