@@ -1,13 +1,14 @@
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ServerBuild } from "@remix-run/node";
+import { attachLiveSocket } from "./app/server/agents/live-socket.server.ts";
 import { flushMetering } from "./app/server/ai/metering.server.ts";
 import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server.ts";
 import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
 import { logger } from "./app/server/platform/logger.server.ts";
 import { onStopSignal } from "./app/server/platform/supervisor.server.ts";
-import { createWebServer } from "./app/server/platform/web-server.server.ts";
+import { createWebServer } from "./app/server/platform/web/web-server.server.ts";
 import { migrate } from "./db/migrate.ts";
 
 // The web process: `npm run start:web` (production) or started by `npm start`.
@@ -24,6 +25,8 @@ const server = createWebServer({
   publicDir: path.join(root, "public"),
   apiFastPath: process.env.API_FAST_PATH !== "0",
 });
+// The live agent socket (ws://<host>/agent/<user_id>) shares the web server's port.
+attachLiveSocket(server);
 server.keepAliveTimeout = 65_000;
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();

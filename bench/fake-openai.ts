@@ -38,7 +38,24 @@ createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on("data", (c: Buffer) => chunks.push(c));
   req.on("end", () => {
-    const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as { stream?: boolean };
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as {
+      stream?: boolean;
+      user?: string;
+      max_tokens?: number;
+      max_completion_tokens?: number;
+    };
+    // The exact-holds burst (bench/run.ts) tags its calls: each answer uses its whole limit.
+    if (body.user === "bench-burst" && !body.stream) {
+      const limit = body.max_tokens ?? body.max_completion_tokens ?? 0;
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          ...JSON.parse(completion),
+          usage: { prompt_tokens: 12, completion_tokens: limit, total_tokens: 12 + limit },
+        }),
+      );
+      return;
+    }
     if (!body.stream) {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(completion);

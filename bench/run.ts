@@ -229,6 +229,22 @@ const aiRows: Row[] = [];
 const authRows: Row[] = [];
 const agentRows: Row[] = [];
 const latency: Array<{ name: string } & Awaited<ReturnType<typeof latencyRounds>>> = [];
+const burstRows: Array<{
+  name: string;
+  served: number;
+  affordable: number;
+  spentShare: number;
+  uncollected: number;
+}> = [];
+/** Waits until `n` calls of `user` are recorded (metering is written after the answers). */
+async function waitForMetering(sql: postgres.Sql, user: string, n: number) {
+  for (let i = 0; i < 200; i++) {
+    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from ai_usage
+      where user_id = ${user}`;
+    if ((row?.n ?? 0) >= n) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
 const only = process.env.BENCH_ONLY; // "ai": only the AI-layer figures; "agents": no AI layer
 try {
   const bare = await startNode("bench/bare-health.ts", await freePort(), "/");
@@ -431,6 +447,56 @@ try {
     }
     // And once more right after the bursts, while the web process flushes their metering backlog.
     latency.push({ name: "stream*", ...(await rounds(true)) });
+    // Exact holds (issue 24): 20 concurrent calls of a user whose balance pays for a few, each
+    // answer using its whole max_tokens. Affordable: the calls the balance pays at what they
+    // cost (the calls before the last only need their cost, the last its hold).
+    for (const maxTokens of [1000, undefined]) {
+      const user = `usr_bench_burst_${maxTokens ?? "none"}`;
+      const burstToken = `ait_${randomBytes(24).toString("base64url")}`;
+      await sql`insert into ai_instance_tokens (token_hash, user_id, instance_id)
+        values (${createHash("sha256").update(burstToken).digest("hex")}, ${user}, ${`ins_${user}`})`;
+      await sql`insert into users (id, email, name, referral_code)
+        values (${user}, ${`${user}@example.com`}, 'bench', ${user})`;
+      const balance = 3750; // five calls of 1,000 prompt + 1,000 completion tokens of gpt-4o-mini
+      await sql`insert into credit_ledger (id, user_id, amount_micro_usd, reason)
+        values (${`led_${user}`}, ${user}, ${balance}, 'bench')`;
+      const statuses = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          fetch(viaUrl, {
+            method: "POST",
+            headers: { ...headers, authorization: `Bearer ${burstToken}` },
+            body: JSON.stringify({
+              model: "openai/gpt-4o-mini",
+              messages,
+              user: "bench-burst",
+              ...(maxTokens ? { max_tokens: maxTokens } : {}),
+            }),
+          }).then(async (r) => {
+            await r.arrayBuffer();
+            return r.status;
+          }),
+        ),
+      );
+      await waitForMetering(sql, user, statuses.filter((s) => s === 200).length);
+      const [u] = await sql<{ cost: number; uncollected: number }[]>`
+        select coalesce(sum(cost_micro_usd), 0)::bigint as cost,
+          coalesce(sum(uncollected_micro_usd), 0)::bigint as uncollected
+        from ai_usage where user_id = ${user} and status = 'ok'`;
+      const served = statuses.filter((s) => s === 200).length;
+      const spent = Number(u?.cost);
+      // With a max_tokens every call costs the same: the balance pays floor(balance / cost).
+      // Without, the layer sizes each call to what is left: the figure is the balance spent
+      // (target 1.00 less one token's price).
+      const perCall = served > 0 ? spent / served : 0;
+      const affordable = maxTokens ? Math.floor(balance / perCall) : Number.NaN;
+      burstRows.push({
+        name: maxTokens ? "max_tokens 1000" : "no max_tokens",
+        served,
+        affordable,
+        spentShare: spent / balance,
+        uncollected: Number(u?.uncollected),
+      });
+    }
     const [metered] = await sql<{ n: number }[]>`select count(*)::int as n from ai_usage`;
     console.warn(`\nmetered calls recorded in ai_usage: ${metered?.n}`);
     await sql.end();
@@ -485,6 +551,20 @@ if (latency.length) {
   console.warn(
     "bare hop: a Node proxy that only forwards (bench/bare-proxy.ts); ratio: platform added / bare hop added\n* right after the throughput bursts, while their metering backlog is flushed",
   );
+}
+
+if (burstRows.length) {
+  console.warn(
+    "\nAI exact holds: 20 concurrent calls, a balance that pays for 5 (target: served/affordable 1.00, uncollected 0)\n",
+  );
+  console.warn(
+    `${pad("case", 18)} ${pad("served", 7)} ${pad("affordable", 11)} ${pad("ratio", 7)} ${pad("target", 7)} ${pad("spent/balance", 14)} uncollected µ$`,
+  );
+  for (const b of burstRows) {
+    console.warn(
+      `${pad(b.name, 18)} ${pad(String(b.served), 7)} ${pad(Number.isNaN(b.affordable) ? "-" : String(b.affordable), 11)} ${pad(Number.isNaN(b.affordable) ? "-" : (b.served / b.affordable).toFixed(2), 7)} ${pad(Number.isNaN(b.affordable) ? "-" : "1.00", 7)} ${pad(b.spentShare.toFixed(3), 14)} ${b.uncollected}`,
+    );
+  }
 }
 
 // The agent runtime's and chat turn's figures (Docker; each skipped with a message without an

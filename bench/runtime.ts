@@ -69,7 +69,7 @@ if (skip) {
   const { resetEnvCache } = await import("../app/server/platform/env.server.ts");
   const { stopBoss } = await import("../app/server/platform/jobs.server.ts");
   const { createSession } = await import("../app/server/accounts/sessions.server.ts");
-  const { gatewayHealthy } = await import("../app/server/agents/gateway-client.server.ts");
+  const { gatewayHealthy } = await import("../app/server/openclaw/health.server.ts");
   const addUser = async (userId: string) => {
     await db()`insert into users (id, email, name, referral_code)
       values (${userId}, ${`${userId}@example.com`}, 'bench', ${userId

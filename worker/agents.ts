@@ -1,5 +1,5 @@
+import { CUSTOM_MODEL } from "../app/schemas/agents.ts";
 import {
-  CUSTOM_MODEL,
   GATEWAY_CONFIG_KEYS,
   gatewayEntryOf,
   gatewayPartOf,
@@ -10,14 +10,12 @@ import {
   listAgents,
 } from "../app/server/agents/agents.server.ts";
 import {
-  type GatewayClient,
-  GatewayRequestError,
-} from "../app/server/agents/gateway-client.server.ts";
-import {
   getInstance,
   getInstanceByUser,
   type InstanceRow,
 } from "../app/server/agents/instances.server.ts";
+import type { GatewayClient } from "../app/server/openclaw/client.server.ts";
+import { GatewayRequestError } from "../app/server/openclaw/errors.server.ts";
 import { db } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
 import { sendJob } from "../app/server/platform/jobs.server.ts";

@@ -3,16 +3,6 @@ import {
   channelSettings,
   channelsPatch,
 } from "../app/server/agents/channels.server.ts";
-import {
-  type DeviceIdentity,
-  deviceIdentityFromPrivateKey,
-  GatewayClient,
-  GatewayRequestError,
-  GatewayUnavailableError,
-  gatewayHealthy,
-  generateDeviceIdentity,
-  type HelloOk,
-} from "../app/server/agents/gateway-client.server.ts";
 import { PLATFORM_HEARTBEAT } from "../app/server/agents/heartbeat.server.ts";
 import {
   deleteInstanceRecord,
@@ -29,6 +19,17 @@ import {
   issueInstanceToken,
   revokeInstanceTokens,
 } from "../app/server/ai/instance-tokens.server.ts";
+import { GatewayClient, type HelloOk } from "../app/server/openclaw/client.server.ts";
+import {
+  type DeviceIdentity,
+  deviceIdentityFromPrivateKey,
+  generateDeviceIdentity,
+} from "../app/server/openclaw/device-identity.server.ts";
+import {
+  GatewayRequestError,
+  GatewayUnavailableError,
+} from "../app/server/openclaw/errors.server.ts";
+import { gatewayHealthy } from "../app/server/openclaw/health.server.ts";
 import { seal, unseal } from "../app/server/platform/crypto.server.ts";
 import { db } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";

@@ -1,10 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { channelSettings, channelsPatch } from "../app/server/agents/channels.server.ts";
 import {
-  deviceIdentityFromPrivateKey,
-  generateDeviceIdentity,
-} from "../app/server/agents/gateway-client.server.ts";
-import {
   type InstanceRow,
   newGatewayToken,
   updateInstance,
@@ -14,6 +10,10 @@ import {
   issueWarmupToken,
   revokeInstanceTokens,
 } from "../app/server/ai/instance-tokens.server.ts";
+import {
+  deviceIdentityFromPrivateKey,
+  generateDeviceIdentity,
+} from "../app/server/openclaw/device-identity.server.ts";
 import { seal, unseal } from "../app/server/platform/crypto.server.ts";
 import { db } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";

@@ -1,15 +1,13 @@
+import { recordMessages } from "../app/server/agents/agent-messages.server.ts";
 import { agentOfSessionKey } from "../app/server/agents/agents.server.ts";
-import {
-  deviceIdentityFromPrivateKey,
-  GatewayClient,
-} from "../app/server/agents/gateway-client.server.ts";
 import { type HistoryMessage, messagesOfHistory } from "../app/server/agents/history.server.ts";
 import {
   gatewayTokenOf,
   type InstanceRow,
   listInstances,
 } from "../app/server/agents/instances.server.ts";
-import { recordMessages } from "../app/server/agents/messages.server.ts";
+import { GatewayClient } from "../app/server/openclaw/client.server.ts";
+import { deviceIdentityFromPrivateKey } from "../app/server/openclaw/device-identity.server.ts";
 import { unseal } from "../app/server/platform/crypto.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";

@@ -1,7 +1,7 @@
-import type { GatewayClient } from "../app/server/agents/gateway-client.server.ts";
 import { getInstance, type InstanceRow } from "../app/server/agents/instances.server.ts";
 import { runTurn } from "../app/server/agents/talk.server.ts";
 import { warmUpTag } from "../app/server/ai/warmup-tag.server.ts";
+import type { GatewayClient } from "../app/server/openclaw/client.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
 import { sendJob } from "../app/server/platform/jobs.server.ts";
 import { connectPaired, forgetSession, gatewayAddress, log, rt, waitHealthy } from "./instances.ts";

@@ -212,6 +212,16 @@ export default function AgentPage() {
       {notice ? <Notice>{notice}</Notice> : null}
       {actionData?.error ? <Notice tone="error">{actionData.error}</Notice> : null}
       {live.lastError ? <Notice tone="error">Last error: {live.lastError}</Notice> : null}
+      {page.modelSource.problem ? (
+        <div data-testid="model-source-problem">
+          <Notice tone="error">
+            {page.modelSource.problem.message}{" "}
+            <Link to="/billing" className="underline">
+              Billing
+            </Link>
+          </Notice>
+        </div>
+      ) : null}
 
       <Card title="Lifecycle">
         <LifecycleButtons status={live.status} />
@@ -231,6 +241,16 @@ export default function AgentPage() {
             </Row>
             <Row label="Tier">{agent.tier}</Row>
             <Row label="Plan">{agent.plan ?? "—"}</Row>
+            <Row label="Model source">
+              <span data-testid="model-source">
+                {[
+                  ...page.modelSource.ownKeys.map((p) => `your ${p} key`),
+                  ...page.modelSource.platform.map((p) =>
+                    p.local ? `local server (${p.provider} API)` : `server's ${p.provider} key`,
+                  ),
+                ].join(", ") || "none"}
+              </span>
+            </Row>
             <Row label="Address">{agent.url}</Row>
             <Row label="Gateway version">{agent.gatewayVersion}</Row>
             <Row label="Started">

@@ -11,12 +11,12 @@ import { HlsPlayer } from "../components/hls-player.tsx";
 import { WhatsAppLinkPanel } from "../components/whatsapp-link.tsx";
 import { guardAction, limitByIp, requirePageSession } from "../server/accounts/pages.server.ts";
 import { getOwnedAgent } from "../server/agents/agents.server.ts";
+import { liveStreamOf, provisionChannels } from "../server/agents/channel-provisioning.server.ts";
 import {
   CREDENTIAL_KEYS,
   type CredentialKey,
   setCredential,
 } from "../server/agents/channels.server.ts";
-import { liveStreamOf, provisionChannels } from "../server/agents/provision.server.ts";
 import {
   activeSessionId,
   chat,

@@ -73,7 +73,7 @@ export default function Agents() {
     shouldRevalidate: "onInput",
     onValidate: ({ formData }) => parseWithZod(formData, { schema: provisionFormSchema }),
   });
-  const { agents, subscribed, tier, tiers, limit, models } = overview;
+  const { agents, subscribed, tier, tiers, limit, models, selfHosted } = overview;
   const full = subscribed && agents.length >= limit;
   return (
     <div className="space-y-6">
@@ -119,7 +119,15 @@ export default function Agents() {
       </Card>
 
       <Card title="Provision an agent">
-        {!subscribed ? (
+        {!subscribed && selfHosted ? (
+          <p className="text-sm text-slate-600" data-testid="no-plan">
+            Your account has no plan yet. This server takes no payments: its operator assigns plans.{" "}
+            <Link to="/billing" className="text-indigo-700 underline">
+              See who to ask
+            </Link>
+            .
+          </p>
+        ) : !subscribed ? (
           <p className="text-sm text-slate-600">
             Agents need an active subscription.{" "}
             <Link to="/pricing" className="text-indigo-700 underline">

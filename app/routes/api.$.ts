@@ -1,4 +1,5 @@
-import { apiRoute, endpoint, errorResponse, type Method } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
+import { errorResponse, type Method } from "../server/platform/http.server.ts";
 
 // Every /api path no other route claims: a JSON 404 for any method.
 const notFound = endpoint({

@@ -12,8 +12,8 @@ import {
   memory,
   updateSkill,
 } from "../server/agents/talk.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 // Agent interaction: the caller's own agent only (userId is always the session's, never the
 // client's). docs/decisions/0080-agent-interaction.md

@@ -4,7 +4,7 @@ import {
   waitWhatsAppLink,
   whatsappStatus,
 } from "../server/agents/whatsapp-link.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 // Linking the caller's WhatsApp account (chatapp3) to their agent's gateway by QR: the
 // contract leaves how WhatsApp is linked open. docs/decisions/0085-chat-channel-plugins.md

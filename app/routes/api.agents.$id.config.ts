@@ -1,10 +1,10 @@
 import {
   agentConfigBody,
-  agentParams,
   readAgentConfig,
   updateAgentConfig,
-} from "../server/agents/agents-api.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+} from "../server/agents/agent-config.server.ts";
+import { agentParams } from "../server/agents/agents.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,5 +1,6 @@
-import { agentLogs, agentParams, logsQuery } from "../server/agents/agents-api.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { agentLogs, logsQuery } from "../server/agents/agent-logs.server.ts";
+import { agentParams } from "../server/agents/agents.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,5 +1,6 @@
-import { agentMessages, agentParams, messagesQuery } from "../server/agents/agents-api.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { agentMessages, messagesQuery } from "../server/agents/agent-messages.server.ts";
+import { agentParams } from "../server/agents/agents.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

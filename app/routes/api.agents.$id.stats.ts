@@ -1,5 +1,6 @@
-import { agentParams, agentStats } from "../server/agents/agents-api.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { agentStats } from "../server/agents/agent-stats.server.ts";
+import { agentParams } from "../server/agents/agents.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,6 +1,7 @@
-import { agentDetail, agentParams } from "../server/agents/agents-api.server.ts";
+import { agentDetail } from "../server/agents/agent-views.server.ts";
+import { agentParams } from "../server/agents/agents.server.ts";
 import { deleteAgent } from "../server/agents/delete-agent.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,5 +1,6 @@
-import { agentParams, agentVerificationChallenge } from "../server/agents/agents-api.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { agentVerificationChallenge } from "../server/agents/agent-verification.server.ts";
+import { agentParams } from "../server/agents/agents.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

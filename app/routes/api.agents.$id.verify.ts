@@ -1,11 +1,11 @@
 import {
-  agentParams,
   readAgentVerification,
   removeAgentVerification,
   submitAgentVerification,
   verifyBody,
-} from "../server/agents/agents-api.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+} from "../server/agents/agent-verification.server.ts";
+import { agentParams } from "../server/agents/agents.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

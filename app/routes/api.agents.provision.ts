@@ -2,8 +2,8 @@ import {
   provisionAgent,
   provisionedAgents,
   provisionInputSchema,
-} from "../server/agents/provisioning.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+} from "../server/agents/agent-provisioning.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,13 +1,8 @@
 import { z } from "zod";
 import { complete, withOverhead } from "../server/ai/completions.server.ts";
 import { taskTypes } from "../server/ai/selection.server.ts";
-import {
-  apiRoute,
-  endpoint,
-  json,
-  OVERHEAD_HEADER,
-  overheadMs,
-} from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
+import { json, OVERHEAD_HEADER, overheadMs } from "../server/platform/http.server.ts";
 
 const message = z.object({
   role: z.enum(["user", "assistant", "system"]),

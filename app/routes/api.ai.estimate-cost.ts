@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { estimateCost } from "../server/ai/models.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 const tokens = z
   .number({ error: "must be a non-negative number" })

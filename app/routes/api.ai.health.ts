@@ -1,5 +1,6 @@
 import { aiHealth } from "../server/ai/health.server.ts";
-import { apiRoute, endpoint, json } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
+import { json } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { providerModels } from "../server/ai/models.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

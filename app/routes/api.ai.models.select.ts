@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { selectForTask } from "../server/ai/models.server.ts";
 import { taskTypes } from "../server/ai/selection.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { agentCompletion } from "../server/ai/agents-endpoint.server.ts";
 import type { ChatBody } from "../server/ai/providers/shared.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

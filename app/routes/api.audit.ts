@@ -1,5 +1,5 @@
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { auditExport, auditQuery } from "../server/platform/audit-export.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

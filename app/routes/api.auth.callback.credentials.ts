@@ -3,8 +3,9 @@ import { assertSameOrigin } from "../server/accounts/auth.server.ts";
 import { publicUser } from "../server/accounts/model.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
 import { signInWithCredentials } from "../server/accounts/signin.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
-import { apiRoute, endpoint, errorResponse, json } from "../server/platform/http.server.ts";
+import { errorResponse, json } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

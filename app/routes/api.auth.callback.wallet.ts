@@ -3,9 +3,10 @@ import { assertSameOrigin } from "../server/accounts/auth.server.ts";
 import { publicUser } from "../server/accounts/model.server.ts";
 import { safeRedirect } from "../server/accounts/pages.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { signInWithWallet } from "../server/identity/siwe.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
-import { apiRoute, endpoint, json } from "../server/platform/http.server.ts";
+import { json } from "../server/platform/http.server.ts";
 
 // Missing fields are 401 (the contract), not the builder's 400: every field is optional here.
 const body = z

@@ -4,7 +4,7 @@ import {
   FORGOT_PASSWORD_MESSAGE,
   requestPasswordReset,
 } from "../server/accounts/password-reset.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

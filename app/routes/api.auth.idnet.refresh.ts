@@ -1,6 +1,6 @@
 import { z } from "zod";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { refreshIdnetSession } from "../server/identity/idnet.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

@@ -1,8 +1,8 @@
 import { z } from "zod";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { addressSchema } from "../server/identity/addresses.server.ts";
 import { verifyIdnet } from "../server/identity/idnet.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 // A missing fidToken is 401 (the contract), so the body schema lets it through to the handler.
 const body = z

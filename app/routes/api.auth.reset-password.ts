@@ -1,6 +1,6 @@
 import { resetPasswordSchema } from "../schemas/accounts.ts";
 import { RESET_DONE_MESSAGE, resetPassword } from "../server/accounts/password-reset.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

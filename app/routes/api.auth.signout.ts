@@ -1,5 +1,6 @@
 import { clearSessionCookie, revokeSession } from "../server/accounts/sessions.server.ts";
-import { apiRoute, endpoint, json } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
+import { json } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

@@ -1,7 +1,7 @@
 import { z } from "zod";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { addressSchema } from "../server/identity/addresses.server.ts";
 import { checkTokenGating } from "../server/identity/token-gating.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 const fidSchema = z.union([
   z.string().trim().min(1, "is required"),

@@ -1,6 +1,6 @@
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { issueNonce } from "../server/identity/nonces.server.ts";
 import { env } from "../server/platform/env.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { providerNames } from "../server/ai/providers/shared.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import {
   billingSummary,
   disableByok,
@@ -9,7 +10,6 @@ import {
 import { apiPlanIds, creditPackIds } from "../server/billing/catalog.server.ts";
 import { createCheckout, creditCheckoutByPack } from "../server/billing/checkout.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 const actions = ["create-checkout", "enable-byok", "disable-byok", "get-usage", "buy-credits"];
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { listChatMessages, sendChatMessage } from "../server/agents/chat-messages.server.ts";
+import { listChatMessages, sendChatMessage } from "../server/agents/topic-chat.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 const body = z.object({
   message: z.string().max(32_000).optional(),

@@ -1,5 +1,5 @@
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 // The legacy checkout endpoint, retired: it answers 410 naming its replacement.
 const gone = endpoint({

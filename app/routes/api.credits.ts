@@ -1,5 +1,5 @@
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { recentCredits } from "../server/billing/account.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

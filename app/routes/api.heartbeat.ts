@@ -4,7 +4,7 @@ import {
   resetHeartbeat,
   updateHeartbeat,
 } from "../server/agents/heartbeat.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 // Heartbeat settings of the caller's instance (OpenClaw's periodic agent turn, all their
 // agents): docs/decisions/0091-heartbeat-and-memory-endpoints.md

@@ -1,5 +1,5 @@
 import { instanceParams, ownUserId, restartInstance } from "../server/agents/instances.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

@@ -3,7 +3,7 @@ import {
   ownUserId,
   updateInstanceImage,
 } from "../server/agents/instances.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { deleteApiKey, getApiKey } from "../server/accounts/api-keys.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 const params = z.object({ id: z.string().max(64) });
 

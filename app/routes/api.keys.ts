@@ -1,6 +1,6 @@
 import { apiKeyNameSchema } from "../schemas/accounts.ts";
 import { createApiKey, listApiKeys } from "../server/accounts/api-keys.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

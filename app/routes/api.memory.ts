@@ -5,7 +5,7 @@ import {
   memoryQuerySchema,
   storeMemory,
 } from "../server/agents/memory.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 // Long-term memory (MEMORY.md) of one of the caller's agents:
 // docs/decisions/0091-heartbeat-and-memory-endpoints.md

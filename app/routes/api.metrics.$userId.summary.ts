@@ -1,6 +1,6 @@
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { metricsParams, ownMetricsUser } from "../server/metrics/shared.server.ts";
 import { summaryQuery, userSummary } from "../server/metrics/summary.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

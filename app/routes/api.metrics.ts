@@ -1,5 +1,6 @@
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { readPlatformMetrics } from "../server/metrics/platform.server.ts";
-import { apiRoute, endpoint, json } from "../server/platform/http.server.ts";
+import { json } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,5 +1,5 @@
 import { frontendModels } from "../server/ai/models.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,6 +1,5 @@
 import type { ServerBuild } from "@remix-run/node";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
-import { openApiDocument } from "../server/platform/openapi.server.ts";
+import { apiDocument, apiRoute, endpoint } from "../server/api.server.ts";
 
 let cached: { build: unknown; doc: unknown } | undefined;
 
@@ -11,7 +10,7 @@ export const { loader, action } = apiRoute({
     handler: ({ context }) => {
       const build = context.build as ServerBuild | undefined;
       if (!build) throw new Error("server build missing from the load context");
-      if (cached?.build !== build) cached = { build, doc: openApiDocument(build.routes) };
+      if (cached?.build !== build) cached = { build, doc: apiDocument(build.routes) };
       return cached.doc;
     },
   }),

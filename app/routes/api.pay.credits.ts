@@ -1,8 +1,8 @@
 import { redirect } from "@remix-run/node";
 import { z } from "zod";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { creditCheckoutByPrice } from "../server/billing/checkout.server.ts";
 import { signInRedirect } from "../server/billing/pages.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,5 +1,5 @@
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { createStorageCheckout } from "../server/billing/checkout.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { provisionChannels } from "../server/agents/provision.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { provisionChannels } from "../server/agents/channel-provisioning.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 const token = z.string().trim().max(512).optional();
 const id = z.string().trim().max(128).optional();

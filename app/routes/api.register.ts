@@ -1,21 +1,31 @@
 import { registerSchema } from "../schemas/accounts.ts";
+import { isForeignOrigin } from "../server/accounts/auth.server.ts";
 import { assertNotBot } from "../server/accounts/bot.server.ts";
+import { createSession } from "../server/accounts/sessions.server.ts";
 import { createUser } from "../server/accounts/users.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
+import { json } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({
     summary: "Register with email and password",
     description:
-      "Bot detection (403) and a per-IP limit (429) apply. A referral code naming an existing user credits both users once. Emits user.created.",
+      "Bot detection (403) and a per-IP limit (429) apply. A referral code naming an existing user credits both users once. Emits user.created. Signs the new user in (session cookie), except for a request a browser marks as cross-site.",
     auth: "none",
     rateLimit: "register",
     status: 201,
     body: registerSchema,
-    handler: async ({ request, body }) => {
+    handler: async ({ request, body, ip }) => {
       assertNotBot(request, body.website);
       const user = await createUser(body);
-      return { id: user.id, email: user.email, name: user.name };
+      const created = { id: user.id, email: user.email, name: user.name };
+      // Another site's page must not sign its visitor into an account it made (login CSRF).
+      if (isForeignOrigin(request)) return json(created, { status: 201 });
+      const session = await createSession(user.id, {
+        ip,
+        userAgent: request.headers.get("user-agent") ?? undefined,
+      });
+      return json(created, { status: 201, headers: { "Set-Cookie": session.setCookie } });
     },
   }),
 });

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { revokeSession } from "../server/accounts/sessions.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   DELETE: endpoint({

@@ -1,5 +1,5 @@
 import { listSessions } from "../server/accounts/sessions.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

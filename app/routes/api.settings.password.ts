@@ -1,6 +1,6 @@
 import { changePasswordSchema } from "../schemas/accounts.ts";
 import { changePassword } from "../server/accounts/users.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

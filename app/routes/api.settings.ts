@@ -1,7 +1,7 @@
 import { settingsSchema } from "../schemas/accounts.ts";
 import { publicUser } from "../server/accounts/model.server.ts";
 import { updateProfile } from "../server/accounts/users.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 
 export const { loader, action } = apiRoute({
   PATCH: endpoint({

@@ -1,7 +1,8 @@
 import { publicUser } from "../server/accounts/model.server.ts";
 import { clearSessionCookie } from "../server/accounts/sessions.server.ts";
 import { deleteUser } from "../server/accounts/users.server.ts";
-import { apiRoute, endpoint, json } from "../server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
+import { json } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,6 +1,6 @@
 import { z } from "zod";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { removeWebauthnCredential } from "../server/identity/webauthn.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   DELETE: endpoint({

@@ -1,5 +1,5 @@
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { listWebauthnCredentials } from "../server/identity/webauthn.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({

@@ -1,9 +1,9 @@
 import { z } from "zod";
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import {
   finishWebauthnRegistration,
   startWebauthnRegistration,
 } from "../server/identity/webauthn.server.ts";
-import { apiRoute, endpoint } from "../server/platform/http.server.ts";
 
 // The attestation the browser returns (RegistrationResponseJSON); @simplewebauthn checks the rest.
 const registrationBody = z.object({

@@ -1,6 +1,7 @@
+import { apiRoute, endpoint } from "../server/api.server.ts";
 import { receiveWebhook } from "../server/billing/webhooks.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
-import { apiRoute, endpoint, MAX_BODY_BYTES } from "../server/platform/http.server.ts";
+import { MAX_BODY_BYTES } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({

@@ -8,6 +8,7 @@ import {
 import { Form, Link, useActionData, useLoaderData, useSearchParams } from "@remix-run/react";
 import { Card, Notice, Submit } from "../components/forms.tsx";
 import { formatGbp } from "../components/money.ts";
+import { SelfHostedPlan } from "../components/self-hosted.tsx";
 import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
 import { listAgents } from "../server/agents/agents.server.ts";
 import { providerNames } from "../server/ai/providers/shared.server.ts";
@@ -18,6 +19,7 @@ import {
   recentCredits,
   usageByDay,
 } from "../server/billing/account.server.ts";
+import { requestAddOn } from "../server/billing/add-ons.server.ts";
 import {
   addOns,
   creditPacks,
@@ -60,7 +62,13 @@ export async function loader({ request }: LoaderFunctionArgs) {
       warning: downgradeWarning(p.id, agents.length) ?? null,
     })),
     agentCount: agents.length,
-    addOns: addOns.map((a) => ({ id: a.id, name: a.name, pricePence: a.pricePence })),
+    addOns: addOns.map((a) => ({
+      id: a.id,
+      name: a.name,
+      pricePence: a.pricePence,
+      fulfilment: a.fulfilment,
+      gives: a.gives,
+    })),
     suite: { name: enterpriseSuite.name, pricePence: enterpriseSuite.pricePence },
     packs: creditPacks.map((c) => ({ id: c.id, credits: c.credits, priceCents: c.priceCents })),
     providers: [...providerNames],
@@ -88,6 +96,15 @@ export async function action({ request }: ActionFunctionArgs) {
       }
       case "addon":
         throw redirect((await createCheckout(user, "addon", str(form, "addon"))).url, 303);
+      case "request-addon": {
+        const { created } = await requestAddOn(user.id, str(form, "addon"), str(form, "note"));
+        return {
+          ok: created
+            ? "Request sent: an operator contacts you. Nothing is charged until you agree."
+            : "You have already asked for this; the operator has your request.",
+          error: null,
+        };
+      }
       case "suite":
         throw redirect((await createCheckout(user, "suite", "suite")).url, 303);
       case "credits": {
@@ -150,6 +167,11 @@ export default function Billing() {
       .filter((s) => s.kind === "addon" && ["active", "trialing", "past_due"].includes(s.status))
       .map((s) => s.item),
   );
+  const requestedAddOns = new Set(
+    summary.serviceRequests
+      .filter((r) => r.status === "open" || r.status === "in_progress")
+      .map((r) => r.addon as string),
+  );
   return (
     <div className="space-y-6">
       <h1 className="text-2xl font-semibold">Billing</h1>
@@ -169,11 +191,17 @@ export default function Billing() {
       ) : null}
       {result?.ok ? <Notice>{result.ok}</Notice> : null}
       {result?.error ? <Notice tone="error">{result.error}</Notice> : null}
-      {!summary.paymentsConfigured ? (
-        <Notice tone="error">Payments are not configured on this server.</Notice>
-      ) : null}
 
       <Card title="Your plan">
+        {summary.selfHosted ? (
+          <SelfHostedPlan
+            facts={{ contact: summary.operator.contact, defaultPlan: summary.operator.defaultPlan }}
+            plan={summary.plan}
+            source={summary.planSource}
+            agentThreads={summary.limits.agentThreads}
+            ramGb={summary.limits.ramMb / 1024}
+          />
+        ) : null}
         <p data-testid="current-plan">
           Plan <strong>{summary.plan}</strong>{" "}
           <span
@@ -222,6 +250,8 @@ export default function Billing() {
                 ) : null}
                 {summary.plan === p.id ? (
                   <p className="text-emerald-700">Current plan</p>
+                ) : !summary.paymentsConfigured ? (
+                  <p className="text-slate-600">Given by the operator</p>
                 ) : (
                   <button type="submit" className="text-indigo-700 underline">
                     {summary.plan === "free" ? `Subscribe to ${p.name}` : `Switch to ${p.name}`}
@@ -231,44 +261,68 @@ export default function Billing() {
             </li>
           ))}
         </ul>
-        <Form method="post">
-          <input type="hidden" name="intent" value="portal" />
-          <button type="submit" className="text-sm text-indigo-700 underline">
-            Manage payment methods and invoices (customer portal)
-          </button>
-        </Form>
+        {summary.paymentsConfigured ? (
+          <Form method="post">
+            <input type="hidden" name="intent" value="portal" />
+            <button type="submit" className="text-sm text-indigo-700 underline">
+              Manage payment methods and invoices (customer portal)
+            </button>
+          </Form>
+        ) : null}
       </Card>
 
       <Card title="Add-ons and the enterprise suite">
         <ul className="divide-y divide-slate-100 text-sm">
           {addOns.map((a) => (
-            <li key={a.id} className="flex items-center justify-between py-2">
-              <span>
-                {a.name} · {formatGbp(a.pricePence)}/mo
-              </span>
-              {subscribedAddOns.has(a.id) ? (
-                <span className="text-emerald-700">Subscribed</span>
-              ) : (
-                <Form method="post">
-                  <input type="hidden" name="intent" value="addon" />
-                  <input type="hidden" name="addon" value={a.id} />
-                  <button type="submit" className="text-indigo-700 underline">
-                    Add {a.name}
-                  </button>
-                </Form>
-              )}
+            <li key={a.id} data-addon={a.id} className="space-y-1 py-2">
+              <div className="flex items-center justify-between">
+                <span>
+                  {a.name} ·{" "}
+                  {a.fulfilment === "request" ? "on request" : `${formatGbp(a.pricePence)}/mo`}
+                </span>
+                {subscribedAddOns.has(a.id) ? (
+                  <span className="text-emerald-700">Subscribed</span>
+                ) : a.fulfilment === "request" ? (
+                  requestedAddOns.has(a.id) ? (
+                    <span className="text-slate-600">Requested: an operator contacts you</span>
+                  ) : (
+                    <Form method="post">
+                      <input type="hidden" name="intent" value="request-addon" />
+                      <input type="hidden" name="addon" value={a.id} />
+                      <button type="submit" className="text-indigo-700 underline">
+                        Request {a.name}
+                      </button>
+                    </Form>
+                  )
+                ) : summary.paymentsConfigured ? (
+                  <Form method="post">
+                    <input type="hidden" name="intent" value="addon" />
+                    <input type="hidden" name="addon" value={a.id} />
+                    <button type="submit" className="text-indigo-700 underline">
+                      Add {a.name}
+                    </button>
+                  </Form>
+                ) : (
+                  <span className="text-slate-600">Ask the operator</span>
+                )}
+              </div>
+              <p className="text-slate-600">{a.gives}</p>
             </li>
           ))}
           <li className="flex items-center justify-between py-2">
             <span>
               {suite.name} · {formatGbp(suite.pricePence)}/mo
             </span>
-            <Form method="post">
-              <input type="hidden" name="intent" value="suite" />
-              <button type="submit" className="text-indigo-700 underline">
-                Subscribe to the suite
-              </button>
-            </Form>
+            {summary.paymentsConfigured ? (
+              <Form method="post">
+                <input type="hidden" name="intent" value="suite" />
+                <button type="submit" className="text-indigo-700 underline">
+                  Subscribe to the suite
+                </button>
+              </Form>
+            ) : (
+              <span className="text-slate-600">Ask the operator</span>
+            )}
           </li>
         </ul>
       </Card>
@@ -278,8 +332,13 @@ export default function Billing() {
           Balance: <strong data-testid="credit-balance">{credits.balance.toFixed(2)}</strong>{" "}
           credits (1 credit = 1 USD)
         </p>
+        {summary.paymentsConfigured ? null : (
+          <p className="text-sm text-slate-600">
+            Credits are granted by the operator on this server; ask them, or use your own key below.
+          </p>
+        )}
         <div className="flex flex-wrap gap-3">
-          {packs.map((c) => (
+          {(summary.paymentsConfigured ? packs : []).map((c) => (
             <Form method="post" key={c.id}>
               <input type="hidden" name="intent" value="credits" />
               <input type="hidden" name="pack" value={c.id} />
@@ -305,7 +364,7 @@ export default function Billing() {
               {credits.entries.map((e) => (
                 <tr key={`${e.createdAt}-${e.reason}-${e.amount}`}>
                   <td className="py-1">{new Date(e.createdAt).toUTCString()}</td>
-                  <td>{e.reason}</td>
+                  <td>{"note" in e && e.note ? `${e.reason}: ${e.note}` : e.reason}</td>
                   <td className="text-right">{e.amount.toFixed(4)}</td>
                 </tr>
               ))}
@@ -370,16 +429,31 @@ export default function Billing() {
       <Card title="AI usage, last 30 days">
         {usage.length ? (
           <figure>
-            <div className="flex h-32 items-end gap-1" role="img" aria-label="Daily AI cost in USD">
-              {usage.map((d) => (
-                <div
-                  key={d.day}
-                  title={`${d.day}: $${d.costUsd.toFixed(4)}, ${d.calls} calls`}
-                  className="w-3 bg-indigo-500"
-                  style={{ height: `${Math.max(2, (d.costUsd / maxCost) * 100)}%` }}
-                />
-              ))}
-            </div>
+            {/* SVG bars: heights are attributes, since the pages' CSP allows no inline styles. */}
+            <svg
+              className="h-32"
+              width={usage.length * 16}
+              viewBox={`0 0 ${usage.length * 16} 100`}
+              preserveAspectRatio="none"
+              role="img"
+              aria-label="Daily AI cost in USD"
+            >
+              {usage.map((d, i) => {
+                const height = Math.max(2, (d.costUsd / maxCost) * 100);
+                return (
+                  <rect
+                    key={d.day}
+                    x={i * 16}
+                    y={100 - height}
+                    width={12}
+                    height={height}
+                    className="fill-indigo-500"
+                  >
+                    <title>{`${d.day}: $${d.costUsd.toFixed(4)}, ${d.calls} calls`}</title>
+                  </rect>
+                );
+              })}
+            </svg>
             <figcaption className="text-xs text-slate-500">
               {summary.usage.last30Days.calls} calls, ${summary.usage.last30Days.costUsd.toFixed(4)}
             </figcaption>

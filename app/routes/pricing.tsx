@@ -1,6 +1,7 @@
 import type { MetaFunction } from "@remix-run/node";
 import { Link, useLoaderData } from "@remix-run/react";
 import { formatGbp } from "../components/money.ts";
+import { SelfHostedPricing } from "../components/self-hosted.tsx";
 import {
   addOns,
   creditPacks,
@@ -8,6 +9,8 @@ import {
   plans,
   priceIdOf,
 } from "../server/billing/catalog.server.ts";
+import { defaultPlan, selfHosted } from "../server/billing/plan-assignments.server.ts";
+import { env } from "../server/platform/env.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Pricing — Agent Platform" }];
 
@@ -15,8 +18,18 @@ export const meta: MetaFunction = () => [{ title: "Pricing — Agent Platform" }
 // forms (GET /api/pay/checkout, GET /api/pay/credits), so it works without JavaScript.
 export function loader() {
   return {
+    // Self-hosted mode (decision 0100): nothing is sold; the page says who gives plans instead.
+    selfHosted: selfHosted()
+      ? { contact: env().OPERATOR_CONTACT ?? null, defaultPlan: defaultPlan() }
+      : null,
     plans: plans.map(({ id, name, pricePence, features }) => ({ id, name, pricePence, features })),
-    addOns: addOns.map(({ id, name, pricePence }) => ({ id, name, pricePence })),
+    addOns: addOns.map(({ id, name, pricePence, fulfilment, gives }) => ({
+      id,
+      name,
+      pricePence,
+      fulfilment,
+      gives,
+    })),
     suite: {
       name: enterpriseSuite.name,
       pricePence: enterpriseSuite.pricePence,
@@ -32,13 +45,14 @@ export function loader() {
 }
 
 export default function Pricing() {
-  const { plans, addOns, suite, packs } = useLoaderData<typeof loader>();
+  const { plans, addOns, suite, packs, selfHosted } = useLoaderData<typeof loader>();
   return (
     <div className="space-y-10">
       <header className="space-y-2">
         <h1 className="text-2xl font-semibold">Pricing</h1>
         <p className="text-sm text-slate-600">Billed monthly in GBP. There is no yearly billing.</p>
       </header>
+      {selfHosted ? <SelfHostedPricing facts={selfHosted} /> : null}
 
       <section aria-labelledby="plans" className="space-y-4">
         <h2 id="plans" className="text-lg font-semibold">
@@ -61,12 +75,16 @@ export default function Pricing() {
                   <li key={f}>{f}</li>
                 ))}
               </ul>
-              <a
-                href={`/api/pay/checkout?plan=${p.id}`}
-                className="rounded-md bg-indigo-600 px-3 py-2 text-center text-sm font-medium text-white hover:bg-indigo-700"
-              >
-                Subscribe to {p.name}
-              </a>
+              {selfHosted ? (
+                <p className="text-sm text-slate-600">Given by the operator here</p>
+              ) : (
+                <a
+                  href={`/api/pay/checkout?plan=${p.id}`}
+                  className="rounded-md bg-indigo-600 px-3 py-2 text-center text-sm font-medium text-white hover:bg-indigo-700"
+                >
+                  Subscribe to {p.name}
+                </a>
+              )}
             </li>
           ))}
         </ul>
@@ -77,7 +95,9 @@ export default function Pricing() {
           Add-ons
         </h2>
         <p className="text-sm text-slate-600">
-          Monthly, on top of any plan. Add them from your{" "}
+          Monthly, on top of any plan. Audit Logs is bought; the others have nothing automatic
+          behind them, so you request them and an operator agrees the details and the price with you
+          before anything is charged. Both from your{" "}
           <Link to="/billing" className="text-indigo-700 underline">
             billing page
           </Link>
@@ -86,9 +106,12 @@ export default function Pricing() {
         <table className="w-full text-left text-sm">
           <tbody className="divide-y divide-slate-100">
             {addOns.map((a) => (
-              <tr key={a.id}>
-                <td className="py-2">{a.name}</td>
-                <td className="text-right">{formatGbp(a.pricePence)}/mo</td>
+              <tr key={a.id} data-addon={a.id}>
+                <td className="py-2 pr-4 align-top">{a.name}</td>
+                <td className="py-2 text-slate-600">{a.gives}</td>
+                <td className="py-2 text-right align-top">
+                  {a.fulfilment === "request" ? "on request" : `${formatGbp(a.pricePence)}/mo`}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -107,9 +130,11 @@ export default function Pricing() {
             <li key={f}>{f}</li>
           ))}
         </ul>
-        <Link to="/billing" className="text-sm text-indigo-700 underline">
-          Subscribe from your billing page
-        </Link>
+        {selfHosted ? null : (
+          <Link to="/billing" className="text-sm text-indigo-700 underline">
+            Subscribe from your billing page
+          </Link>
+        )}
       </section>
 
       <section aria-labelledby="credits" className="space-y-4">
@@ -124,7 +149,9 @@ export default function Pricing() {
               <p className="text-sm">
                 {c.credits} credits for ${(c.priceCents / 100).toFixed(2)}
               </p>
-              {c.price ? (
+              {selfHosted ? (
+                <span className="text-sm text-slate-500">Granted by the operator here</span>
+              ) : c.price ? (
                 <a
                   href={`/api/pay/credits?price=${encodeURIComponent(c.price)}`}
                   className="text-sm text-indigo-700 underline"

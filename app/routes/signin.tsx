@@ -42,11 +42,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
   return {
     redirectTo,
     email: url.searchParams.get("email") ?? "",
-    notice: url.searchParams.has("registered")
-      ? "Account created. Sign in to continue."
-      : url.searchParams.has("reset")
-        ? "Password changed. Sign in with the new one."
-        : null,
+    notice: url.searchParams.has("reset") ? "Password changed. Sign in with the new one." : null,
     error: oauthErrors[url.searchParams.get("error") ?? ""] ?? null,
     providers: oauthProviders.map((id) => ({
       id,

@@ -18,7 +18,9 @@ import {
   pageSession,
   replyWithError,
 } from "../server/accounts/pages.server.ts";
+import { createSession } from "../server/accounts/sessions.server.ts";
 import { createUser } from "../server/accounts/users.server.ts";
+import { clientIp } from "../server/platform/client-ip.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Sign up — Agent Platform" }];
@@ -42,7 +44,12 @@ export async function action({ request, context }: ActionFunctionArgs) {
   if (limited) return data(submission.reply({ formErrors: [limited] }), { status: 429 });
   try {
     const user = await createUser(submission.value);
-    return redirect(`/signin?registered=1&email=${encodeURIComponent(user.email)}`);
+    // Signed in at once, like the sign-in form (decision 0010, amended).
+    const session = await createSession(user.id, {
+      ip: clientIp(request, context.remoteAddress),
+      userAgent: request.headers.get("user-agent") ?? undefined,
+    });
+    return redirect("/agents", { headers: { "Set-Cookie": session.setCookie } });
   } catch (error) {
     const status = error instanceof DomainError ? error.status : 500;
     return data(replyWithError(submission, error, ["email", "password"]), { status });

@@ -5,8 +5,8 @@ import * as sessions from "../../app/routes/api.sessions.ts";
 import * as password from "../../app/routes/api.settings.password.ts";
 import * as settings from "../../app/routes/api.settings.ts";
 import * as user from "../../app/routes/api.user.ts";
-import { sha256 } from "../../app/server/accounts/ids.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import { sha256 } from "../../app/server/platform/ids.server.ts";
 import { as, newUser, type TestUser } from "./helpers.ts";
 
 async function createKey(u: TestUser, name = "ci") {

@@ -6,8 +6,8 @@ import * as keyById from "../../app/routes/api.keys.$id.ts";
 import * as keys from "../../app/routes/api.keys.ts";
 import * as register from "../../app/routes/api.register.ts";
 import * as user from "../../app/routes/api.user.ts";
+import { apiDocument } from "../../app/server/api.server.ts";
 import { parseEnv, resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { openApiDocument } from "../../app/server/platform/openapi.server.ts";
 import { secrets } from "../../app/server/platform/secrets.server.ts";
 
 describe("local secrets", () => {
@@ -62,7 +62,7 @@ describe("accounts configuration", () => {
 
 describe("the OpenAPI document", () => {
   it("marks security per auth mode", () => {
-    const doc = openApiDocument({
+    const doc = apiDocument({
       root: { id: "root", path: "", module: {} },
       a: { id: "a", parentId: "root", path: "api/register", module: register },
       b: { id: "b", parentId: "root", path: "api/user", module: user },

@@ -43,7 +43,7 @@ export async function signInUser(email: string, password: string, opts: CallOpti
   });
 }
 
-/** Registers and signs in a fresh user; returns its session cookie. */
+/** Registers a fresh user (registering signs in: one session); returns its session cookie. */
 export async function newUser(fields: { email?: string; name?: string } = {}): Promise<TestUser> {
   const email = fields.email ?? uniqueEmail();
   const password = "correct horse battery";
@@ -53,9 +53,7 @@ export async function newUser(fields: { email?: string; name?: string } = {}): P
     ...(fields.name ? { name: fields.name } : {}),
   });
   if (reg.status !== 201) throw new Error(`register failed: ${reg.status} ${reg.text}`);
-  const res = await signInUser(email, password);
-  if (res.status !== 200) throw new Error(`sign-in failed: ${res.status} ${res.text}`);
-  return { id: reg.json.id, email, password, cookie: cookieOf(res) };
+  return { id: reg.json.id, email, password, cookie: cookieOf(reg) };
 }
 
 /** Calls a route as a signed-in browser (cookie) or a program (API key). */

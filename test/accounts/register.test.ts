@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
 import * as register from "../../app/routes/api.register.ts";
+import * as user from "../../app/routes/api.user.ts";
+import * as signupPage from "../../app/routes/signup.tsx";
 import { creditBalance, REFERRAL_CREDITS } from "../../app/server/accounts/credits.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { rateLimitScopes } from "../../app/server/platform/rate-limit.server.ts";
 import { call } from "../helpers/api.ts";
-import { registerUser, uniqueEmail } from "./helpers.ts";
+import { cookieOf, registerUser, uniqueEmail } from "./helpers.ts";
 
 describe("POST /api/register", () => {
   it("creates the user: 201 {id, email, name}, name defaulting to the email, argon2id hash", async () => {
@@ -122,5 +124,48 @@ describe("POST /api/register", () => {
     const res = await registerUser({ referralCode: "NOBODY42" });
     expect(res.status).toBe(201);
     expect(await creditBalance(res.json.id)).toBe(0);
+  });
+});
+
+describe("sign-up signs in at once (decision 0010, amended)", () => {
+  it("POST /api/register keeps its body and sets a session cookie that works", async () => {
+    const email = uniqueEmail("instant");
+    const res = await registerUser({ email });
+    expect(res.status).toBe(201);
+    expect(Object.keys(res.json).sort()).toEqual(["email", "id", "name"]);
+    const me = await call(user, "/api/user", { headers: { cookie: cookieOf(res) } });
+    expect(me.status).toBe(200);
+    expect(me.json.user).toMatchObject({ id: res.json.id, email });
+    const [row] = await db()`select email_verified from users where id = ${res.json.id}`;
+    expect(row?.email_verified).toBe(false); // signed in, but the mailbox is still unproven
+  });
+
+  it("a request a browser marks as cross-site creates the account but signs nobody in", async () => {
+    const res = await registerUser({}, { headers: { origin: "https://evil.example" } });
+    expect(res.status).toBe(201);
+    expect(res.headers.getSetCookie().some((c) => c.startsWith("__session="))).toBe(false);
+  });
+
+  it("the sign-up page lands on /agents signed in", async () => {
+    const email = uniqueEmail("page");
+    const request = new Request("http://localhost/signup", {
+      method: "POST",
+      headers: {
+        origin: "http://localhost",
+        "content-type": "application/x-www-form-urlencoded",
+        "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/140.0.0.0 Safari/537.36",
+      },
+      body: new URLSearchParams({ email, password: "a good long password" }),
+    });
+    const res = (await signupPage.action({
+      request,
+      params: {},
+      context: { remoteAddress: "198.51.100.7" },
+    })) as Response;
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("/agents");
+    const me = await call(user, "/api/user", { headers: { cookie: cookieOf(res) } });
+    expect(me.status).toBe(200);
+    expect(me.json.user.email).toBe(email);
   });
 });

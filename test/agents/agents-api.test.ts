@@ -9,9 +9,9 @@ import * as challengeRoute from "../../app/routes/api.agents.$id.verify.challeng
 import * as verifyRoute from "../../app/routes/api.agents.$id.verify.ts";
 import * as provisionRoute from "../../app/routes/api.agents.provision.ts";
 import * as listRoute from "../../app/routes/api.agents.ts";
-import { parseGatewayLogLine } from "../../app/server/agents/agents-api.server.ts";
+import { parseGatewayLogLine } from "../../app/server/agents/agent-logs.server.ts";
+import { recordMessages } from "../../app/server/agents/agent-messages.server.ts";
 import { getInstanceByUser, updateInstance } from "../../app/server/agents/instances.server.ts";
-import { recordMessages } from "../../app/server/agents/messages.server.ts";
 import { userForWallet } from "../../app/server/identity/siwe.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";

@@ -1,18 +1,18 @@
 import { createPublicKey, verify } from "node:crypto";
 import { ws } from "msw";
 import { afterEach, describe, expect, it } from "vitest";
+import { gatewayClientFor } from "../../app/server/agents/instance-gateway.server.ts";
+import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
+import { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
 import {
   deviceAuthPayloadV3,
-  GatewayClient,
+  generateDeviceIdentity,
+} from "../../app/server/openclaw/device-identity.server.ts";
+import {
   GatewayRequestError,
   GatewayUnavailableError,
-  generateDeviceIdentity,
-} from "../../app/server/agents/gateway-client.server.ts";
-import {
-  closeGatewayClients,
-  gatewayClientFor,
-} from "../../app/server/agents/gateway-connection.server.ts";
-import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
+} from "../../app/server/openclaw/errors.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { DomainError } from "../../app/server/platform/errors.server.ts";
 import { mswServer } from "../msw/server.ts";

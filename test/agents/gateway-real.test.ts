@@ -1,14 +1,12 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
-  deviceIdentityFromPrivateKey,
-  GatewayClient,
-} from "../../app/server/agents/gateway-client.server.ts";
-import {
   ensureInstanceRecord,
   gatewayTokenOf,
   getInstance,
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
+import { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { deviceIdentityFromPrivateKey } from "../../app/server/openclaw/device-identity.server.ts";
 import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import {

@@ -3,11 +3,11 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import * as agentRoute from "../../app/routes/api.agent.ts";
 import * as heartbeatRoute from "../../app/routes/api.heartbeat.ts";
 import * as memoryRoute from "../../app/routes/api.memory.ts";
-import { generateDeviceIdentity } from "../../app/server/agents/gateway-client.server.ts";
-import { closeGatewayClients } from "../../app/server/agents/gateway-connection.server.ts";
 import { parseEvery } from "../../app/server/agents/heartbeat.server.ts";
 import { ensureInstanceRecord, updateInstance } from "../../app/server/agents/instances.server.ts";
 import { appendEntry, MEMORY_MAX_CHARS } from "../../app/server/agents/memory.server.ts";
+import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
+import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";

@@ -4,11 +4,13 @@ import * as listRoute from "../../app/routes/agents._index.tsx";
 import * as agentRoute from "../../app/routes/agents.$id._index.tsx";
 import * as liveRoute from "../../app/routes/agents.$id.live.ts";
 import { CONFIG_MAX_BYTES, configFormSchema } from "../../app/schemas/agents.ts";
+import { recordMessages } from "../../app/server/agents/agent-messages.server.ts";
 import { getOwnedAgent } from "../../app/server/agents/agents.server.ts";
-import { recordMessages } from "../../app/server/agents/messages.server.ts";
+import { setUserKey } from "../../app/server/ai/byok.server.ts";
 import { setAgentVerification } from "../../app/server/identity/verification.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { consume, resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
+import { configureAi } from "../ai/support.ts";
 import { agentUser } from "./support.ts";
 
 // The dashboard pages' loaders and actions (no browser, no Docker): sign-in redirects,
@@ -323,5 +325,43 @@ describe("agent page", () => {
     });
     const thrown = await listRoute.action({ request, params: {}, context }).catch((e) => e);
     expect((thrown as Response).status).toBe(403);
+  });
+});
+
+describe("the agent page names the model source", () => {
+  it("says which source is missing, that credits are, or which one serves", async () => {
+    const who = await agentUser("solo");
+    const id = await provisionThroughPage(who);
+    const shown = async () => {
+      const res = await page(agentRoute, `/agents/${id}`, who, undefined, { id });
+      expect(res.status).toBe(200);
+      return (res.body as Awaited<ReturnType<typeof agentRoute.loader>>).modelSource;
+    };
+    try {
+      // Nothing at all: no server key, no local server, no key of the user's.
+      await configureAi({});
+      const none = await shown();
+      expect(none.problem?.kind).toBe("no-provider");
+      expect(none.problem?.message).toMatch(/OPENAI_API_KEY.*OPENAI_BASE_URL.*no key of your own/);
+
+      // A local OpenAI-compatible server needs neither keys nor credits.
+      await configureAi({ OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" });
+      expect(await shown()).toMatchObject({
+        problem: null,
+        platform: [{ provider: "openai", local: true }],
+      });
+
+      // A server key is paid from credits: none yet.
+      await configureAi({ ANTHROPIC_API_KEY: "test-key" });
+      const broke = await shown();
+      expect(broke.problem).toMatchObject({ kind: "no-credits" });
+      expect(broke.problem?.message).toMatch(/anthropic/);
+
+      // The user's own key serves without credits.
+      await setUserKey(who.id, "anthropic", "sk-ant-test-key-1234");
+      expect(await shown()).toMatchObject({ problem: null, ownKeys: ["anthropic"] });
+    } finally {
+      await configureAi({});
+    }
   });
 });

@@ -1,8 +1,8 @@
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as agentRoute from "../../app/routes/api.agent.ts";
 import * as provisionRoute from "../../app/routes/api.provision.ts";
-import { generateDeviceIdentity } from "../../app/server/agents/gateway-client.server.ts";
 import { ensureInstanceRecord, updateInstance } from "../../app/server/agents/instances.server.ts";
+import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";

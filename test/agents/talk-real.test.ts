@@ -8,8 +8,7 @@ import * as chatRoute from "../../app/routes/api.chat.ts";
 import * as heartbeatRoute from "../../app/routes/api.heartbeat.ts";
 import * as memoryRoute from "../../app/routes/api.memory.ts";
 import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
-import { generateDeviceIdentity } from "../../app/server/agents/gateway-client.server.ts";
-import { closeGatewayClients } from "../../app/server/agents/gateway-connection.server.ts";
+import { listMessages } from "../../app/server/agents/agent-messages.server.ts";
 import {
   ensureInstanceRecord,
   getInstance,
@@ -17,12 +16,13 @@ import {
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
 import { attachLiveSocket } from "../../app/server/agents/live-socket.server.ts";
-import { listMessages } from "../../app/server/agents/messages.server.ts";
 import { flushRecords, runTurn } from "../../app/server/agents/talk.server.ts";
+import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
+import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { sendResponse, toRequest } from "../../app/server/platform/node-http.server.ts";
+import { sendResponse, toRequest } from "../../app/server/platform/web/node-http.server.ts";
 import { connectPaired, provision } from "../../worker/instances.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";

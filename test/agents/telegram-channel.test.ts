@@ -12,15 +12,13 @@ import {
   channelSettings,
   storeChannelCredential,
 } from "../../app/server/agents/channels.server.ts";
-import {
-  closeGatewayClients,
-  gatewayClientFor,
-} from "../../app/server/agents/gateway-connection.server.ts";
+import { gatewayClientFor } from "../../app/server/agents/instance-gateway.server.ts";
 import {
   ensureInstanceRecord,
   getInstance,
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
+import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { connectPaired, provision } from "../../worker/instances.ts";
 import { ChatRecorder } from "../../worker/recorder.ts";

@@ -1,16 +1,16 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
-import { deviceIdentityFromPrivateKey } from "../../app/server/agents/gateway-client.server.ts";
-import { closeGatewayClients } from "../../app/server/agents/gateway-connection.server.ts";
 import { ensureInstanceRecord, getInstance } from "../../app/server/agents/instances.server.ts";
 import { chat } from "../../app/server/agents/talk.server.ts";
 import { authenticateInstanceToken } from "../../app/server/ai/instance-tokens.server.ts";
 import { flushMetering } from "../../app/server/ai/metering.server.ts";
+import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
+import { deviceIdentityFromPrivateKey } from "../../app/server/openclaw/device-identity.server.ts";
 import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { sendResponse, toRequest } from "../../app/server/platform/node-http.server.ts";
+import { sendResponse, toRequest } from "../../app/server/platform/web/node-http.server.ts";
 import {
   connectPaired,
   connectWithPairing,

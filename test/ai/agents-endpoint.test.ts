@@ -4,7 +4,7 @@ import * as modelsRoute from "../../app/routes/api.ai.v1.models.ts";
 import { setDailyLimit, userStanding } from "../../app/server/ai/budgets.server.ts";
 import { setUserKey, userKeyProviders } from "../../app/server/ai/byok.server.ts";
 import { loadCatalog, resolveModel } from "../../app/server/ai/catalog.server.ts";
-import { reservationFor } from "../../app/server/ai/completions.server.ts";
+import { boundsFor } from "../../app/server/ai/completions.server.ts";
 import {
   issueInstanceToken,
   revokeInstanceTokens,
@@ -265,8 +265,11 @@ describe("credits, BYOK and budgets", () => {
   });
 
   it("answers 402 once the daily spend limit is reached", async () => {
-    // 150 micro-USD; each call reserves 83 (13 prompt tokens at most, 5 completion) and costs 100.
-    await setDailyLimit(userId, 0.00015);
+    // Each call holds its bound and costs 100 micro-USD: the limit lets one call through, and
+    // with 100 spent the next call's hold no longer fits.
+    const body = { model: "openai/gpt-4o", messages: hello, max_tokens: 5 };
+    const { hold } = boundsFor(resolveModel(await loadCatalog(), body.model), body, 5);
+    await setDailyLimit(userId, (hold + 50) / 1e6);
     expect(
       (await complete({ model: "openai/gpt-4o", messages: hello, max_tokens: 5 })).status,
     ).toBe(200);
@@ -280,13 +283,12 @@ describe("credits, BYOK and budgets", () => {
     const user = "usr_race";
     const raceToken = await issueInstanceToken(user, "ins_race");
     const body = { model: "openai/gpt-4o-mini", messages: hello, max_tokens: 100 };
-    const catalog = await loadCatalog();
-    const reserve = reservationFor(
-      resolveModel(catalog, body.model).map((m) => m.prices),
-      { ...body, model: "gpt-4o-mini" },
-    );
+    const bounds = boundsFor(resolveModel(await loadCatalog(), body.model), body, 100);
+    const reserve = bounds.hold;
     expect(reserve).toBeGreaterThan(0);
     await giveCredits(user, 5 * reserve);
+    // The provider reports the most an honest one can: each call costs exactly its hold.
+    openai.state.usage = { prompt: bounds.promptTokens, completion: 100 };
 
     let release!: () => void;
     openai.state.gate = new Promise<void>((r) => {
@@ -299,9 +301,10 @@ describe("credits, BYOK and budgets", () => {
         return r;
       }),
     );
-    // The 15 refused answer without reaching the provider; the 5 admitted wait at its gate.
-    await expect.poll(() => settled.length, { timeout: 20_000 }).toBe(15);
-    expect(chatCalls(openai)).toHaveLength(5);
+    // The 5 admitted wait at the provider's gate; the 15 others wait for them to settle (their
+    // unused holds could pay for more), and are refused once they did and nothing came back.
+    await expect.poll(() => chatCalls(openai).length, { timeout: 20_000 }).toBe(5);
+    expect(settled).toHaveLength(0);
     release();
     const results = await Promise.all(requests);
     const statuses = results.map((r) => r.status).sort();
@@ -310,7 +313,8 @@ describe("credits, BYOK and budgets", () => {
     await flushMetering();
     const balance = await balanceOf(user);
     expect(balance).toBeGreaterThanOrEqual(0);
-    expect(balance).toBe(5 * reserve - 5 * 6); // each call cost 6 micro-USD
+    expect(balance).toBe(0); // each call cost exactly its hold
+    expect(chatCalls(openai)).toHaveLength(5);
     expect((await userStanding(user)).held).toBe(0);
   });
 });

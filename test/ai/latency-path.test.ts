@@ -13,7 +13,7 @@ import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.t
 import { issueInstanceToken } from "../../app/server/ai/instance-tokens.server.ts";
 import { flushMetering, meter } from "../../app/server/ai/metering.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { createWebServer } from "../../app/server/platform/web-server.server.ts";
+import { createWebServer } from "../../app/server/platform/web/web-server.server.ts";
 import { configureAi, giveCredits } from "./support.ts";
 
 // The agents' endpoint through the real web server (the /api fast path, node-http's side
@@ -271,9 +271,9 @@ describe("the agents' endpoint through the web server", () => {
 
 describe("the fast path's side tables", () => {
   it("are shared by two loaded copies of node-http (server entry from source, routes bundled)", async () => {
-    const source = await import("../../app/server/platform/node-http.server.ts");
+    const source = await import("../../app/server/platform/web/node-http.server.ts");
     const bundled = (await import(
-      /* @vite-ignore */ `${new URL("../../app/server/platform/node-http.server.ts", import.meta.url).href}?copy=bundle`
+      /* @vite-ignore */ `${new URL("../../app/server/platform/web/node-http.server.ts", import.meta.url).href}?copy=bundle`
     )) as typeof source;
     expect(bundled).not.toBe(source);
     const response = bundled.withRawBody(new Response('{"a":1}'), '{"a":1}');

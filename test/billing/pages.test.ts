@@ -6,6 +6,7 @@ import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import { createCheckout } from "../../app/server/billing/checkout.server.ts";
 import { refreshSubscriptionFromStripe } from "../../app/server/billing/subscriptions.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { newUser, type TestUser } from "../accounts/helpers.ts";
 import type { StripeFake } from "../msw/handlers/stripe.ts";
 import { sessionIdOf, useStripe } from "./support.ts";
@@ -130,8 +131,21 @@ describe("billing page", () => {
   });
 
   it("an add-on without a configured price answers the form with an error", async () => {
+    const price = process.env.STRIPE_PRICE_ADDON_AUDIT_LOGS;
+    delete process.env.STRIPE_PRICE_ADDON_AUDIT_LOGS;
+    resetEnvCache();
+    try {
+      const res = await page(billingPage, "/billing", { intent: "addon", addon: "audit-logs" });
+      expect((await dataOf(res)).error).toMatch(/No Stripe price/);
+    } finally {
+      process.env.STRIPE_PRICE_ADDON_AUDIT_LOGS = price;
+      resetEnvCache();
+    }
+  });
+
+  it("an add-on with nothing behind it is not sold: the form says to request it", async () => {
     const res = await page(billingPage, "/billing", { intent: "addon", addon: "slack" });
-    expect((await dataOf(res)).error).toMatch(/No Stripe price/);
+    expect((await dataOf(res)).error).toMatch(/not sold by checkout: request it/);
   });
 
   it("the loader shows plan, subscriptions, credits and storage", async () => {

@@ -12,7 +12,8 @@ const userAgent =
   "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36";
 
 beforeAll(async () => {
-  app = await startApp();
+  // A fresh install: no payment processor, the self-hosted default plan (decision 0100).
+  app = await startApp({ STRIPE_SECRET_KEY: "", DEFAULT_PLAN: "" });
   browser = await launchBrowser();
 });
 
@@ -26,7 +27,7 @@ async function heading(page: Page) {
 }
 
 describe.each([true, false])("accounts with JavaScript %s", (javaScriptEnabled) => {
-  it("sign up → sign in → create an API key → GET /api/user with it → sign out", async () => {
+  it("sign up (signed in, on the agents page) → sign out → sign in → create an API key → GET /api/user with it → sign out", async () => {
     const context = await browser.newContext({ javaScriptEnabled, userAgent });
     const page = await context.newPage();
     const errors: string[] = [];
@@ -40,8 +41,17 @@ describe.each([true, false])("accounts with JavaScript %s", (javaScriptEnabled) 
     await page.getByLabel("Password").fill(password);
     await page.getByLabel("Name (optional)").fill("Eve Tester");
     await page.getByRole("button", { name: "Create account" }).click();
-    await expect.poll(() => new URL(page.url()).pathname).toBe("/signin");
-    await expect.poll(() => page.getByRole("status").textContent()).toMatch(/Account created/);
+    // Signed in at once, on the agents page, and this server's default plan hosts an agent.
+    await expect.poll(() => new URL(page.url()).pathname).toBe("/agents");
+    await expect.poll(() => heading(page)).toBe("Agents");
+    await expect.poll(() => page.getByRole("link", { name: "Eve Tester" }).isVisible()).toBe(true);
+    await expect
+      .poll(() => page.getByRole("button", { name: "Provision agent" }).isVisible())
+      .toBe(true);
+    expect(await page.getByTestId("no-plan").count()).toBe(0);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await expect.poll(() => page.getByRole("link", { name: "Sign in" }).isVisible()).toBe(true);
+    await page.goto(`${app.url}/signin`);
 
     // A wrong password is refused with the one message.
     await page.getByLabel("Email").fill(email);

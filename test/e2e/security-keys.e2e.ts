@@ -47,11 +47,8 @@ describe("security keys", () => {
     await page.getByLabel("Email").fill(email);
     await page.getByLabel("Password").fill(password);
     await page.getByRole("button", { name: "Create account" }).click();
-    await expect.poll(() => new URL(page.url()).pathname).toBe("/signin");
-    await page.getByLabel("Email").fill(email);
-    await page.getByLabel("Password").fill(password);
-    await page.getByRole("button", { name: "Sign in", exact: true }).click();
-    await expect.poll(() => new URL(page.url()).pathname).not.toBe("/signin");
+    // Sign-up signs in (decision 0010, amended).
+    await expect.poll(() => new URL(page.url()).pathname).toBe("/agents");
 
     await page.goto(`${origin}/settings`);
     await page.getByLabel("Security key name").fill("Virtual key");

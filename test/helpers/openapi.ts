@@ -1,8 +1,8 @@
-import { openApiDocument } from "../../app/server/platform/openapi.server.ts";
+import { apiDocument } from "../../app/server/api.server.ts";
 
 /** The OpenAPI paths of these route modules, keyed by their Remix path (`api/agents/:id`). */
 export function openApiPaths(modules: Record<string, unknown>) {
-  const doc = openApiDocument({
+  const doc = apiDocument({
     root: { id: "root", path: "", module: {} },
     ...Object.fromEntries(
       Object.entries(modules).map(([path, module]) => [

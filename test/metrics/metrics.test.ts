@@ -4,8 +4,8 @@ import * as historicalRoute from "../../app/routes/api.metrics.$userId.historica
 import * as performanceRoute from "../../app/routes/api.metrics.$userId.performance.ts";
 import * as summaryRoute from "../../app/routes/api.metrics.$userId.summary.ts";
 import * as platformRoute from "../../app/routes/api.metrics.ts";
+import { recordMessages } from "../../app/server/agents/agent-messages.server.ts";
 import { ensureInstanceRecord, updateInstance } from "../../app/server/agents/instances.server.ts";
-import { recordMessages } from "../../app/server/agents/messages.server.ts";
 import { resetPlatformMetricsCache } from "../../app/server/metrics/platform.server.ts";
 import { resetPopulationCache } from "../../app/server/metrics/summary.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";

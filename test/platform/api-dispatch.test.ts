@@ -1,7 +1,7 @@
 import type { ServerBuild } from "@remix-run/node";
 import { describe, expect, it } from "vitest";
-import { compileApiRoutes } from "../../app/server/platform/api-dispatch.server.ts";
-import { apiRoute, endpoint } from "../../app/server/platform/http.server.ts";
+import { apiRoute, endpoint } from "../../app/server/api.server.ts";
+import { compileApiRoutes } from "../../app/server/platform/web/api-dispatch.server.ts";
 
 const route = (name: string) =>
   apiRoute({ GET: endpoint({ summary: name, auth: "none", handler: () => ({ name }) }) });

@@ -63,7 +63,7 @@ describe("audit log", () => {
     const rows = await rowsOf(u.id);
     const summary = rows.map((r) => [r.action, r.outcome, r.actor_type]);
     expect(summary).toEqual([
-      ["auth.signin", "success", "user"], // newUser's sign-in
+      ["account.created", "success", "user"], // sign-up signs in with the new account
       ["auth.signin", "failure", "system"],
       ["auth.signin", "success", "user"],
       ["api_key.created", "success", "user"],
@@ -106,7 +106,7 @@ describe("audit log", () => {
     const second = await as(u, audit, `/api/audit?limit=2&before=${first.json.nextCursor}`);
     expect(second.json.entries.map((e: { action: string }) => e.action)).toEqual([
       "api_key.created",
-      "auth.signin",
+      "account.created",
     ]);
     expect(second.json.nextCursor).toBeNull();
     const theirs = await as(stranger, audit, "/api/audit");

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import * as notFoundRoute from "../../app/routes/api.$.ts";
+import { apiRoute, endpoint } from "../../app/server/api.server.ts";
 import { DomainError } from "../../app/server/platform/errors.server.ts";
-import { apiRoute, endpoint, MAX_BODY_BYTES } from "../../app/server/platform/http.server.ts";
+import { MAX_BODY_BYTES } from "../../app/server/platform/http.server.ts";
 import { call } from "../helpers/api.ts";
 
 const things = apiRoute({

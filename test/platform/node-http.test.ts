@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { preReadBody, toRequest } from "../../app/server/platform/node-http.server.ts";
+import { preReadBody, toRequest } from "../../app/server/platform/web/node-http.server.ts";
 
 // The server entry's Request: its signal is the server's own (not followed by undici's Request
 // through a WeakRef, decision 0088), so it must still abort when the client goes away, for

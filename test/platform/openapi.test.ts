@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { apiRoute, endpoint } from "../../app/server/platform/http.server.ts";
-import { openApiDocument } from "../../app/server/platform/openapi.server.ts";
+import { apiDocument, apiRoute, endpoint } from "../../app/server/api.server.ts";
 
 describe("the OpenAPI document", () => {
   const keys = apiRoute({
@@ -21,7 +20,7 @@ describe("the OpenAPI document", () => {
       handler: () => ({}),
     }),
   });
-  const doc = openApiDocument({
+  const doc = apiDocument({
     root: { id: "root", path: "", module: {} },
     key: { id: "key", parentId: "root", path: "api/keys/:id", module: keys },
     splat: { id: "splat", parentId: "root", path: "api/*", module: keys },

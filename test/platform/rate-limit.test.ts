@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { apiRoute, endpoint } from "../../app/server/api.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { apiRoute, endpoint } from "../../app/server/platform/http.server.ts";
 import {
   attempt,
   consume,

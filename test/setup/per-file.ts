@@ -19,6 +19,9 @@ process.env.DATA_DIR = dataDir;
 // provisioning is tested where there is one (test/agents/warm-pool.test.ts).
 process.env.RUNTIME_COLD_WARMUP ??= "off";
 delete process.env.SMTP_URL;
+// Without a payment processor every user would have the self-hosted default plan; files that
+// test plans from subscriptions keep today's gate, and self-hosted tests set it themselves.
+process.env.DEFAULT_PLAN ??= "none";
 process.env.DATABASE_URL = await cloneDatabase(inject("adminDatabaseUrl"));
 resetEnvCache();
 

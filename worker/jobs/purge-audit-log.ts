@@ -1,8 +1,13 @@
-import { usersWithAddOn } from "../../app/server/billing/subscriptions.server.ts";
+import { usersWithAddon } from "../../app/server/billing/add-ons.server.ts";
+import { AUDIT_RETENTION_DAYS } from "../../app/server/billing/catalog.server.ts";
 import { purgeExpiredAudit } from "../../app/server/platform/audit.server.ts";
 
-/** Deletes audit entries past retention: a year for Audit Logs add-on holders, else 90 days. */
+/** Deletes audit entries past retention: a year for Audit Logs holders, else 90 days. */
 export async function purgeAuditLog() {
-  const extended = await usersWithAddOn("audit-logs");
-  return { purged: await purgeExpiredAudit(extended) };
+  const purged = await purgeExpiredAudit({
+    days: AUDIT_RETENTION_DAYS.base,
+    extendedDays: AUDIT_RETENTION_DAYS.withAddOn,
+    extendedUserIds: await usersWithAddon("audit-logs"),
+  });
+  return { purged };
 }

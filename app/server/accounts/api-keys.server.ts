@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
-import { newId, sha256 } from "./ids.server.ts";
+import { newId, sha256 } from "../platform/ids.server.ts";
 import { toUser, type User, type UserRow } from "./model.server.ts";
 
 // API keys: `sk_` + 32 random bytes (base64url), shown once, stored as SHA-256. `lastUsed` is

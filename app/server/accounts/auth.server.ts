@@ -1,12 +1,15 @@
+import type { AuditActor } from "../platform/audit.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import type { ApiSecurity } from "../platform/openapi.server.ts";
+import { isCrossSite, isUnsafeMethod } from "../platform/web/same-origin.server.ts";
 import { resolveApiKey } from "./api-keys.server.ts";
 import type { User } from "./model.server.ts";
 import { looksLikeJwt, verifySessionJwt } from "./session-jwt.server.ts";
 import { resolveSession } from "./sessions.server.ts";
 
-// How a request proves who it is. The route builder (platform/http.server.ts) and the pages
-// (auth-pages.server.ts) both go through `authorize`. docs/decisions/0014-authentication-modes.md
+// How a request proves who it is. The API route builder goes through `authorize` (bound in
+// app/server/api.server.ts). docs/decisions/0014-authentication-modes.md
 //
 // Auth modes:
 //   none      no credential is read
@@ -18,7 +21,7 @@ import { resolveSession } from "./sessions.server.ts";
 //             deleting the account — a stolen key must not be able to mint keys or lock the
 //             owner out
 
-export type AuthMode = "none" | "optional" | "user" | "jwt" | "session";
+const userActor = (userId: string): AuditActor => ({ type: "user", id: userId, userId });
 
 export interface Auth {
   user: User;
@@ -27,34 +30,57 @@ export interface Auth {
   keyId?: string;
   /** A rolled session cookie to send back. */
   setCookie?: string;
+  /** The audit log's actor: the API key when one was used, else the user. */
+  auditActor: AuditActor;
 }
 
-const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+/** What a handler gets as `auth` under each mode: `user`, `jwt`, `session` always have one. */
+export interface AuthByMode {
+  none: undefined;
+  optional: Auth | undefined;
+  user: Auth;
+  jwt: Auth;
+  session: Auth;
+}
 
-/**
- * True when a browser says the request comes from another site: an Origin whose host is
- * neither APP_URL's nor the request's own, or (without Origin) Sec-Fetch-Site other than
- * same-origin/none. Sibling subdomains (agents' own sites) count as other sites.
- */
+export type AuthMode = keyof AuthByMode;
+
+/** The modes as GET /api/openapi.json describes them. */
+export const authSecurity: ApiSecurity<AuthMode> = {
+  schemes: {
+    session: { type: "apiKey", in: "cookie", name: "__session" },
+    apiKey: { type: "http", scheme: "bearer", description: "sk_… API key" },
+    jwt: {
+      type: "http",
+      scheme: "bearer",
+      bearerFormat: "JWT",
+      description: "session token as a JWT (GET /api/billing/token); billing endpoints",
+    },
+  },
+  byMode: {
+    none: [],
+    optional: [{}, { session: [] }, { apiKey: [] }],
+    user: [{ session: [] }, { apiKey: [] }],
+    jwt: [{ session: [] }, { apiKey: [] }, { jwt: [] }],
+    session: [{ session: [] }],
+  },
+  default: [{ session: [] }, { apiKey: [] }],
+};
+
+/** True when a browser says the request comes from another site (platform/web/same-origin). */
 export function isForeignOrigin(request: Request): boolean {
-  const origin = request.headers.get("origin");
-  if (origin) {
-    if (origin === "null") return true;
-    let host: string;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      return true;
-    }
-    if (host === new URL(env().APP_URL).host) return false;
-    return host !== (request.headers.get("host") ?? new URL(request.url).host);
-  }
-  const site = request.headers.get("sec-fetch-site");
-  return site === "cross-site" || site === "same-site";
+  return isCrossSite(
+    {
+      origin: request.headers.get("origin"),
+      host: request.headers.get("host") ?? new URL(request.url).host,
+      secFetchSite: request.headers.get("sec-fetch-site"),
+    },
+    new URL(env().APP_URL).host,
+  );
 }
 
 export function assertSameOrigin(request: Request): void {
-  if (!SAFE_METHODS.has(request.method) && isForeignOrigin(request)) {
+  if (isUnsafeMethod(request.method) && isForeignOrigin(request)) {
     throw new DomainError(403, "Cross-site request refused");
   }
 }
@@ -71,11 +97,21 @@ export async function authenticate(
     if (options.jwt && looksLikeJwt(match[1]!)) {
       const verified = await verifySessionJwt(match[1]!);
       if (!verified) throw new DomainError(401, "Invalid or expired token");
-      return { user: verified.user, via: "jwt", sessionId: verified.sessionId };
+      return {
+        user: verified.user,
+        via: "jwt",
+        sessionId: verified.sessionId,
+        auditActor: userActor(verified.user.id),
+      };
     }
     const resolved = await resolveApiKey(match[1]!);
     if (!resolved) throw new DomainError(401, "Invalid API key");
-    return { user: resolved.user, via: "apiKey", keyId: resolved.keyId };
+    return {
+      user: resolved.user,
+      via: "apiKey",
+      keyId: resolved.keyId,
+      auditActor: { type: "api_key", id: resolved.keyId, userId: resolved.user.id },
+    };
   }
   const session = await resolveSession(request);
   if (!session) return undefined;
@@ -83,6 +119,7 @@ export async function authenticate(
     user: session.user,
     via: "session",
     sessionId: session.sessionId,
+    auditActor: userActor(session.user.id),
     ...(session.setCookie ? { setCookie: session.setCookie } : {}),
   };
 }

@@ -1,9 +1,9 @@
 import { createHmac } from "node:crypto";
 import { db } from "../platform/db.server.ts";
+import { type Queryable, txExecutor } from "../platform/db-helpers.server.ts";
 import { env } from "../platform/env.server.ts";
+import { newId } from "../platform/ids.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
-import { type Queryable, txExecutor } from "./db-helpers.server.ts";
-import { newId } from "./ids.server.ts";
 
 // Outgoing events, delivered to the operator's endpoints (WEBHOOK_ENDPOINTS) the Standard
 // Webhooks way: body {type, timestamp, data}, headers webhook-id / webhook-timestamp /

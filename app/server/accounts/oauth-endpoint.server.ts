@@ -1,4 +1,4 @@
-import { endpoint } from "../platform/http.server.ts";
+import { endpoint } from "../api.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import {
   type OAuthProvider,

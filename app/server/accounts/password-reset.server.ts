@@ -1,9 +1,9 @@
 import { db } from "../platform/db.server.ts";
+import { txExecutor } from "../platform/db-helpers.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { randomToken, sha256 } from "../platform/ids.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
-import { txExecutor } from "./db-helpers.server.ts";
-import { randomToken, sha256 } from "./ids.server.ts";
 import { revokeUnprovenAccess } from "./takeover.server.ts";
 import { findUserByEmail, setPassword } from "./users.server.ts";
 

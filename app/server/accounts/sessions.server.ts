@@ -1,11 +1,11 @@
 import { createCookie } from "@remix-run/node";
 import { noteAuditActor, recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
+import type { Queryable } from "../platform/db-helpers.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { newId, randomToken, sha256 } from "../platform/ids.server.ts";
 import { secrets } from "../platform/secrets.server.ts";
-import type { Queryable } from "./db-helpers.server.ts";
-import { newId, randomToken, sha256 } from "./ids.server.ts";
 import { toUser, type User, type UserRow } from "./model.server.ts";
 
 // Server-side sessions in PostgreSQL. The cookie (`__session`, signed with SESSION_SECRET,

@@ -1,4 +1,4 @@
-import type { Queryable } from "./db-helpers.server.ts";
+import type { Queryable } from "../platform/db-helpers.server.ts";
 import { revokeAllSessions } from "./sessions.server.ts";
 
 // Handing an account over to the person who just proved they own its identity (a provider-

@@ -1,13 +1,13 @@
 import type postgres from "postgres";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
+import { type Queryable, txExecutor } from "../platform/db-helpers.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { newId, randomAlphanumeric } from "../platform/ids.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { forgive } from "../platform/rate-limit.server.ts";
 import { grantReferralCredits } from "./credits.server.ts";
-import { type Queryable, txExecutor } from "./db-helpers.server.ts";
 import { emitEvent } from "./events.server.ts";
-import { newId, randomAlphanumeric } from "./ids.server.ts";
 import { publicUser, toUser, type User, type UserRow } from "./model.server.ts";
 import {
   countPasswordAttempt,
@@ -90,6 +90,14 @@ export async function createUser(input: NewUser, tx?: postgres.TransactionSql): 
     const user = toUser(row!);
     if (referrer) await grantReferralCredits(t, user.id, referrer.id);
     await emitEvent(t, "user.created", eventUser(user));
+    await recordAudit(
+      {
+        action: "account.created",
+        actor: { type: "user", id: user.id, userId: user.id },
+        details: { operator: user.isOperator },
+      },
+      t,
+    );
     return user;
   };
   return tx ? work(tx) : (db().begin(work) as Promise<User>);

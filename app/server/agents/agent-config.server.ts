@@ -1,12 +1,18 @@
 import { z } from "zod";
+import { CONFIG_MAX_BYTES, CUSTOM_MODEL } from "../../schemas/agents.ts";
+import { recordAudit } from "../platform/audit.server.ts";
+import { db } from "../platform/db.server.ts";
+import { env } from "../platform/env.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import { sendJob } from "../platform/jobs.server.ts";
+import { logger } from "../platform/logger.server.ts";
+import { type AgentRow, getOwnedAgent } from "./agents.server.ts";
+import { awaitJob, getInstanceByUser } from "./instances.server.ts";
 
 // An agent's stored configuration: any JSON object the user sends (size-capped), kept verbatim
 // as the truth. Only an allow-listed subset of keys ever reaches the gateway's
 // agents.entries.<id>: nothing a user writes may touch gateway auth, bind, tools.elevated,
 // sandbox, runtimes or workspace paths. docs/decisions/0061-agent-config-allowlist.md
-
-/** Serialized size cap of an agent's configuration. */
-export const AGENT_CONFIG_MAX_BYTES = 64 * 1024;
 
 /** Keys of agents.entries.<id> a user's configuration may set (OpenClaw 2026.9.6). */
 export const GATEWAY_CONFIG_KEYS = [
@@ -26,8 +32,8 @@ export const agentConfigSchema = z
   .unknown()
   .refine(isPlainObject, "must be a JSON object")
   .refine(
-    (v) => Buffer.byteLength(JSON.stringify(v), "utf8") <= AGENT_CONFIG_MAX_BYTES,
-    `must be at most ${AGENT_CONFIG_MAX_BYTES} bytes as JSON`,
+    (v) => Buffer.byteLength(JSON.stringify(v), "utf8") <= CONFIG_MAX_BYTES,
+    `must be at most ${CONFIG_MAX_BYTES} bytes as JSON`,
   )
   .transform((v) => v as Record<string, unknown>);
 
@@ -40,9 +46,6 @@ export function gatewayPartOf(config: Record<string, unknown>): Record<string, u
   return out;
 }
 
-/** The model id the platform provider serves for an agent's model (`custom`: the default). */
-export const CUSTOM_MODEL = "custom";
-
 /** One agents.entries value: name, model on the platform provider, allow-listed keys. */
 export function gatewayEntryOf(agent: {
   name: string;
@@ -53,4 +56,57 @@ export function gatewayEntryOf(agent: {
   // `custom` inherits agents.defaults.model (the instance's model) instead of pinning one.
   if (agent.model !== CUSTOM_MODEL) entry.model = `platform/${agent.model}`;
   return entry;
+}
+
+// --- GET/PUT /api/agents/:id/config ---------------------------------------------------------
+
+export async function readAgentConfig(userId: string, agentId: string) {
+  const agent = await getOwnedAgent(userId, agentId);
+  return { config: agent.config, status: "ok" };
+}
+
+export const agentConfigBody = agentConfigSchema;
+
+/**
+ * Stores the configuration (a new revision: the truth even while the gateway is down) and
+ * queues the worker's sync; when the instance is running, waits briefly for it to land.
+ */
+export async function updateAgentConfig(
+  userId: string,
+  agentId: string,
+  config: Record<string, unknown>,
+) {
+  await getOwnedAgent(userId, agentId);
+  const [row] = await db()<AgentRow[]>`
+    update agents set config = ${db().json(config as never)},
+      config_revision = config_revision + 1, updated_at = now()
+    where id = ${agentId} and user_id = ${userId}
+    returning *`;
+  if (!row) throw new DomainError(404, "Agent not found");
+  await recordAudit({
+    action: "agent.configured",
+    userId,
+    target: agentId,
+    details: { revision: row.config_revision },
+  });
+  const instance = await getInstanceByUser(userId);
+  let applied = false;
+  let applyError: string | undefined;
+  if (instance?.container_id) {
+    let jobId: string | undefined;
+    try {
+      jobId = await sendJob("sync-agents", { userId });
+    } catch (error) {
+      logger().warn({ err: error, agentId }, "sync-agents could not be enqueued");
+    }
+    if (jobId && instance.observed_state === "running") {
+      await awaitJob("sync-agents", jobId, env().AGENT_CONFIG_APPLY_WAIT_MS);
+      const [now] = await db()<{ applied_revision: number; apply_error: string | null }[]>`
+        select applied_revision, apply_error from agents where id = ${agentId}`;
+      applied = (now?.applied_revision ?? 0) >= row.config_revision;
+      if (!applied && now?.apply_error) applyError = now.apply_error;
+    }
+  }
+  // `applyError`: why the running gateway did not take it (the stored revision stays).
+  return { config: row.config, status: "updated", applied, ...(applyError ? { applyError } : {}) };
 }

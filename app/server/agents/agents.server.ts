@@ -1,19 +1,18 @@
 import type { TransactionSql } from "postgres";
-import { randomAlphanumeric } from "../accounts/ids.server.ts";
+import { z } from "zod";
+import { TIER_IDS } from "../../schemas/agents.ts";
 import { planLimits } from "../billing/catalog.server.ts";
 import { activePlanItems, requireActiveSubscription } from "../billing/subscriptions.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
-import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
-import { contractStatus, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
+import { randomAlphanumeric } from "../platform/ids.server.ts";
 
 // Agents: one OpenClaw agent inside the user's instance each. This module owns the `agents`
 // table: creation under the tier limit, ownership (another user's agent is "not found"), and
-// the contract's views. docs/decisions/0060-agents.md
+// the id's shape. The contract's views are agent-views.server.ts. docs/decisions/0060-agents.md
 
-export const TIERS = ["starter", "pro", "enterprise"] as const;
-export type Tier = (typeof TIERS)[number];
+export type Tier = (typeof TIER_IDS)[number];
 /** Agents per tier (contract "Limits"). */
 export const TIER_LIMITS: Record<Tier, number> = { starter: 1, pro: 3, enterprise: 100 };
 
@@ -49,7 +48,7 @@ export async function tierOfUser(userId: string): Promise<Tier | undefined> {
   return "enterprise";
 }
 
-const tierRank = (tier: Tier) => TIERS.indexOf(tier);
+const tierRank = (tier: Tier) => TIER_IDS.indexOf(tier);
 
 /**
  * Creates the agent record when the user's subscription allows it: 402 without an active
@@ -127,38 +126,11 @@ export async function agentOfSessionKey(
   return row;
 }
 
-// --- views of the contract ----------------------------------------------------------------
-
-/** ws://<host>/agent/<user_id> on the application's origin (wss behind https). */
-export function websocketUrl(userId: string): string {
-  const app = new URL(env().APP_URL);
-  const scheme = app.protocol === "https:" ? "wss" : "ws";
-  return `${scheme}://${app.host}/agent/${encodeURIComponent(userId)}`;
-}
-
-/** An agent's status is its instance's (one gateway runs all of a user's agents). */
-export function agentStatus(instance: InstanceRow | undefined): string {
-  if (!instance) return "provisioning";
-  if (instance.observed_state === "new" && instance.desired_state === "running") {
-    return "provisioning";
-  }
-  return contractStatus(instance);
-}
-
-/** Agent summary (list items and provisioning results). */
-export function agentSummary(row: AgentRow, instance: InstanceRow | undefined) {
-  return {
-    id: row.id,
-    name: row.name,
-    model: row.model,
-    status: agentStatus(instance),
-    websocketUrl: websocketUrl(row.user_id),
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
-}
-
-export async function agentSummaries(userId: string) {
-  const [rows, instance] = await Promise.all([listAgents(userId), getInstanceByUser(userId)]);
-  return rows.map((row) => agentSummary(row, instance));
-}
+/** The `:id` of /api/agents/:id routes. */
+export const agentParams = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[A-Za-z0-9_-]+$/, "must be an agent id"),
+});

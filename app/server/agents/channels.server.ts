@@ -1,12 +1,13 @@
-import type { Queryable } from "../accounts/db-helpers.server.ts";
 import { setUserKey } from "../ai/byok.server.ts";
 import type { ProviderName } from "../ai/providers/shared.server.ts";
+import type { GatewayClient } from "../openclaw/client.server.ts";
+import { toDomainError } from "../openclaw/connections.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
+import type { Queryable } from "../platform/db-helpers.server.ts";
 import { env } from "../platform/env.server.ts";
-import type { GatewayClient } from "./gateway-client.server.ts";
-import { gatewayClientFor, toDomainError } from "./gateway-connection.server.ts";
+import { gatewayClientFor } from "./instance-gateway.server.ts";
 import { getInstanceByUser } from "./instances.server.ts";
 
 // Messaging-channel credentials: chatapp1 = Telegram, chatapp2 = Discord, chatapp3 = WhatsApp,

@@ -1,7 +1,7 @@
-import { txExecutor } from "../accounts/db-helpers.server.ts";
 import { revokeInstanceTokens } from "../ai/instance-tokens.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
+import { txExecutor } from "../platform/db-helpers.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { deleteChannelCredentials } from "./channels.server.ts";

@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { type GatewayClient, GatewayRequestError } from "./gateway-client.server.ts";
-import { withGateway } from "./gateway-connection.server.ts";
+import type { GatewayClient } from "../openclaw/client.server.ts";
+import { GatewayRequestError } from "../openclaw/errors.server.ts";
+import { withGateway } from "./instance-gateway.server.ts";
 
 // Heartbeat settings (GET/POST/DELETE /api/heartbeat): OpenClaw's periodic agent turn, configured
 // in the gateway at `agents.defaults.heartbeat` (OpenClaw 2026.9.6, docs/gateway/heartbeat.md).

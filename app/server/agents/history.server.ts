@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { MessageInput } from "./messages.server.ts";
+import type { MessageInput } from "./agent-messages.server.ts";
 
 // Gateway chat history (`chat.history` entries) as the platform's messages. Every writer of
 // agent_messages that reads a gateway's history (the worker's recorder, the web's chat flows)

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import type { GatewayClient } from "../openclaw/client.server.ts";
+import { GatewayRequestError } from "../openclaw/errors.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
-import { type GatewayClient, GatewayRequestError } from "./gateway-client.server.ts";
-import { withGateway } from "./gateway-connection.server.ts";
+import { withGateway } from "./instance-gateway.server.ts";
 import { type Target, targetOf } from "./talk.server.ts";
 
 // An agent's long-term memory (GET/POST /api/memory): OpenClaw's MEMORY.md in the agent's

@@ -1,29 +1,24 @@
 import { z } from "zod";
-import { CUSTOM_MODEL, LOG_LEVELS } from "../../schemas/agents.ts";
+import { CUSTOM_MODEL, LOG_LEVELS, TIER_IDS } from "../../schemas/agents.ts";
+import { modelSource } from "../ai/model-source.server.ts";
 import { frontendModels } from "../ai/models.server.ts";
+import { selfHosted } from "../billing/plan-assignments.server.ts";
 import { hasActiveSubscription } from "../billing/subscriptions.server.ts";
 import { listWebauthnCredentials } from "../identity/webauthn.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { consume, rateLimitScopes } from "../platform/rate-limit.server.ts";
+import { updateAgentConfig } from "./agent-config.server.ts";
+import { agentLogs } from "./agent-logs.server.ts";
+import { agentMessages } from "./agent-messages.server.ts";
+import { modelOptions, provisionAgent } from "./agent-provisioning.server.ts";
+import { agentStats } from "./agent-stats.server.ts";
 import {
-  agentStatus,
-  agentSummaries,
-  getOwnedAgent,
-  TIER_LIMITS,
-  TIERS,
-  type Tier,
-  tierOfUser,
-} from "./agents.server.ts";
-import {
-  agentDetail,
-  agentLogs,
-  agentMessages,
-  agentStats,
   readAgentVerification,
   removeAgentVerification,
   submitAgentVerification,
-  updateAgentConfig,
-} from "./agents-api.server.ts";
+} from "./agent-verification.server.ts";
+import { agentDetail, agentStatus, agentSummaries } from "./agent-views.server.ts";
+import { getOwnedAgent, TIER_LIMITS, type Tier, tierOfUser } from "./agents.server.ts";
 import { deleteAgent } from "./delete-agent.server.ts";
 import {
   contractStatus,
@@ -35,7 +30,6 @@ import {
   stopInstance,
   updateInstanceImage,
 } from "./instances.server.ts";
-import { modelOptions, provisionAgent } from "./provisioning.server.ts";
 
 // What the dashboard pages (app/routes/agents*.tsx) need, on top of the agents API's service
 // functions: every function takes the signed-in user's id, and another user's agent is 404.
@@ -75,7 +69,7 @@ export async function agentsOverview(userId: string) {
     tierOfUser(userId),
     modelChoices(),
   ]);
-  const tiers = tier ? TIERS.slice(0, TIERS.indexOf(tier) + 1) : [];
+  const tiers = tier ? TIER_IDS.slice(0, TIER_IDS.indexOf(tier) + 1) : [];
   return {
     agents,
     subscribed,
@@ -83,6 +77,8 @@ export async function agentsOverview(userId: string) {
     tiers: tiers.map((t) => ({ id: t, limit: TIER_LIMITS[t] })),
     limit: tier ? TIER_LIMITS[tier] : 0,
     models,
+    /** No payment processor: plans come from the operator, not /pricing (decision 0100). */
+    selfHosted: selfHosted(),
   };
 }
 
@@ -168,12 +164,13 @@ export async function agentPage(
   query: z.infer<typeof agentPageQuery>,
 ) {
   const row = await getOwnedAgent(userId, agentId);
-  const [{ agent }, live, verification, messages, securityKeys] = await Promise.all([
+  const [{ agent }, live, verification, messages, securityKeys, models] = await Promise.all([
     agentDetail(userId, agentId),
     agentLive(userId, agentId),
     readAgentVerification(userId, agentId),
     agentMessages(userId, agentId, { limit: query.limit, offset: query.offset }),
     listWebauthnCredentials(userId),
+    modelSource(userId),
   ]);
   const logs = await logsFor(userId, agentId, agent.status, query.level);
   return {
@@ -191,6 +188,8 @@ export async function agentPage(
     messages,
     logs: { ...logs, level: query.level ?? null },
     config: row.config,
+    /** Which model source serves the agent, or what is missing (before a chat fails on it). */
+    modelSource: models,
   };
 }
 

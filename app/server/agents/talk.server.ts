@@ -1,9 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { userKeyProviders } from "../ai/byok.server.ts";
+import type { GatewayClient } from "../openclaw/client.server.ts";
+import { GatewayRequestError, GatewayUnavailableError } from "../openclaw/errors.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { platformVersion } from "../platform/version.server.ts";
+import { recordMessages } from "./agent-messages.server.ts";
 import {
   type AgentRow,
   FIRST_GATEWAY_AGENT_ID,
@@ -11,15 +14,9 @@ import {
   listAgents,
 } from "./agents.server.ts";
 import { channelCredentialFlags } from "./channels.server.ts";
-import {
-  type GatewayClient,
-  GatewayRequestError,
-  GatewayUnavailableError,
-} from "./gateway-client.server.ts";
-import { withGateway } from "./gateway-connection.server.ts";
 import { type HistoryMessage, messagesOfHistory } from "./history.server.ts";
+import { withGateway } from "./instance-gateway.server.ts";
 import type { InstanceRow } from "./instances.server.ts";
-import { recordMessages } from "./messages.server.ts";
 
 // Talking to a user's agent (GET/POST /api/agent, /api/chat, the live socket): sessions, chat
 // turns, memory, skills and health, all from the user's own gateway over the control protocol.
@@ -72,7 +69,7 @@ interface GatewaySessionRow {
   archived?: boolean;
 }
 
-export interface GatewayMessage {
+interface GatewayMessage {
   role: string;
   content: unknown;
   timestamp?: number;
@@ -80,7 +77,7 @@ export interface GatewayMessage {
 }
 
 /** The text of a gateway message: a string, or the text parts of a content array. */
-export function textOf(content: unknown): string {
+function contentText(content: unknown): string {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {
     return content
@@ -97,11 +94,11 @@ export function textOf(content: unknown): string {
 /** User and assistant turns with text (tool calls and system rows are not conversation). */
 function conversation(messages: GatewayMessage[]) {
   return messages
-    .filter((m) => (m.role === "user" || m.role === "assistant") && textOf(m.content) !== "")
+    .filter((m) => (m.role === "user" || m.role === "assistant") && contentText(m.content) !== "")
     .map((m) => ({
       id: m.__openclaw?.id ?? `seq-${m.__openclaw?.seq ?? 0}`,
       role: m.role as "user" | "assistant",
-      content: textOf(m.content),
+      content: contentText(m.content),
       timestamp: m.timestamp ?? 0,
     }));
 }
@@ -301,7 +298,7 @@ export async function runTurn(
         events.onDelta?.(payload.deltaText, full);
       } else if (payload.state === "final") {
         clearTimeout(timer);
-        resolve(textOf(payload.message?.content) || full);
+        resolve(contentText(payload.message?.content) || full);
       } else if (payload.state === "error" || payload.state === "aborted") {
         clearTimeout(timer);
         reject(

@@ -1,7 +1,7 @@
+import type { GatewayClient } from "../openclaw/client.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { channelCredentialFlags } from "./channels.server.ts";
-import type { GatewayClient } from "./gateway-client.server.ts";
-import { withGateway } from "./gateway-connection.server.ts";
+import { withGateway } from "./instance-gateway.server.ts";
 
 // Linking WhatsApp (chatapp3). OpenClaw's WhatsApp channel is WhatsApp Web (Baileys, plugin
 // @openclaw/whatsapp): no token, the gateway links the account as a "linked device" through its

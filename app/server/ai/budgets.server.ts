@@ -3,7 +3,16 @@ import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
-import { activeLease, draw, type Lease, openLease, wantsRefill } from "./credit-leases.server.ts";
+import {
+  activeLease,
+  draw,
+  drawUpTo,
+  type Lease,
+  nextReturn,
+  openLease,
+  pendingReturns,
+  wantsRefill,
+} from "./credit-leases.server.ts";
 import { usdToMicro } from "./money.server.ts";
 
 // Credits and budgets. Before a call, the most it can cost is held on the user's ai_accounts row
@@ -52,43 +61,103 @@ export async function userStanding(userId: string): Promise<Standing> {
   };
 }
 
-async function tryReserve(id: string, userId: string, amount: number, mode: BillingMode) {
-  const rows = await db()`
-    with acct as (
-      update ai_accounts set
-        held_micro_usd = held_micro_usd + ${amount},
-        spent_today_micro_usd = case when spend_day = (now() at time zone 'utc')::date
-          then spent_today_micro_usd else 0 end,
+/**
+ * Holds as much as the balance (credits) and the daily allowance leave, up to `max`, when that is
+ * at least `min`, in one conditional statement; answers the amount held (0: refused).
+ */
+async function tryReserve(id: string, userId: string, min: number, max: number, mode: BillingMode) {
+  const rows = await db()<{ amount: number }[]>`
+    with free as (
+      select user_id, least(${max}::bigint,
+          coalesce(daily_limit_micro_usd, ${defaultLimit()})
+            - case when spend_day = (now() at time zone 'utc')::date
+                then spent_today_micro_usd else 0 end
+            - held_micro_usd,
+          case when ${mode} = 'byok' then ${max}::bigint
+            when balance_micro_usd > 0 then balance_micro_usd - held_micro_usd
+            else 0 end) as amount
+      from ai_accounts where user_id = ${userId} for update
+    ), acct as (
+      update ai_accounts a set
+        held_micro_usd = a.held_micro_usd + free.amount,
+        spent_today_micro_usd = case when a.spend_day = (now() at time zone 'utc')::date
+          then a.spent_today_micro_usd else 0 end,
         spend_day = (now() at time zone 'utc')::date
-      where user_id = ${userId}
-        and case when spend_day = (now() at time zone 'utc')::date
-              then spent_today_micro_usd else 0 end
-            + held_micro_usd + ${amount} <= coalesce(daily_limit_micro_usd, ${defaultLimit()})
-        and (${mode} = 'byok'
-          or (balance_micro_usd > 0 and balance_micro_usd - held_micro_usd >= ${amount}))
-      returning user_id
+      from free
+      where a.user_id = free.user_id and free.amount >= ${min} and free.amount > 0
+      returning a.user_id, free.amount
     )
     insert into ai_reservations (id, user_id, amount_micro_usd)
-    select ${id}, user_id, ${amount} from acct returning id`;
-  return rows.length > 0;
+    select ${id}, user_id, amount from acct returning amount_micro_usd as amount`;
+  return Number(rows[0]?.amount ?? 0);
 }
 
+/** What a call asks to hold: a fixed amount, or as much as there is between `min` and `max`. */
+export type HoldRequest = number | { min: number; max: number };
+
 /**
- * Holds `amount` micro-USD for a call, or answers 402 {error}. The hold is drawn from the
- * process's lease on the user's credit (credit-leases.server.ts); a new lease of
- * AI_CREDIT_LEASE_USD (or just `amount` when the balance or the daily allowance is smaller) is
- * taken in one conditional statement when the current one cannot cover the call.
+ * Holds a call's amount, or answers 402 {error}. The hold is drawn from the process's lease on
+ * the user's credit (credit-leases.server.ts); a new lease of AI_CREDIT_LEASE_USD (or what the
+ * balance or the daily allowance leaves, when smaller) is taken in one conditional statement when
+ * the current one cannot cover the call. A flexible request (`{min, max}`) gets `max` when there
+ * is that much, else what is left if at least `min`. While the user's other calls in this process
+ * are in flight, a call that cannot be covered waits for them to settle (up to `waitMs`, or until
+ * `signal` aborts) before it is refused: their unused holds may pay for it.
  */
 export async function reserve(
   userId: string,
-  amountMicroUsd: number,
+  hold: HoldRequest,
   mode: BillingMode,
+  { signal, waitMs = HOLD_WAIT_MS }: { signal?: AbortSignal; waitMs?: number } = {},
 ): Promise<Reservation> {
+  const { min, max } = typeof hold === "number" ? { min: hold, max: hold } : hold;
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const held = await holdOnce(userId, min, max, mode);
+    if (held) return held;
+    if (!pendingReturns(userId, mode) || Date.now() >= deadline || signal?.aborted) {
+      return refuse(userId, min);
+    }
+    await waitForReturn(userId, mode, deadline - Date.now(), signal);
+  }
+}
+
+/** How long a call waits for the user's calls in flight to give back what they did not use. */
+export const HOLD_WAIT_MS = 30_000;
+
+function waitForReturn(userId: string, mode: BillingMode, ms: number, signal?: AbortSignal) {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener("abort", done, { once: true });
+    void nextReturn(userId, mode).then(done);
+  });
+}
+
+const reservation = (userId: string, mode: BillingMode, lease: Lease, amountMicroUsd: number) => ({
+  id: lease.id,
+  userId,
+  amountMicroUsd,
+  mode,
+  lease,
+});
+
+/** One attempt: the current lease, else a new one; undefined when neither covers `min`. */
+async function holdOnce(
+  userId: string,
+  min: number,
+  max: number,
+  mode: BillingMode,
+): Promise<Reservation | undefined> {
   for (;;) {
     const lease = activeLease(userId, mode);
-    if (lease && draw(lease, amountMicroUsd)) {
+    if (lease && draw(lease, max)) {
       if (wantsRefill(lease)) refillAhead(lease);
-      return { id: lease.id, userId, amountMicroUsd, mode, lease };
+      return reservation(userId, mode, lease, max);
     }
     // One lease request per user and mode at a time in this process: concurrent callers wait
     // for it and draw from it, instead of each taking a block.
@@ -97,24 +166,30 @@ export async function reserve(
     if (inFlight) {
       await inFlight.catch(() => {});
       const next = activeLease(userId, mode);
-      if (next && next !== lease && draw(next, amountMicroUsd)) {
-        return { id: next.id, userId, amountMicroUsd, mode, lease: next };
+      if (next && next !== lease && draw(next, max)) {
+        return reservation(userId, mode, next, max);
       }
       if (opening.has(key)) continue;
     }
-    const promise = takeLease(userId, amountMicroUsd, mode);
+    const promise = takeLease(userId, min, max, mode);
     opening.set(key, promise);
+    let taken: Lease | undefined;
     try {
-      const taken = await promise;
-      if (!draw(taken, amountMicroUsd)) continue; // a concurrent caller drew it first
-      return { id: taken.id, userId, amountMicroUsd, mode, lease: taken };
+      taken = await promise;
     } finally {
       if (opening.get(key) === promise) opening.delete(key);
     }
+    if (taken && draw(taken, max)) return reservation(userId, mode, taken, max);
+    // Less than `max` is left: the most the current lease (new or old) has, if it covers `min`.
+    const current = activeLease(userId, mode);
+    const amount = current && min < max ? drawUpTo(current, min, max) : 0;
+    if (current && amount > 0) return reservation(userId, mode, current, amount);
+    if (taken) continue; // a concurrent caller drew the new lease first
+    return undefined;
   }
 }
 
-const opening = new Map<string, Promise<Lease>>();
+const opening = new Map<string, Promise<Lease | undefined>>();
 
 /**
  * Takes the next full block in the background while the current lease still serves calls, so
@@ -128,7 +203,8 @@ function refillAhead(lease: Lease): void {
   const block = usdToMicro(env().AI_CREDIT_LEASE_USD);
   if (block <= 0) return;
   const id = `res_${randomUUID()}`;
-  const promise = tryReserve(id, lease.userId, block, lease.mode).then((ok) => {
+  const promise = tryReserve(id, lease.userId, block, block, lease.mode).then((size) => {
+    const ok = size > 0;
     // A lease that was replaced meanwhile (rotation on the request path) keeps its successor.
     if (ok && activeLease(lease.userId, lease.mode) === lease) {
       return openLease(id, lease.userId, lease.mode, block);
@@ -151,21 +227,31 @@ async function releaseUnused(id: string, userId: string, amount: number): Promis
     where user_id = ${userId} and exists (select 1 from gone)`;
 }
 
-async function takeLease(userId: string, amount: number, mode: BillingMode): Promise<Lease> {
-  const block = Math.max(amount, usdToMicro(env().AI_CREDIT_LEASE_USD));
-  for (const size of block > amount ? [block, amount] : [amount]) {
-    const id = `res_${randomUUID()}`;
-    let ok = await tryReserve(id, userId, size, mode);
-    if (!ok) {
-      // The slow path only: create the account of a BYOK user who never had credits.
-      const [exists] = await db()`select 1 from ai_accounts where user_id = ${userId}`;
-      if (!exists && mode === "byok") {
-        await db()`insert into ai_accounts (user_id) values (${userId}) on conflict do nothing`;
-        ok = await tryReserve(id, userId, size, mode);
-      }
+/**
+ * A new lease: a block (AI_CREDIT_LEASE_USD, at least `max`), or what the balance or the daily
+ * allowance leaves when that is less, if it covers `min`. undefined when it does not.
+ */
+async function takeLease(
+  userId: string,
+  min: number,
+  max: number,
+  mode: BillingMode,
+): Promise<Lease | undefined> {
+  const block = Math.max(max, usdToMicro(env().AI_CREDIT_LEASE_USD));
+  const id = `res_${randomUUID()}`;
+  let size = await tryReserve(id, userId, min, block, mode);
+  if (size === 0 && mode === "byok") {
+    // The slow path only: create the account of a BYOK user who never had credits.
+    const [exists] = await db()`select 1 from ai_accounts where user_id = ${userId}`;
+    if (!exists) {
+      await db()`insert into ai_accounts (user_id) values (${userId}) on conflict do nothing`;
+      size = await tryReserve(id, userId, min, block, mode);
     }
-    if (ok) return openLease(id, userId, mode, size);
   }
+  return size > 0 ? openLease(id, userId, mode, size) : undefined;
+}
+
+async function refuse(userId: string, amount: number): Promise<never> {
   const s = await userStanding(userId);
   if (s.spentToday + s.held + amount > s.dailyLimit) {
     throw new DomainError(402, "Daily AI spend limit reached", {

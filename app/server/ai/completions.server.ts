@@ -5,10 +5,19 @@ import { errorResponse, OVERHEAD_HEADER, overheadMs } from "../platform/http.ser
 import { logger } from "../platform/logger.server.ts";
 import { type BillingMode, type Reservation, reserve } from "./budgets.server.ts";
 import { userKeys } from "./byok.server.ts";
+import {
+  affordableTokens,
+  choicesOf,
+  holdFor,
+  promptTokenBound,
+  requestedMaxTokens,
+  withCompletionLimit,
+} from "./call-bounds.server.ts";
 import { type CatalogModel, loadCatalog, resolveModel } from "./catalog.server.ts";
 import { isCoolingDown, recordFailure, recordSuccess } from "./cooldown.server.ts";
+import { giveBack } from "./credit-leases.server.ts";
 import { countTokens, meter } from "./metering.server.ts";
-import { costMicroUsd, type Prices } from "./money.server.ts";
+import { costMicroUsd } from "./money.server.ts";
 import {
   type ChatBody,
   type Completion,
@@ -59,19 +68,79 @@ export type CompleteResult =
   | (Served & { kind: "json"; completion: Completion })
   | (Served & { kind: "stream"; stream: ReadableStream<Uint8Array> });
 
-/** Prompt tokens a request can at most be (≈3 characters per token over the whole body). */
-const promptUpperBound = (body: ChatBody) => Math.ceil(JSON.stringify(body.messages).length / 3);
+/** The bounds a call is held for: prompt tokens and completion tokens (all choices). */
+export interface CallBounds {
+  promptTokens: number;
+  completionTokens: number;
+  /** The completion limit the layer set (the caller set none), sent to the provider. */
+  limit?: number;
+}
 
-/** The most a request can cost, in micro-USD, at the priciest candidate. */
-export function reservationFor(prices: Prices[], body: ChatBody): number {
-  const maxTokens =
-    typeof body.max_tokens === "number"
-      ? body.max_tokens
-      : typeof body.max_completion_tokens === "number"
-        ? body.max_completion_tokens
-        : env().AI_RESERVE_OUTPUT_TOKENS;
-  const prompt = promptUpperBound(body);
-  return Math.max(...prices.map((p) => costMicroUsd(p, prompt, maxTokens)), 0);
+/** The largest context window among the candidates; 0 when one of them is unknown. */
+const contextOf = (candidates: CatalogModel[]) =>
+  candidates.some((c) => !(c.contextLength > 0))
+    ? 0
+    : Math.max(...candidates.map((c) => c.contextLength));
+
+/** The bounds of a call whose caller set max_tokens, and the hold that pays for them. */
+export function boundsFor(candidates: CatalogModel[], body: ChatBody, maxTokens: number) {
+  const promptTokens = promptTokenBound(body, contextOf(candidates));
+  const completionTokens = maxTokens * choicesOf(body);
+  const hold = holdFor(
+    candidates.map((c) => c.prices),
+    promptTokens,
+    completionTokens,
+  );
+  return { promptTokens, completionTokens, hold };
+}
+
+/**
+ * Holds what the call can cost at most (call-bounds.server.ts). A caller's max_tokens is held as
+ * asked (402 when the balance cannot pay it); without one the layer holds the prompt and as many
+ * completion tokens as the balance pays, up to AI_RESERVE_OUTPUT_TOKENS, and sends that limit.
+ */
+async function holdCall(
+  userId: string,
+  mode: BillingMode,
+  candidates: CatalogModel[],
+  body: ChatBody,
+  signal: AbortSignal | undefined,
+): Promise<{ reservation: Reservation; bounds: CallBounds }> {
+  const asked = requestedMaxTokens(body);
+  if (asked !== undefined) {
+    const { promptTokens, completionTokens, hold } = boundsFor(candidates, body, asked);
+    const reservation = await reserve(userId, hold, mode, { signal });
+    return { reservation, bounds: { promptTokens, completionTokens } };
+  }
+  const prices = candidates.map((c) => c.prices);
+  const promptTokens = promptTokenBound(body, contextOf(candidates));
+  const choices = choicesOf(body);
+  const cap = env().AI_RESERVE_OUTPUT_TOKENS;
+  const reservation = await reserve(
+    userId,
+    {
+      min: holdFor(prices, promptTokens, choices),
+      max: holdFor(prices, promptTokens, cap * choices),
+    },
+    mode,
+    { signal },
+  );
+  const limit = Math.max(
+    1,
+    Math.floor(
+      affordableTokens(prices, promptTokens, reservation.amountMicroUsd, cap * choices) / choices,
+    ),
+  );
+  // The draw is sized down to the limit's exact cost (what rounding to whole tokens left over).
+  const exact = holdFor(prices, promptTokens, limit * choices);
+  if (exact < reservation.amountMicroUsd) {
+    giveBack(reservation.lease, reservation.amountMicroUsd - exact);
+    reservation.amountMicroUsd = exact;
+  }
+  return {
+    reservation,
+    bounds: { promptTokens, completionTokens: limit * choices, limit },
+  };
 }
 
 function usageOrCount(body: ChatBody, usage: Usage | null, text: string) {
@@ -163,15 +232,9 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
   }
 
   let reservation: Reservation | undefined;
+  let bounds: CallBounds | undefined;
   if (userId && mode !== "none") {
-    reservation = await reserve(
-      userId,
-      reservationFor(
-        available.map((c) => c.prices),
-        body,
-      ),
-      mode,
-    );
+    ({ reservation, bounds } = await holdCall(userId, mode, available, body, options.signal));
   }
 
   const { AI_RETRIES, AI_RETRY_DELAY_MS } = env();
@@ -184,7 +247,11 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
     billingMode: mode,
     stream: options.stream,
   } as const;
-  /** Meters one answered call (a stream when it ends) at its exact cost and settles the hold. */
+  /**
+   * Meters one answered call (a stream when it ends) at its exact cost and settles the hold. A
+   * provider reporting more than the call's bounds is charged no more than the hold (what the
+   * user was held for) and recorded as an anomaly for operators.
+   */
   const meterAnswer = (
     model: CatalogModel,
     request: ChatBody,
@@ -193,6 +260,29 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
     error?: string,
   ) => {
     const counted = usageOrCount(request, usage, text);
+    const cost = costMicroUsd(model.prices, counted.promptTokens, counted.completionTokens);
+    const charged = reservation ? Math.min(cost, reservation.amountMicroUsd) : cost;
+    const over =
+      bounds !== undefined &&
+      !counted.estimated &&
+      (counted.promptTokens > bounds.promptTokens ||
+        counted.completionTokens > bounds.completionTokens);
+    if (over && bounds) {
+      logger().error(
+        {
+          provider: model.provider,
+          model: model.id,
+          userId,
+          promptTokens: counted.promptTokens,
+          promptBound: bounds.promptTokens,
+          completionTokens: counted.completionTokens,
+          completionBound: bounds.completionTokens,
+          reportedCostMicroUsd: cost,
+          chargedMicroUsd: charged,
+        },
+        "AI provider reported usage over the call's bound",
+      );
+    }
     meter(
       {
         ...base,
@@ -201,11 +291,20 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
         promptTokens: counted.promptTokens,
         completionTokens: counted.completionTokens,
         tokensEstimated: counted.estimated,
-        costMicroUsd: costMicroUsd(model.prices, counted.promptTokens, counted.completionTokens),
+        costMicroUsd: charged,
         latencyMs: performance.now() - options.startedAt,
         status: error && error !== "client disconnected" ? "error" : "ok",
         httpStatus: 200,
         error: error ?? null,
+        ...(over && bounds
+          ? {
+              anomaly: {
+                promptBound: bounds.promptTokens,
+                completionBound: bounds.completionTokens,
+                reportedCostMicroUsd: cost,
+              },
+            }
+          : {}),
       },
       reservation,
     );
@@ -213,7 +312,12 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
 
   for (const model of available) {
     const config = configs.get(model.provider)!;
-    const request: ChatBody = { ...body, model: model.modelId };
+    const request = withCompletionLimit(
+      { ...body, model: model.modelId },
+      model.provider,
+      config.custom,
+      bounds?.limit,
+    );
     for (let attempt = 0; attempt <= AI_RETRIES; attempt++) {
       const timeout = withTimeout(options.signal);
       const t0 = performance.now();

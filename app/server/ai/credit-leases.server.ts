@@ -101,11 +101,61 @@ export function draw(lease: Lease, amount: number): boolean {
   return true;
 }
 
+/**
+ * Takes as much as the lease has up to `max`, at least `min`; 0 (nothing taken) when it has
+ * less than `min`. For calls whose completion limit the layer sets to what the balance pays.
+ */
+export function drawUpTo(lease: Lease, min: number, max: number): number {
+  const amount = Math.min(max, lease.available);
+  if (amount < min || !draw(lease, amount)) return 0;
+  return amount;
+}
+
+/** Part of a draw the call turned out not to need (rounding of its completion limit). */
+export function giveBack(lease: Lease, amount: number): void {
+  lease.available += amount;
+}
+
 /** A call ended (cost known): what it did not use goes back to the lease. */
 export function returnDraw(lease: Lease, drawn: number, cost: number): void {
   lease.available += drawn - cost;
   lease.outstanding -= 1;
   lease.unflushed += 1;
+  wake(lease);
+}
+
+// Calls that the user's credit cannot cover while this process has calls of theirs in flight
+// wait for those to settle (their unused holds come back) instead of being refused at once:
+// a burst is served as far as the balance goes, not as far as the first holds go
+// (docs/decisions/0096).
+const waiters = new Map<string, Array<() => void>>();
+
+function wake(lease: Lease): void {
+  const key = keyOf(lease.userId, lease.mode);
+  const list = waiters.get(key);
+  if (!list) return;
+  waiters.delete(key);
+  for (const resolve of list) resolve();
+}
+
+/** True while money held by this process for the user may still come back (calls in flight). */
+export function pendingReturns(userId: string, mode: BillingMode): boolean {
+  const lease = active.get(keyOf(userId, mode));
+  if (lease && lease.outstanding > 0) return true;
+  for (const l of retiring) {
+    if (l.userId === userId && l.mode === mode && !l.released) return true;
+  }
+  return false;
+}
+
+/** Resolves when one of the user's calls in this process settles or a lease is given back. */
+export function nextReturn(userId: string, mode: BillingMode): Promise<void> {
+  const key = keyOf(userId, mode);
+  return new Promise((resolve) => {
+    const list = waiters.get(key) ?? [];
+    list.push(resolve);
+    waiters.set(key, list);
+  });
 }
 
 /** A call's settlement was written: `consumed` left the database hold. */
@@ -144,6 +194,7 @@ export function releasable(): Lease[] {
 export function markReleased(lease: Lease): void {
   lease.released = true;
   retiring.delete(lease);
+  wake(lease);
 }
 
 export const hasRetiring = () => retiring.size > 0;

@@ -34,6 +34,11 @@ export interface UsageRecord {
   status: "ok" | "error" | "client_error";
   httpStatus: number;
   error: string | null;
+  /**
+   * The provider reported usage over the bounds the call was held for (`costMicroUsd` is then
+   * what was charged, at most the hold): recorded in ai_usage_anomalies (decision 0096).
+   */
+  anomaly?: { promptBound: number; completionBound: number; reportedCostMicroUsd: number };
 }
 
 // Settlement is write-behind and batched: meter() queues the call and returns; one flush at a
@@ -246,6 +251,30 @@ async function writeBatch(batch: Queued[]): Promise<void> {
           ${col(ledger, (l) => l.amount_micro_usd)}::text[], ${col(ledger, (l) => l.reason)}::text[],
           ${col(ledger, (l) => l.created_at)}::text[])
           as t(id, user_id, amount, reason, created_at)`);
+    }
+    // Usage over a call's bounds, for operators (rare: a statement only when there is any).
+    const anomalies = batch.filter((q) => q.record.anomaly);
+    if (anomalies.length > 0) {
+      const a = (q: Queued) => q.record.anomaly!;
+      second.push(tx`insert into ai_usage_anomalies (usage_id, user_id, provider, model,
+          prompt_tokens, prompt_bound, completion_tokens, completion_bound,
+          reported_cost_micro_usd, charged_micro_usd, created_at)
+        select id, user_id, provider, model, prompt_tokens::int, prompt_bound::int,
+          completion_tokens::int, completion_bound::int, reported::bigint, charged::bigint,
+          created_at::timestamptz
+        from unnest(${col(anomalies, (q) => q.id)}::text[],
+          ${col(anomalies, (q) => q.record.userId)}::text[],
+          ${col(anomalies, (q) => q.record.provider)}::text[],
+          ${col(anomalies, (q) => q.record.model)}::text[],
+          ${col(anomalies, (q) => q.record.promptTokens)}::text[],
+          ${col(anomalies, (q) => a(q).promptBound)}::text[],
+          ${col(anomalies, (q) => q.record.completionTokens)}::text[],
+          ${col(anomalies, (q) => a(q).completionBound)}::text[],
+          ${col(anomalies, (q) => a(q).reportedCostMicroUsd)}::text[],
+          ${col(anomalies, (q) => q.record.costMicroUsd)}::text[],
+          ${col(anomalies, (q) => q.at)}::text[])
+          as t(id, user_id, provider, model, prompt_tokens, prompt_bound, completion_tokens,
+            completion_bound, reported, charged, created_at)`);
     }
     // Retired leases whose calls are all settled give back what they still hold.
     for (const lease of releases) {

@@ -4,11 +4,15 @@ import { ProviderError, type ProviderName } from "../ai/providers/shared.server.
 import { clients, providerSettings } from "../ai/providers.server.ts";
 import { dailyUsage } from "../ai/usage.server.ts";
 import { db } from "../platform/db.server.ts";
+import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
-import { planLimits } from "./catalog.server.ts";
+import { hasAddon, listOwnServiceRequests } from "./add-ons.server.ts";
+import { addOns, planLimits } from "./catalog.server.ts";
+import { defaultPlan, selfHosted } from "./plan-assignments.server.ts";
 import { stripeConfigured } from "./stripe.server.ts";
 import {
   billingHistory,
+  effectivePlan,
   hasActiveSubscription,
   listSubscriptions,
   storageLimitGb,
@@ -17,8 +21,7 @@ import {
 // What the billing API and the billing page show about one user, and BYOK on/off.
 
 export async function billingSummary(userId: string) {
-  const [user] = await db()<{ plan: string }[]>`select plan from users where id = ${userId}`;
-  const plan = user?.plan ?? "free";
+  const { plan, source, operator } = await effectivePlan(userId);
   const subscriptions = await listSubscriptions(userId);
   const main = subscriptions.find(
     (s) => s.kind === "plan" || s.kind === "api" || s.kind === "suite",
@@ -56,6 +59,26 @@ export async function billingSummary(userId: string) {
     },
     history: await billingHistory(userId, 10),
     paymentsConfigured: stripeConfigured(),
+    /** Where the plan comes from: subscription, assigned (by an operator), default, none. */
+    planSource: source,
+    /** Self-hosted mode (decision 0100): no processor; operators give plans and credits. */
+    selfHosted: selfHosted(),
+    operator: {
+      assignedPlan: operator.source === "assigned" ? operator.plan : null,
+      defaultPlan: defaultPlan(),
+      contact: env().OPERATOR_CONTACT ?? null,
+    },
+    addOns: await Promise.all(
+      addOns
+        .filter((a) => a.fulfilment === "checkout")
+        .map(async (a) => ({ id: a.id, active: await hasAddon(userId, a.id) })),
+    ),
+    serviceRequests: (await listOwnServiceRequests(userId)).map((r) => ({
+      id: r.id,
+      addon: r.addon,
+      status: r.status,
+      createdAt: r.createdAt,
+    })),
   };
 }
 
@@ -103,8 +126,14 @@ export async function disableByok(userId: string, provider?: ProviderName) {
 
 export async function recentCredits(userId: string, limit = 20) {
   const rows = await db()<
-    { amount: number; reason: string; reference: string | null; created_at: Date }[]
-  >`select amount_micro_usd::bigint as amount, reason, reference, created_at from credit_ledger
+    {
+      amount: number;
+      reason: string;
+      reference: string | null;
+      note: string | null;
+      created_at: Date;
+    }[]
+  >`select amount_micro_usd::bigint as amount, reason, reference, note, created_at from credit_ledger
     where user_id = ${userId} order by created_at desc, id desc limit ${limit}`;
   return {
     balance: await creditBalance(userId),
@@ -112,6 +141,8 @@ export async function recentCredits(userId: string, limit = 20) {
       amount: Number(r.amount) / MICRO_USD_PER_CREDIT,
       reason: r.reason,
       reference: r.reason === "usage" ? null : r.reference,
+      // An operator's grant says why (the operator's own words).
+      ...(r.note ? { note: r.note } : {}),
       createdAt: r.created_at.toISOString(),
     })),
   };

@@ -1,4 +1,4 @@
-import { type Env, env } from "../platform/env.server.ts";
+import { type Env, env, type SELF_HOSTED_PLANS } from "../platform/env.server.ts";
 
 // What the platform sells, in one place: the four monthly GBP plans (with the agent threads and
 // RAM the agent runtime enforces), the six add-ons, the Full Enterprise Suite, the billing API's
@@ -69,12 +69,34 @@ export const plans: readonly Plan[] = [
 
 export const planIds = ["solo", "collective", "label", "network"] as const;
 export type PlanId = (typeof planIds)[number];
+// The environment's DEFAULT_PLAN choices are these ids and `none` (checked here at compile time).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameIds: Same<PlanId, Exclude<(typeof SELF_HOSTED_PLANS)[number], "none">> = true;
+void sameIds;
+
+/** Audit log retention in days, without and with the Audit Logs add-on. */
+export const AUDIT_RETENTION_DAYS = { base: 90, withAddOn: 365 } as const;
 
 export interface AddOn {
-  id: string;
+  id:
+    | "audit-logs"
+    | "slack"
+    | "salesforce"
+    | "api-access"
+    | "custom-integration"
+    | "account-manager";
   name: string;
   pricePence: number;
   currency: "gbp";
+  /**
+   * `checkout`: bought, and what it grants works at once. `request`: nothing automatic is
+   * behind it, so it is asked for (a service request operators follow up) and never charged by
+   * checkout. docs/decisions/0101-add-ons-sell-only-what-exists.md
+   */
+  fulfilment: "checkout" | "request";
+  /** Exactly what the user gets, as the billing and pricing pages say it. */
+  gives: string;
+  /** Still read for `request` add-ons: subscriptions bought before keep syncing and can end. */
   priceVar: PriceVar;
 }
 
@@ -84,6 +106,8 @@ export const addOns: readonly AddOn[] = [
     name: "Audit Logs",
     pricePence: 19900,
     currency: "gbp",
+    fulfilment: "checkout",
+    gives: `Your account's audit log is kept ${AUDIT_RETENTION_DAYS.withAddOn} days instead of ${AUDIT_RETENTION_DAYS.base}.`,
     priceVar: "STRIPE_PRICE_ADDON_AUDIT_LOGS",
   },
   {
@@ -91,6 +115,9 @@ export const addOns: readonly AddOn[] = [
     name: "Slack Integration",
     pricePence: 14900,
     currency: "gbp",
+    fulfilment: "request",
+    gives:
+      "Agents have no Slack channel yet. Ask, and an operator sets Slack up for you and agrees the price before anything is charged.",
     priceVar: "STRIPE_PRICE_ADDON_SLACK",
   },
   {
@@ -98,6 +125,9 @@ export const addOns: readonly AddOn[] = [
     name: "Salesforce Connector",
     pricePence: 34900,
     currency: "gbp",
+    fulfilment: "request",
+    gives:
+      "There is no built-in Salesforce connector. Ask, and an operator scopes a connection to your Salesforce org before anything is charged.",
     priceVar: "STRIPE_PRICE_ADDON_SALESFORCE",
   },
   {
@@ -105,6 +135,9 @@ export const addOns: readonly AddOn[] = [
     name: "API Access",
     pricePence: 24900,
     currency: "gbp",
+    fulfilment: "request",
+    gives:
+      "Every account already has API keys and the whole API at no charge. Ask here for higher limits or API support; an operator answers.",
     priceVar: "STRIPE_PRICE_ADDON_API_ACCESS",
   },
   {
@@ -112,6 +145,9 @@ export const addOns: readonly AddOn[] = [
     name: "Custom Integration",
     pricePence: 49900,
     currency: "gbp",
+    fulfilment: "request",
+    gives:
+      "Built to order: ask, and an operator contacts you to agree what to build and its price before anything is charged.",
     priceVar: "STRIPE_PRICE_ADDON_CUSTOM_INTEGRATION",
   },
   {
@@ -119,9 +155,14 @@ export const addOns: readonly AddOn[] = [
     name: "Dedicated Account Manager",
     pricePence: 39900,
     currency: "gbp",
+    fulfilment: "request",
+    gives:
+      "A named person at the operator: ask, and they contact you to start before anything is charged.",
     priceVar: "STRIPE_PRICE_ADDON_ACCOUNT_MANAGER",
   },
 ];
+
+export type AddOnId = AddOn["id"];
 
 export const enterpriseSuite = {
   id: "suite",

@@ -3,6 +3,7 @@ import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import {
+  addOns,
   type CatalogItem,
   type CreditPackId,
   creditPacks,
@@ -112,6 +113,14 @@ export async function createCheckout(
 ): Promise<{ url: string; sessionId: string }> {
   const item: CatalogItem | undefined = findItem(kind, id);
   if (!item) throw new DomainError(400, `Unknown ${kind} '${id}'`);
+  const addOn = kind === "addon" ? addOns.find((a) => a.id === id) : undefined;
+  if (addOn?.fulfilment === "request") {
+    // Nothing automatic is behind it: no money is taken for it (decision 0101).
+    throw new DomainError(
+      409,
+      `${addOn.name} is not sold by checkout: request it on /billing and an operator contacts you`,
+    );
+  }
   const price = priceIdOf(item.priceVar);
   const client = stripe();
   if (!price) {

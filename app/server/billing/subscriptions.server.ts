@@ -14,6 +14,7 @@ import {
   priceIdOf,
 } from "./catalog.server.ts";
 import { customerIdOf } from "./checkout.server.ts";
+import { type OperatorPlan, operatorPlan, selfHosted } from "./plan-assignments.server.ts";
 import { type Stripe, stripe, stripeFailure } from "./stripe.server.ts";
 
 // Subscription state as Stripe last said it was. Only writeSubscription writes it, always from a
@@ -208,45 +209,65 @@ export async function refreshSubscriptionFromStripe(subscriptionId: string, refe
 }
 
 /**
- * True when the user has an active or trialing plan (or billing-API plan, or the suite).
- * Agent provisioning answers 402 otherwise.
+ * True when the user has a plan that hosts agents: an active or trialing plan (or billing-API
+ * plan, or the suite), or one an operator gives (decision 0100). Agent provisioning answers 402
+ * otherwise.
  */
 export async function hasActiveSubscription(userId: string): Promise<boolean> {
-  const [row] = await db()<{ ok: boolean }[]>`
-    select exists (
-      select 1 from subscriptions
-      where user_id = ${userId} and kind in ('plan', 'api', 'suite')
-        and status = any(${GRANTING_STATUSES as unknown as string[]})
-    ) as ok`;
-  return row?.ok ?? false;
+  return (await activePlanItems(userId)).length > 0;
 }
 
-/** For provisioning: throws 402 without an active or trialing subscription. */
+/** For provisioning: throws 402 without an active or trialing subscription or a given plan. */
 export async function requireActiveSubscription(userId: string): Promise<void> {
   if (!(await hasActiveSubscription(userId))) {
-    throw new DomainError(402, "An active subscription is required: see /pricing");
+    throw new DomainError(
+      402,
+      selfHosted()
+        ? "An active subscription or a plan from the operator is required: this server takes no payments, so ask its operator (see /billing)"
+        : "An active subscription is required: see /pricing",
+    );
   }
 }
 
-/** The items (plan ids) of the user's active or trialing plan, API-plan and suite subscriptions. */
+/**
+ * The plan ids that grant the user hosting: their active or trialing plan, API-plan and suite
+ * subscriptions, plus the plan operators give (an assignment, else the self-hosted default).
+ * The one source of the provisioning gate, the tier limit and the billing summary.
+ */
 export async function activePlanItems(userId: string): Promise<string[]> {
-  const rows = await db()<{ item: string }[]>`
-    select item from subscriptions
-    where user_id = ${userId} and kind in ('plan', 'api', 'suite')
-      and status = any(${GRANTING_STATUSES as unknown as string[]})`;
-  return rows.map((r) => r.item);
+  const [rows, given] = await Promise.all([
+    db()<{ item: string }[]>`
+      select item from subscriptions
+      where user_id = ${userId} and kind in ('plan', 'api', 'suite')
+        and status = any(${GRANTING_STATUSES as unknown as string[]})`,
+    operatorPlan(userId),
+  ]);
+  const items = rows.map((r) => r.item);
+  return given.plan === "none" ? items : [...items, given.plan];
 }
 
+export type PlanSource = "subscription" | OperatorPlan["source"] | "none";
+
 /**
- * Users whose live subscriptions include an add-on: its own subscription, or the Full
- * Enterprise Suite (which bundles every add-on).
+ * The plan the user has, and where it comes from: the best of the processor's plan (which
+ * `users.plan` keeps, past_due included) and the operator's. `free` with source `none`.
  */
-export async function usersWithAddOn(addOnId: string): Promise<string[]> {
-  const rows = await db()<{ user_id: string }[]>`
-    select distinct user_id from subscriptions
-    where status = any(${GRANTING_STATUSES as unknown as string[]})
-      and ((kind = 'addon' and item = ${addOnId}) or kind = 'suite')`;
-  return rows.map((r) => r.user_id);
+export async function effectivePlan(userId: string): Promise<{
+  plan: string;
+  source: PlanSource;
+  operator: OperatorPlan;
+}> {
+  const [[user], operator] = await Promise.all([
+    db()<{ plan: string }[]>`select plan from users where id = ${userId}`,
+    operatorPlan(userId),
+  ]);
+  const paid = user?.plan && user.plan !== "free" ? user.plan : undefined;
+  const given = operator.plan === "none" ? undefined : operator.plan;
+  if (paid && (!given || planRank(paid) >= planRank(given))) {
+    return { plan: paid, source: "subscription", operator };
+  }
+  if (given) return { plan: given, source: operator.source, operator };
+  return { plan: "free", source: "none", operator };
 }
 
 export async function listSubscriptions(userId: string): Promise<SubscriptionRow[]> {

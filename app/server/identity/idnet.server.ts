@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { createClient, Errors } from "@farcaster/quick-auth";
-import type { Queryable } from "../accounts/db-helpers.server.ts";
-import { sha256 } from "../accounts/ids.server.ts";
 import { db } from "../platform/db.server.ts";
+import type { Queryable } from "../platform/db-helpers.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { sha256 } from "../platform/ids.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { checkTokenGating, gatingRefusal } from "./token-gating.server.ts";
 

@@ -4,7 +4,7 @@ import {
   type TurnFigureRow,
   turnFigureColumns,
   turnsQuery,
-} from "../agents/messages.server.ts";
+} from "../agents/message-figures.server.ts";
 import { type UsageFigureRow, usageFigureColumns, usageFiguresOf } from "../ai/usage.server.ts";
 import { db } from "../platform/db.server.ts";
 import { aiView, messagesView } from "./shared.server.ts";

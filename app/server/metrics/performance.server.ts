@@ -1,11 +1,11 @@
-import { liveSample } from "../agents/agents-api.server.ts";
+import { liveSample } from "../agents/agent-stats.server.ts";
 import { contractStatus, getInstanceByUser, type InstanceRow } from "../agents/instances.server.ts";
 import {
   messageFiguresOf,
   type TurnFigureRow,
   turnFigureColumns,
   turnsQuery,
-} from "../agents/messages.server.ts";
+} from "../agents/message-figures.server.ts";
 import { type UsageFigureRow, usageFigureColumns, usageFiguresOf } from "../ai/usage.server.ts";
 import { db } from "../platform/db.server.ts";
 import { aiView, messagesView, percent } from "./shared.server.ts";

@@ -1,5 +1,5 @@
 import { instanceParams, ownUserId } from "../agents/instances.server.ts";
-import type { MessageFigures } from "../agents/messages.server.ts";
+import type { MessageFigures } from "../agents/message-figures.server.ts";
 import { microToUsd } from "../ai/money.server.ts";
 import type { UsageFigures } from "../ai/usage.server.ts";
 

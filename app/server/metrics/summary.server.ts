@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { messageFigures, turnFigureColumns, turnsQuery } from "../agents/messages.server.ts";
+import { messageFigures, turnFigureColumns, turnsQuery } from "../agents/message-figures.server.ts";
 import { microToUsd } from "../ai/money.server.ts";
 import { type UsageFigureRow, usageFigureColumns, usageFiguresOf } from "../ai/usage.server.ts";
 import { db } from "../platform/db.server.ts";

@@ -21,6 +21,7 @@ export const AUDIT_ACTIONS = [
   "email.changed",
   "oauth.linked",
   "wallet.linked",
+  "account.created",
   "account.deleted",
   "plan.changed",
   "credits.changed",
@@ -228,21 +229,23 @@ export function auditCsv(entries: Iterable<AuditEntry>): string {
 
 // --- retention ------------------------------------------------------------------------------
 
-export const AUDIT_RETENTION_DAYS = 90;
-export const AUDIT_EXTENDED_RETENTION_DAYS = 365;
-
 /**
- * Deletes entries past their retention: 90 days, one year for the accounts in
- * `extendedUserIds` (the Audit Logs add-on; the caller asks billing). The only DELETE the
- * table's trigger lets through. Returns how many rows went.
+ * Deletes entries older than `days`, or `extendedDays` for the accounts in `extendedUserIds`
+ * (the retention billing sells; the caller asks billing). The only DELETE the table's trigger
+ * lets through, and never of a row younger than 90 days. Returns how many rows went.
  */
-export async function purgeExpiredAudit(extendedUserIds: readonly string[]): Promise<number> {
+export async function purgeExpiredAudit(retention: {
+  days: number;
+  extendedDays: number;
+  extendedUserIds: readonly string[];
+}): Promise<number> {
+  const { days, extendedDays, extendedUserIds } = retention;
   return db().begin(async (tx) => {
     await tx`select set_config('audit.purge', 'on', true)`;
     const result = await tx`
       delete from audit_log
-      where at < now() - make_interval(days => ${AUDIT_EXTENDED_RETENTION_DAYS})
-         or (at < now() - make_interval(days => ${AUDIT_RETENTION_DAYS})
+      where at < now() - make_interval(days => ${extendedDays})
+         or (at < now() - make_interval(days => ${days})
              and (user_id is null or user_id <> all(${extendedUserIds as string[]})))`;
     return result.count;
   });

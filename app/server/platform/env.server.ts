@@ -5,6 +5,9 @@ const blank = (v: unknown) => (v === "" ? undefined : v);
 const optionalString = z.preprocess(blank, z.string().optional());
 const optionalUrl = z.preprocess(blank, z.url().optional());
 
+/** Plans an operator can give (the billing catalog's plan ids) and `none`. */
+export const SELF_HOSTED_PLANS = ["none", "solo", "collective", "label", "network"] as const;
+
 // One schema for the whole environment, read once. Local runs get safe defaults; production
 // refuses to start without real secrets and names every missing one.
 const schema = z.object({
@@ -141,6 +144,13 @@ const schema = z.object({
   STRIPE_PRICE_CREDITS_200: optionalString,
   STRIPE_PRICE_CREDITS_500: optionalString,
   STRIPE_PRICE_STORAGE_50GB: optionalString,
+  // Self-hosted mode (no STRIPE_SECRET_KEY): operators assign plans. DEFAULT_PLAN is the plan of
+  // every user the operator has not assigned one (a plan id of the billing catalog, or `none`:
+  // nobody hosts agents until assigned); unset, it is `solo` without a processor and `none` with
+  // one. docs/decisions/0100-self-hosted-mode.md
+  DEFAULT_PLAN: z.preprocess(blank, z.enum(SELF_HOSTED_PLANS).optional()),
+  /** Who users of a server without payments ask for a plan or credits (email or URL). */
+  OPERATOR_CONTACT: optionalString,
   // Agent runtime (issue 4): gateway containers, lifecycle, reconcile.
   /** Runtime driver: docker, process (gateways as local processes; laptops without Docker) or
    * auto (Docker when its engine answers, else process; production never picks process
@@ -206,7 +216,10 @@ const schema = z.object({
   PROVISION_HTTP_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
 });
 
-export type Env = z.infer<typeof schema> & { APP_URL: string };
+export type Env = Omit<z.infer<typeof schema>, "DEFAULT_PLAN"> & {
+  APP_URL: string;
+  DEFAULT_PLAN: (typeof SELF_HOSTED_PLANS)[number];
+};
 
 const requiredInProduction = ["DATABASE_URL", "SESSION_SECRET", "SEALING_KEY", "APP_URL"] as const;
 
@@ -232,7 +245,17 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
       "WEBHOOK_ENDPOINTS is set but WEBHOOK_SIGNING_SECRET is not (see .env.example)",
     );
   }
-  return { ...env, APP_URL: env.APP_URL ?? `http://localhost:${env.PORT}` };
+  if (env.STRIPE_SECRET_KEY && env.DEFAULT_PLAN && env.DEFAULT_PLAN !== "none") {
+    // With a processor plans are bought; a free default plan would give away what it sells.
+    throw new Error(
+      `DEFAULT_PLAN=${env.DEFAULT_PLAN} is for servers without payments; unset it or set STRIPE_SECRET_KEY= (see .env.example)`,
+    );
+  }
+  return {
+    ...env,
+    APP_URL: env.APP_URL ?? `http://localhost:${env.PORT}`,
+    DEFAULT_PLAN: env.DEFAULT_PLAN ?? (env.STRIPE_SECRET_KEY ? "none" : "solo"),
+  };
 }
 
 let cached: Env | undefined;

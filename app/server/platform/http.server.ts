@@ -1,22 +1,39 @@
 import { randomUUID } from "node:crypto";
 import type { ActionFunctionArgs, LoaderFunctionArgs } from "@remix-run/node";
 import type { z } from "zod";
-import { type Auth, type AuthMode, authorize } from "../accounts/auth.server.ts";
 import { type AuditActor, withAuditScope } from "./audit.server.ts";
 import { clientIp } from "./client-ip.server.ts";
 import { DomainError } from "./errors.server.ts";
 import { logger } from "./logger.server.ts";
-import { preReadBody, withRawBody } from "./node-http.server.ts";
 import { consume, type RateLimitScope, rateLimitScopes } from "./rate-limit.server.ts";
+import { preReadBody, withRawBody } from "./web/node-http.server.ts";
 
 // The one way to write an /api route: declare each method's auth, rate-limit scope and zod
 // schemas; the builder parses, answers bad input with 400 {error}, maps DomainErrors to their
 // status and hides everything unexpected behind 500 {error: "Internal server error"}.
+// The platform knows no credential: `createApiBuilder` takes the app's authorizer, and routes
+// use the bound builder of app/server/api.server.ts.
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-export type { Auth, AuthMode };
+
+/** What the builder needs of a caller: the user id keys per-user rate limits; a rolled cookie is sent back. */
+export interface Caller {
+  user: { id: string };
+  setCookie?: string;
+  /** Who the audit log names for what the handler records (the user, or their API key). */
+  auditActor?: AuditActor;
+}
+
+/** Auth modes, each mapped to what a handler under it gets as `auth` (undefined: anonymous). */
+export type AuthModes<A> = { [M in keyof A]: Caller | undefined };
+
+/** Reads and checks a request's credential under `mode`; throws (a DomainError) to refuse. */
+export type Authorizer<A extends AuthModes<A>> = (
+  request: Request,
+  mode: keyof A & string,
+) => Promise<A[keyof A & string]>;
 
 declare module "@remix-run/server-runtime" {
   interface AppLoadContext {
@@ -30,15 +47,10 @@ declare module "@remix-run/server-runtime" {
 type Schema = z.ZodType;
 type Infer<S> = S extends z.ZodType ? z.infer<S> : undefined;
 
-/** `user`, `jwt` and `session` endpoints always have a credential; `none`/`optional` may not. */
-export type AuthOf<M extends AuthMode> = M extends "user" | "jwt" | "session"
-  ? Auth
-  : Auth | undefined;
-
-export interface HandlerContext<P, Q, B, M extends AuthMode = AuthMode> {
+export interface HandlerContext<P, Q, B, A> {
   request: Request;
-  /** Who is calling (see app/server/accounts/auth.server.ts for the modes). */
-  auth: AuthOf<M>;
+  /** Who is calling, as the endpoint's auth mode gives it (app/server/api.server.ts). */
+  auth: A;
   params: P;
   query: Q;
   body: B;
@@ -50,10 +62,11 @@ export interface HandlerContext<P, Q, B, M extends AuthMode = AuthMode> {
 }
 
 export interface EndpointSpec<
-  PS extends Schema | undefined = undefined,
-  QS extends Schema | undefined = undefined,
-  BS extends Schema | undefined = undefined,
-  M extends AuthMode = AuthMode,
+  PS extends Schema | undefined,
+  QS extends Schema | undefined,
+  BS extends Schema | undefined,
+  A extends AuthModes<A>,
+  M extends keyof A & string,
 > {
   summary: string;
   description?: string;
@@ -71,22 +84,20 @@ export interface EndpointSpec<
    */
   overheadHeader?: boolean;
   // A method signature (bivariant), so any endpoint fits the route table's AnyEndpoint.
-  handler(ctx: HandlerContext<Infer<PS>, Infer<QS>, Infer<BS>, M>): Promise<unknown> | unknown;
+  handler(ctx: HandlerContext<Infer<PS>, Infer<QS>, Infer<BS>, A[M]>): Promise<unknown> | unknown;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the schemas of each endpoint are checked where it is declared
-export type AnyEndpoint = EndpointSpec<any, any, any, AuthMode>;
-
-export function endpoint<
-  PS extends Schema | undefined = undefined,
-  QS extends Schema | undefined = undefined,
-  BS extends Schema | undefined = undefined,
-  M extends AuthMode = AuthMode,
->(spec: EndpointSpec<PS, QS, BS, M>): EndpointSpec<PS, QS, BS, M> {
-  return spec;
-}
+// biome-ignore lint/suspicious/noExplicitAny: the schemas and auth of each endpoint are checked where it is declared
+export type AnyEndpoint = EndpointSpec<any, any, any, any, string>;
 
 export type ApiRoute = Partial<Record<Method, AnyEndpoint>>;
+
+/** An endpoint under one app's auth modes. */
+// biome-ignore lint/suspicious/noExplicitAny: the schemas of each endpoint are checked where it is declared
+type EndpointOf<A extends AuthModes<A>> = EndpointSpec<any, any, any, A, keyof A & string>;
+
+/** A route's methods under one app's auth modes. */
+type RouteOf<A extends AuthModes<A>> = Partial<Record<Method, EndpointOf<A>>>;
 
 /** Marker the OpenAPI generator and the server's fast path look for. */
 export const API_ROUTE = Symbol.for("agent-platform.api-route");
@@ -205,9 +216,13 @@ function withHeaders(
   return response;
 }
 
-async function run(route: ApiRoute, args: LoaderFunctionArgs): Promise<Response> {
+async function run<A extends AuthModes<A>>(
+  authorize: Authorizer<A>,
+  route: RouteOf<A>,
+  args: LoaderFunctionArgs,
+): Promise<Response> {
   const startedAt = performance.now();
-  const response = await answer(route, args, startedAt);
+  const response = await answer(authorize, route, args, startedAt);
   const method = (args.request.method === "HEAD" ? "GET" : args.request.method) as Method;
   if (route[method]?.overheadHeader && !response.headers.has(OVERHEAD_HEADER)) {
     response.headers.set(OVERHEAD_HEADER, overheadMs(performance.now() - startedAt));
@@ -219,15 +234,9 @@ export const OVERHEAD_HEADER = "x-overhead-ms";
 /** The `x-overhead-ms` value: milliseconds with two decimals. */
 export const overheadMs = (ms: number) => Math.max(0, ms).toFixed(2);
 
-/** Who the audit log names for a request: the API key when one was used, else the user. */
-export function auditActorOf(auth: Auth): AuditActor {
-  return auth.via === "apiKey"
-    ? { type: "api_key", id: auth.keyId ?? auth.user.id, userId: auth.user.id }
-    : { type: "user", id: auth.user.id, userId: auth.user.id };
-}
-
-async function answer(
-  route: ApiRoute,
+async function answer<A extends AuthModes<A>>(
+  authorize: Authorizer<A>,
+  route: RouteOf<A>,
   { request, params, context }: LoaderFunctionArgs,
   startedAt: number,
 ): Promise<Response> {
@@ -243,13 +252,14 @@ async function answer(
     });
   }
   const ip = clientIp(request, context?.remoteAddress);
-  let auth: Auth | undefined;
+  let caller: Caller | undefined;
   try {
-    auth = await authorize(request, spec.auth);
+    const auth = await authorize(request, spec.auth);
+    caller = auth;
     if (spec.rateLimit) {
       // user-or-ip scopes count per user once the caller is known, per client IP otherwise.
       const scope = rateLimitScopes[spec.rateLimit];
-      const key = scope.key === "user-or-ip" && auth ? `user:${auth.user.id}` : `ip:${ip}`;
+      const key = scope.key === "user-or-ip" && caller ? `user:${caller.user.id}` : `ip:${ip}`;
       const decision = await consume(spec.rateLimit, key);
       extraHeaders = { ...extraHeaders, ...decision.headers };
       if (!decision.allowed) {
@@ -264,7 +274,7 @@ async function answer(
     const parsedParams = parse(spec.params, params, "params");
     const query = parse(spec.query, Object.fromEntries(url.searchParams), "query");
     const body = spec.body ? parse(spec.body, await readBody(request), "body") : undefined;
-    const actor = auth && auditActorOf(auth);
+    const actor = caller?.auditActor;
     const result = await withAuditScope({ ip, ...(actor ? { actor } : {}) }, () =>
       spec.handler({
         request,
@@ -280,9 +290,9 @@ async function answer(
     );
     const response =
       result instanceof Response ? result : json(result, { status: spec.status ?? 200 });
-    return withHeaders(response, extraHeaders, auth?.setCookie);
+    return withHeaders(response, extraHeaders, caller?.setCookie);
   } catch (error) {
-    if (error instanceof Response) return withHeaders(error, extraHeaders, auth?.setCookie);
+    if (error instanceof Response) return withHeaders(error, extraHeaders, caller?.setCookie);
     if (error instanceof BadRequest) {
       return withHeaders(errorResponse(error.status, error.message), extraHeaders);
     }
@@ -297,13 +307,27 @@ async function answer(
   }
 }
 
-/**
- * Builds a resource route's `loader` (GET, HEAD) and `action` (every other method) from its
- * endpoints. Usage: `export const { loader, action } = apiRoute({ GET: endpoint({...}) });`
- */
-export function apiRoute(route: ApiRoute): { loader: ApiHandler; action: ApiHandler } {
-  const handler = Object.assign((args: LoaderFunctionArgs) => run(route, args), {
-    [API_ROUTE]: route,
-  }) as ApiHandler;
-  return { loader: handler, action: handler };
+/** The builder with the app's authorizer bound in (app/server/api.server.ts makes the one). */
+export function createApiBuilder<A extends AuthModes<A>>(authorize: Authorizer<A>) {
+  return {
+    /** One method of a route: its auth mode (`keyof A`), rate limit, schemas and handler. */
+    endpoint<
+      PS extends Schema | undefined = undefined,
+      QS extends Schema | undefined = undefined,
+      BS extends Schema | undefined = undefined,
+      M extends keyof A & string = keyof A & string,
+    >(spec: EndpointSpec<PS, QS, BS, A, M>): EndpointSpec<PS, QS, BS, A, M> {
+      return spec;
+    },
+    /**
+     * Builds a resource route's `loader` (GET, HEAD) and `action` (every other method) from its
+     * endpoints. Usage: `export const { loader, action } = apiRoute({ GET: endpoint({...}) });`
+     */
+    apiRoute(route: RouteOf<A>): { loader: ApiHandler; action: ApiHandler } {
+      const handler = Object.assign((args: LoaderFunctionArgs) => run(authorize, route, args), {
+        [API_ROUTE]: route,
+      }) as ApiHandler;
+      return { loader: handler, action: handler };
+    },
+  };
 }

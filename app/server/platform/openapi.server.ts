@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type AnyEndpoint, API_ROUTE, type ApiRoute, type AuthMode } from "./http.server.ts";
+import { type AnyEndpoint, API_ROUTE, type ApiRoute } from "./http.server.ts";
 import { platformVersion } from "./version.server.ts";
 
 // GET /api/openapi.json is generated from the same zod schemas the route builder validates
@@ -37,16 +37,17 @@ function parameters(schema: z.ZodType | undefined, where: "path" | "query") {
   }));
 }
 
-/** Security requirements per auth mode (an empty object means "anonymous is fine"). */
-const securityByMode: Record<AuthMode, Record<string, string[]>[]> = {
-  none: [],
-  optional: [{}, { session: [] }, { apiKey: [] }],
-  user: [{ session: [] }, { apiKey: [] }],
-  jwt: [{ session: [] }, { apiKey: [] }, { jwt: [] }],
-  session: [{ session: [] }],
-};
+/** How callers prove who they are, as the area that authenticates describes it. */
+export interface ApiSecurity<Mode extends string = string> {
+  /** OpenAPI security schemes by name. */
+  schemes: Record<string, Record<string, string>>;
+  /** The requirements of each auth mode (an empty object means "anonymous is fine"). */
+  byMode: Record<Mode, Record<string, string[]>[]>;
+  /** The document's default requirement. */
+  default: Record<string, string[]>[];
+}
 
-function operation(spec: AnyEndpoint) {
+function operation(spec: AnyEndpoint, security: ApiSecurity) {
   return {
     summary: spec.summary,
     ...(spec.description ? { description: spec.description } : {}),
@@ -63,11 +64,14 @@ function operation(spec: AnyEndpoint) {
       [String(spec.status ?? 200)]: { description: "Success", content: { "application/json": {} } },
       default: { $ref: "#/components/responses/Error" },
     },
-    security: securityByMode[spec.auth as AuthMode],
+    security: security.byMode[spec.auth],
   };
 }
 
-export function openApiDocument(routes: Record<string, RouteEntry | undefined>) {
+export function openApiDocument(
+  routes: Record<string, RouteEntry | undefined>,
+  security: ApiSecurity,
+) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const entry of Object.values(routes)) {
     if (!entry) continue;
@@ -80,7 +84,7 @@ export function openApiDocument(routes: Record<string, RouteEntry | undefined>) 
     for (const [method, spec] of Object.entries(route)) {
       if (!spec) continue;
       paths[openApiPath] ??= {};
-      paths[openApiPath][method.toLowerCase()] = operation(spec);
+      paths[openApiPath][method.toLowerCase()] = operation(spec, security);
     }
   }
   return {
@@ -88,16 +92,7 @@ export function openApiDocument(routes: Record<string, RouteEntry | undefined>) 
     info: { title: "Agent Hosting Platform API", version: platformVersion },
     paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
     components: {
-      securitySchemes: {
-        session: { type: "apiKey", in: "cookie", name: "__session" },
-        apiKey: { type: "http", scheme: "bearer", description: "sk_… API key" },
-        jwt: {
-          type: "http",
-          scheme: "bearer",
-          bearerFormat: "JWT",
-          description: "session token as a JWT (GET /api/billing/token); billing endpoints",
-        },
-      },
+      securitySchemes: security.schemes,
       responses: {
         Error: {
           description: "Error",
@@ -113,6 +108,6 @@ export function openApiDocument(routes: Record<string, RouteEntry | undefined>) 
         },
       },
     },
-    security: [{ session: [] }, { apiKey: [] }],
+    security: security.default,
   };
 }

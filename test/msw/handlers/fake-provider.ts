@@ -12,6 +12,8 @@ export interface FakeProviderState {
   reply: string;
   /** The usage the provider reports; null: it reports none. */
   usage: { prompt: number; completion: number } | null;
+  /** When set, the usage reported for each request, from its body (replaces `usage`). */
+  usageFor?: (body: Record<string, unknown>) => { prompt: number; completion: number };
   /** Outcomes of the next chat calls, consumed in order (a status, a network error, a hang). */
   failures: Outcome[];
   /** The listing answers normally, with an error status, with invalid JSON or not at all. */

@@ -51,10 +51,11 @@ export function chatCompletionsHandler(
     if (failed) return failed;
     const id = `chatcmpl-${Math.random().toString(36).slice(2, 12)}`;
     const created = 1_750_000_000;
-    const usage = state.usage && {
-      prompt_tokens: state.usage.prompt,
-      completion_tokens: state.usage.completion,
-      total_tokens: state.usage.prompt + state.usage.completion,
+    const told = state.usageFor ? state.usageFor(body as Record<string, unknown>) : state.usage;
+    const usage = told && {
+      prompt_tokens: told.prompt,
+      completion_tokens: told.completion,
+      total_tokens: told.prompt + told.completion,
       prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
       completion_tokens_details: {
         reasoning_tokens: 0,

@@ -1,6 +1,6 @@
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
-import { withDirectSource } from "../../platform/node-http.server.ts";
+import { withDirectSource } from "../../platform/web/node-http.server.ts";
 
 // What every provider client shares: the provider names, the OpenAI-shaped request the layer
 // speaks internally, the error type that tells transient failures from permanent ones, and

@@ -5,6 +5,7 @@ import { activePlanItems } from "../billing/subscriptions.server.ts";
 import { discordCurrentApplication } from "../channels/discord.server.ts";
 import { CredentialRejected, ServiceUnavailable } from "../channels/http.server.ts";
 import { telegramGetMe } from "../channels/telegram.server.ts";
+import { toDomainError } from "../openclaw/connections.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
@@ -25,7 +26,7 @@ import {
   channelSettings,
   storeChannelCredential,
 } from "./channels.server.ts";
-import { gatewayClientFor, toDomainError } from "./gateway-connection.server.ts";
+import { gatewayClientFor } from "./instance-gateway.server.ts";
 import {
   getInstanceByUser,
   type InstanceRow,
@@ -53,7 +54,7 @@ const PROVIDER_MODELS: Record<AiProvider, string> = {
   openrouter: "openrouter/openai/gpt-4o-mini",
 };
 
-export interface ProvisionInput {
+export interface ChannelProvisionInput {
   chatapp1Token?: string | undefined;
   chatapp1UserId?: string | undefined;
   chatapp2BotToken?: string | undefined;
@@ -70,7 +71,7 @@ export interface ProvisionInput {
 const compact = (o: Record<string, string | undefined>) =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v)) as Record<string, string>;
 
-function requestedChannels(input: ProvisionInput): Partial<Record<Channel, ChannelSetting>> {
+function requestedChannels(input: ChannelProvisionInput): Partial<Record<Channel, ChannelSetting>> {
   const out: Partial<Record<Channel, ChannelSetting>> = {};
   if (input.chatapp1Token) {
     out.chatapp1 = {
@@ -139,7 +140,7 @@ interface StreamRow {
   created_at: Date;
 }
 
-export async function provisionChannels(userId: string, input: ProvisionInput) {
+export async function provisionChannels(userId: string, input: ChannelProvisionInput) {
   const channels = requestedChannels(input);
   if (Object.keys(channels).length === 0) {
     throw new DomainError(

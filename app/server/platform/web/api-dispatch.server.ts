@@ -1,5 +1,5 @@
 import type { AppLoadContext, ServerBuild } from "@remix-run/node";
-import { API_ROUTE, type ApiHandler } from "./http.server.ts";
+import { API_ROUTE, type ApiHandler } from "../http.server.ts";
 
 // Remix's request handler flattens and re-ranks every route path on each request, which costs
 // more than most /api handlers themselves (see docs/decisions/0002-api-fast-path.md). /api

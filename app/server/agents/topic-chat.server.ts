@@ -1,5 +1,5 @@
-import { randomAlphanumeric } from "../accounts/ids.server.ts";
 import { db } from "../platform/db.server.ts";
+import { randomAlphanumeric } from "../platform/ids.server.ts";
 import { chat } from "./talk.server.ts";
 
 // The send-message endpoint (POST/GET /api/chat): each message goes to the user's agent in its

@@ -1,12 +1,14 @@
 import { z } from "zod";
+import { CUSTOM_MODEL, TIER_IDS } from "../../schemas/agents.ts";
 import { frontendModels } from "../ai/models.server.ts";
 import { currentPlanSubscription } from "../billing/subscriptions.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { logger } from "../platform/logger.server.ts";
-import { agentConfigSchema, CUSTOM_MODEL } from "./agent-config.server.ts";
-import { agentSummaries, agentSummary, createAgentRecord, TIERS } from "./agents.server.ts";
+import { agentConfigSchema } from "./agent-config.server.ts";
+import { agentSummaries, agentSummary } from "./agent-views.server.ts";
+import { createAgentRecord } from "./agents.server.ts";
 import { awaitJob, getInstanceByUser, provisionInstance } from "./instances.server.ts";
 
 // POST /api/agents/provision: the agent record under the tier limit, the user's instance when
@@ -20,9 +22,9 @@ export const provisionInputSchema = z.object({
     .max(100, "name must be at most 100 characters"),
   model: z.string().trim().min(1).max(200).optional(),
   config: agentConfigSchema.optional(),
-  tier: z.enum(TIERS, { error: `tier must be one of ${TIERS.join(", ")}` }).optional(),
+  tier: z.enum(TIER_IDS, { error: `tier must be one of ${TIER_IDS.join(", ")}` }).optional(),
 });
-export type ProvisionInput = z.input<typeof provisionInputSchema>;
+export type AgentProvisionInput = z.input<typeof provisionInputSchema>;
 
 /**
  * The model options: the AI layer's catalog ids (first = default), then `custom`. A catalog
@@ -49,7 +51,7 @@ export async function requestAgentSync(userId: string): Promise<string | undefin
   }
 }
 
-export async function provisionAgent(userId: string, rawInput: ProvisionInput) {
+export async function provisionAgent(userId: string, rawInput: AgentProvisionInput) {
   const parsed = provisionInputSchema.safeParse(rawInput);
   if (!parsed.success) {
     throw new DomainError(400, parsed.error.issues.map((i) => i.message).join("; "));

@@ -1,11 +1,10 @@
+import { createPrivateKey, randomUUID, sign } from "node:crypto";
+import { type DeviceIdentity, deviceAuthPayloadV3 } from "./device-identity.server.ts";
 import {
-  createHash,
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-  randomUUID,
-  sign,
-} from "node:crypto";
+  type GatewayErrorShape,
+  GatewayRequestError,
+  GatewayUnavailableError,
+} from "./errors.server.ts";
 
 // Client of the OpenClaw gateway's WebSocket control protocol (v4, docs/gateway/protocol/*.md
 // in the openclaw package): the server sends `connect.challenge {nonce, ts}`; we answer
@@ -26,110 +25,6 @@ export const OPERATOR_SCOPES = [
   "operator.approvals",
   "operator.pairing",
 ];
-
-const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
-
-export interface DeviceIdentity {
-  /** sha256 hex of the raw 32-byte public key (OpenClaw's device id). */
-  deviceId: string;
-  /** Raw public key, base64url. */
-  publicKey: string;
-  /** PKCS#8 PEM (kept sealed at rest). */
-  privateKeyPem: string;
-}
-
-export function generateDeviceIdentity(): DeviceIdentity {
-  const { privateKey } = generateKeyPairSync("ed25519");
-  return deviceIdentityFromPrivateKey(
-    privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
-  );
-}
-
-export function deviceIdentityFromPrivateKey(privateKeyPem: string): DeviceIdentity {
-  const spki = createPublicKey(createPrivateKey(privateKeyPem)).export({
-    type: "spki",
-    format: "der",
-  });
-  const raw = spki.subarray(ED25519_SPKI_PREFIX.length);
-  return {
-    deviceId: createHash("sha256").update(raw).digest("hex"),
-    publicKey: raw.toString("base64url"),
-    privateKeyPem,
-  };
-}
-
-/** The v3 device-auth payload (buildDeviceAuthPayloadV3 in OpenClaw's gateway client). */
-export function deviceAuthPayloadV3(p: {
-  deviceId: string;
-  clientId: string;
-  clientMode: string;
-  role: string;
-  scopes: string[];
-  signedAtMs: number;
-  token: string;
-  nonce: string;
-  platform: string;
-  deviceFamily: string;
-}): string {
-  return [
-    "v3",
-    p.deviceId,
-    p.clientId,
-    p.clientMode,
-    p.role,
-    p.scopes.join(","),
-    String(p.signedAtMs),
-    p.token,
-    p.nonce,
-    p.platform.trim().toLowerCase(),
-    p.deviceFamily.trim().toLowerCase(),
-  ].join("|");
-}
-
-/** The error of a `res` with ok:false, as the gateway sends it. */
-export interface GatewayErrorShape {
-  code?: string;
-  message?: string;
-  details?: unknown;
-  /** Set by the gateway when trying again can succeed (e.g. "gateway starting; retry shortly"). */
-  retryable?: boolean;
-  retryAfterMs?: number;
-}
-
-/** A `res` with ok:false (error.code, error.details from the gateway). */
-export class GatewayRequestError extends Error {
-  readonly code: string;
-  readonly details: Record<string, unknown> | undefined;
-  /** When the gateway says to try again, after how long (else undefined). */
-  readonly retryAfterMs: number | undefined;
-  constructor(method: string, error: GatewayErrorShape) {
-    const details = (error.details ?? {}) as Record<string, unknown>;
-    const hint = ["reason", "requestId", "code"]
-      .filter((k) => typeof details[k] === "string")
-      .map((k) => `${k}=${details[k]}`)
-      .join(" ");
-    super(
-      `${method}: ${error.code ?? "ERROR"} ${error.message ?? ""}${hint ? ` (${hint})` : ""}`.trim(),
-    );
-    this.name = "GatewayRequestError";
-    this.code = error.code ?? "ERROR";
-    this.details = (error.details ?? undefined) as Record<string, unknown> | undefined;
-    this.retryAfterMs =
-      error.retryable === true
-        ? typeof error.retryAfterMs === "number" && error.retryAfterMs >= 0
-          ? error.retryAfterMs
-          : 500
-        : undefined;
-  }
-}
-
-/** The gateway does not answer (socket closed, connect or request timeout). Maps to 502. */
-export class GatewayUnavailableError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "GatewayUnavailableError";
-  }
-}
 
 export interface HelloOk {
   type: "hello-ok";
@@ -396,44 +291,5 @@ export class GatewayClient {
       });
     }, delay);
     this.#reconnectTimer.unref();
-  }
-}
-
-/** Waits until `url` answers 200 (the gateway's /healthz) or the timeout passes. */
-export async function waitForHttpOk(
-  url: string,
-  {
-    timeoutMs = 120_000,
-    intervalMs = 250,
-    signal,
-  }: { timeoutMs?: number; intervalMs?: number; signal?: AbortSignal } = {},
-): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(3_000) });
-      await res.body?.cancel();
-      if (res.ok) return Date.now() - started;
-    } catch {
-      // not listening yet (connection refused or reset right after start)
-    }
-    if (signal?.aborted) throw new Error("aborted");
-    if (Date.now() - started > timeoutMs) {
-      throw new GatewayUnavailableError(`${url} did not answer 200 within ${timeoutMs} ms`);
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
-/** Whether the gateway's /healthz answers 200 right now. */
-export async function gatewayHealthy(address: string, timeoutMs = 3_000): Promise<boolean> {
-  try {
-    const res = await fetch(`http://${address}/healthz`, {
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    await res.body?.cancel();
-    return res.ok;
-  } catch {
-    return false;
   }
 }

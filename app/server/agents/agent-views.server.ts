@@ -1,0 +1,75 @@
+import { getAgentVerification } from "../identity/verification.server.ts";
+import { env } from "../platform/env.server.ts";
+import { type AgentRow, getOwnedAgent, listAgents } from "./agents.server.ts";
+import { contractStatus, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
+
+// The contract's views of agents: summaries (lists, provisioning results) and the detail of
+// GET /api/agents/:id. docs/decisions/0060-agents.md
+
+/** ws://<host>/agent/<user_id> on the application's origin (wss behind https). */
+export function websocketUrl(userId: string): string {
+  const app = new URL(env().APP_URL);
+  const scheme = app.protocol === "https:" ? "wss" : "ws";
+  return `${scheme}://${app.host}/agent/${encodeURIComponent(userId)}`;
+}
+
+/** An agent's status is its instance's (one gateway runs all of a user's agents). */
+export function agentStatus(instance: InstanceRow | undefined): string {
+  if (!instance) return "provisioning";
+  if (instance.observed_state === "new" && instance.desired_state === "running") {
+    return "provisioning";
+  }
+  return contractStatus(instance);
+}
+
+/** Agent summary (list items and provisioning results). */
+export function agentSummary(row: AgentRow, instance: InstanceRow | undefined) {
+  return {
+    id: row.id,
+    name: row.name,
+    model: row.model,
+    status: agentStatus(instance),
+    websocketUrl: websocketUrl(row.user_id),
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+export async function agentSummaries(userId: string) {
+  const [rows, instance] = await Promise.all([listAgents(userId), getInstanceByUser(userId)]);
+  return rows.map((row) => agentSummary(row, instance));
+}
+
+export async function listAgentsView(userId: string) {
+  const agents = await agentSummaries(userId);
+  return { agents, count: agents.length, status: "ok" };
+}
+
+/** The contract's Agent detail: the instance's live facts plus the verification record. */
+export async function agentDetail(userId: string, agentId: string) {
+  const agent = await getOwnedAgent(userId, agentId);
+  const [instance, verification] = await Promise.all([
+    getInstanceByUser(userId),
+    getAgentVerification(agent.id),
+  ]);
+  const subdomain = `${agent.id}.${env().AGENTS_DOMAIN}`;
+  return {
+    agent: {
+      id: agent.id,
+      name: agent.name,
+      model: agent.model,
+      status: agentStatus(instance),
+      startedAt: instance?.started_at?.toISOString() ?? null,
+      plan: instance?.plan ?? agent.tier,
+      subdomain,
+      url: `https://${subdomain}`,
+      // As the running gateway reported it in hello-ok (recorded by the worker).
+      gatewayVersion: instance?.gateway_version ?? "unknown",
+      verified: verification.verified,
+      verificationType: verification.verificationType,
+      attestationUid: verification.attestationUid,
+      verifiedAt: verification.verifiedAt,
+    },
+    status: "ok",
+  };
+}

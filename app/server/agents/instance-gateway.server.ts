@@ -1,0 +1,47 @@
+import type { GatewayClient } from "../openclaw/client.server.ts";
+import {
+  connectGateway,
+  gatewayUnavailable,
+  toDomainError,
+} from "../openclaw/connections.server.ts";
+import { unseal } from "../platform/crypto.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import { gatewayTokenOf, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
+
+// A user's gateway as the web reaches it: the instance row gives the address, token and the
+// device key the worker paired; openclaw/connections.server.ts keeps the connection.
+
+/** A connected client of the instance's gateway; 502 when it is not running or not paired. */
+export async function gatewayClientFor(row: InstanceRow): Promise<GatewayClient> {
+  if (!row.gateway_address || !row.device_private_key_sealed || !row.paired_at) {
+    throw gatewayUnavailable("the instance is not provisioned yet");
+  }
+  const sealedDeviceKey = row.device_private_key_sealed;
+  return connectGateway({
+    id: row.id,
+    address: row.gateway_address,
+    pairing: `${row.device_id}|${row.device_token_sealed ?? ""}`,
+    credentials: () => ({
+      token: gatewayTokenOf(row),
+      devicePrivateKeyPem: unseal(sealedDeviceKey),
+    }),
+  });
+}
+
+/**
+ * Runs `fn` with the user's instance and a connected client; 404 when the user has no instance,
+ * 502 when its gateway does not answer.
+ */
+export async function withGateway<T>(
+  userId: string,
+  fn: (client: GatewayClient, instance: InstanceRow) => Promise<T>,
+): Promise<T> {
+  const instance = await getInstanceByUser(userId);
+  if (!instance) throw new DomainError(404, "No agent instance: provision an agent first");
+  const client = await gatewayClientFor(instance);
+  try {
+    return await fn(client, instance);
+  } catch (error) {
+    throw toDomainError(error);
+  }
+}
