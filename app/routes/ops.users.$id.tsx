@@ -6,12 +6,15 @@ import { Card } from "../components/forms.tsx";
 import { ActionButton, OpsNotices, usd } from "../components/ops.tsx";
 import { opsAction, requireOperator } from "../server/ops/access.server.ts";
 import {
+  assignPlanAsOperator,
   deleteUserAsOperator,
+  grantCreditsAsOperator,
   opsUserDetail,
   setOperator,
   suspendUser,
   unsuspendUser,
 } from "../server/ops/users.server.ts";
+import { SELF_HOSTED_PLANS } from "../server/platform/env.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 
 export async function loader({ request, params }: LoaderFunctionArgs) {
@@ -32,6 +35,13 @@ const userActions = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("grant-operator") }),
   z.object({ intent: z.literal("revoke-operator") }),
   z.object({ intent: z.literal("delete"), confirm: z.literal("yes") }),
+  z.object({ intent: z.literal("assign-plan"), plan: z.enum([...SELF_HOSTED_PLANS, "default"]) }),
+  z.object({
+    intent: z.literal("grant-credits"),
+    amount: z.string().trim().min(1).max(20),
+    reason: z.string().trim().min(1).max(500),
+    idempotencyKey: z.uuid(),
+  }),
 ]);
 
 export const action = opsAction({
@@ -52,6 +62,16 @@ export const action = opsAction({
       case "revoke-operator":
         await setOperator(operator.id, userId, false);
         return back("Operator role revoked.");
+      case "assign-plan": {
+        const assigned = await assignPlanAsOperator(operator.id, userId, value.plan);
+        return back(`Plan: ${assigned.plan} (was ${assigned.previous}).`);
+      }
+      case "grant-credits": {
+        const grant = await grantCreditsAsOperator(operator.id, userId, value);
+        return back(
+          grant.created ? `Granted ${usd(grant.microUsd)}.` : "That grant was made already.",
+        );
+      }
       case "delete":
         await deleteUserAsOperator(operator.id, userId);
         return `/ops/users?notice=${encodeURIComponent("Account deleted.")}`;
@@ -135,6 +155,53 @@ export default function OpsUser() {
             </Link>
           )}
         </div>
+      </Card>
+      <Card title="Plan and credits">
+        <p className="text-sm">
+          Operator plan: <strong>{page.assignedPlan.plan}</strong> ({page.assignedPlan.source}
+          {page.assignedPlan.assignedBy ? `, by ${page.assignedPlan.assignedBy}` : ""})
+        </p>
+        <Form method="post" className="flex items-center gap-2 text-sm">
+          <input type="hidden" name="intent" value="assign-plan" />
+          <label htmlFor="plan">Assign plan</label>
+          <select
+            id="plan"
+            name="plan"
+            defaultValue={page.assignedPlan.plan}
+            className="rounded border px-2 py-0.5"
+          >
+            {[...SELF_HOSTED_PLANS, "default"].map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+          <button type="submit" className="rounded border border-slate-300 px-2 py-0.5 text-xs">
+            Assign
+          </button>
+        </Form>
+        <Form method="post" className="flex flex-wrap items-center gap-2 text-sm">
+          <input type="hidden" name="intent" value="grant-credits" />
+          <input type="hidden" name="idempotencyKey" value={page.grantKey} />
+          <label htmlFor="amount">Grant USD</label>
+          <input
+            id="amount"
+            name="amount"
+            inputMode="decimal"
+            required
+            className="w-24 rounded border px-2 py-0.5"
+          />
+          <input
+            name="reason"
+            placeholder="reason"
+            aria-label="Reason for the grant"
+            required
+            className="rounded border px-2 py-0.5"
+          />
+          <button type="submit" className="rounded border border-slate-300 px-2 py-0.5 text-xs">
+            Grant credits
+          </button>
+        </Form>
       </Card>
       <Card title="Credit ledger">
         {page.ledger.length === 0 ? (

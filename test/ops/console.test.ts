@@ -89,6 +89,16 @@ describe("operators", () => {
       [opsUser.action, { intent: "grant-operator" }],
       [opsUser.action, { intent: "revoke-operator" }],
       [opsUser.action, { intent: "delete", confirm: "yes" }],
+      [opsUser.action, { intent: "assign-plan", plan: "network" }],
+      [
+        opsUser.action,
+        {
+          intent: "grant-credits",
+          amount: "100",
+          reason: "x",
+          idempotencyKey: crypto.randomUUID(),
+        },
+      ],
       [opsInstances.action, { intent: "start", userId: victim.id }],
       [opsInstances.action, { intent: "stop", userId: victim.id }],
       [opsInstances.action, { intent: "repair", userId: victim.id }],
@@ -106,6 +116,10 @@ describe("operators", () => {
     // Nothing happened to the victim, and nobody became an operator.
     const [row] = await db()`select suspended_at, is_operator from users where id = ${victim.id}`;
     expect(row).toEqual({ suspended_at: null, is_operator: false });
+    expect(await db()`select 1 from plan_assignments where user_id = ${victim.id}`).toHaveLength(0);
+    expect(
+      await db()`select 1 from credit_ledger where user_id = ${victim.id} and reason = 'grant'`,
+    ).toHaveLength(0);
     const [self] = await db()`select is_operator from users where id = ${user.id}`;
     expect(self!.is_operator).toBe(false);
     expect(await db()`select 1 from audit_log where actor_type = 'operator'`).toHaveLength(0);
@@ -297,6 +311,63 @@ describe("operators", () => {
     expect(entries).toEqual([
       { action: "job.retried", actor_id: operator.id, details: { queue: "send-email" } },
       { action: "job.cancelled", actor_id: operator.id, details: { queue: "send-email" } },
+    ]);
+  });
+
+  it("assigns plans and grants credits through billing's services, once per form, audited", async () => {
+    const operator = await newUser();
+    await makeOperator(operator);
+    const user = await newUser();
+    const params = { id: user.id };
+    const post = (fields: Record<string, string>) =>
+      postPage(opsUser.action, `/ops/users/${user.id}`, fields, operator.cookie, params);
+
+    expect((await post({ intent: "assign-plan", plan: "collective" })).status).toBe(303);
+    expect((await post({ intent: "assign-plan", plan: "platinum" })).status).toBe(400);
+    const detail = await getPage(opsUser.loader, `/ops/users/${user.id}`, operator.cookie, params);
+    const page = detail.body as { assignedPlan: { plan: string }; grantKey: string };
+    expect(page.assignedPlan.plan).toBe("collective");
+
+    const grant = {
+      intent: "grant-credits",
+      amount: "12.5",
+      reason: "goodwill",
+      idempotencyKey: page.grantKey,
+    };
+    expect((await post(grant)).status).toBe(303);
+    expect((await post(grant)).status).toBe(303); // the same form again: no second grant
+    expect(
+      (await post({ ...grant, amount: "1.234", idempotencyKey: crypto.randomUUID() })).status,
+    ).toBe(400);
+    const ledger = await db()`select amount_micro_usd, granted_by, note from credit_ledger
+      where user_id = ${user.id} and reason = 'grant'`;
+    expect(ledger).toEqual([
+      { amount_micro_usd: 12_500_000, granted_by: operator.id, note: "goodwill" },
+    ]);
+    const after = await getPage(opsUser.loader, `/ops/users/${user.id}`, operator.cookie, params);
+    expect(after.body).toMatchObject({
+      credits: 12.5,
+      ledger: [{ amountMicroUsd: 12_500_000, reason: "grant" }],
+    });
+
+    const entries = await db()<
+      { action: string; actor_type: string; actor_id: string; details: unknown }[]
+    >`
+      select action, actor_type, actor_id, details from audit_log
+      where user_id = ${user.id} and action in ('plan.changed', 'credits.changed') order by id`;
+    expect(entries).toEqual([
+      {
+        action: "plan.changed",
+        actor_type: "operator",
+        actor_id: operator.id,
+        details: expect.objectContaining({ item: "collective", source: "assigned" }),
+      },
+      {
+        action: "credits.changed",
+        actor_type: "operator",
+        actor_id: operator.id,
+        details: { reason: "grant", amountMicroUsd: 12_500_000, note: "goodwill" },
+      },
     ]);
   });
 });

@@ -1,8 +1,11 @@
+import { randomUUID } from "node:crypto";
 import { creditBalance, creditLedger } from "../accounts/credits.server.ts";
 import { toUser, type UserRow } from "../accounts/model.server.ts";
 import { revokeAllSessions } from "../accounts/sessions.server.ts";
 import { deleteUser } from "../accounts/users.server.ts";
 import { getInstanceByUser } from "../agents/instances.server.ts";
+import { grantCredits } from "../billing/credit-grants.server.ts";
+import { type AssignedPlan, assignPlan, operatorPlan } from "../billing/plan-assignments.server.ts";
 import { billingHistory } from "../billing/subscriptions.server.ts";
 import { listAudit, recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
@@ -54,7 +57,8 @@ async function userRow(userId: string): Promise<UserRow> {
 /** One user for the console: account, plan history, credits with the ledger, instance, log. */
 export async function opsUserDetail(userId: string) {
   const row = await userRow(userId);
-  const [credits, ledger, billing, instance, audit, agents] = await Promise.all([
+  const [plan, credits, ledger, billing, instance, audit, agents] = await Promise.all([
+    operatorPlan(userId),
     creditBalance(userId),
     creditLedger(userId),
     billingHistory(userId),
@@ -68,8 +72,11 @@ export async function opsUserDetail(userId: string) {
       suspendedAt: row.suspended_at?.toISOString() ?? null,
       operatorFromEnv: toUser(row).isOperator && !row.is_operator,
     },
+    assignedPlan: plan,
     credits,
     ledger,
+    /** A fresh idempotency key per rendered grant form: a resubmitted form grants once. */
+    grantKey: randomUUID(),
     billing,
     agents: agents[0]?.count ?? 0,
     instance: instance
@@ -145,4 +152,37 @@ export async function deleteUserAsOperator(operatorId: string, userId: string) {
   }
   await deleteUser(userId);
   return { deleted: true };
+}
+
+/** "12", "12.5" or "12.50" USD as integer micro-USD (no floating point on money). */
+export function usdToMicro(amount: string): number {
+  const m = /^(\d{1,5})(?:\.(\d{1,2}))?$/.exec(amount.trim());
+  if (!m) throw new DomainError(400, "amount: a number of dollars with at most two decimals");
+  const micro = Number(m[1]) * 1_000_000 + Number((m[2] ?? "").padEnd(2, "0")) * 10_000;
+  if (micro <= 0) throw new DomainError(400, "amount: must be more than zero");
+  return micro;
+}
+
+/** An operator's credit grant (billing's grantCredits: once per idempotency key, audited). */
+export function grantCreditsAsOperator(
+  operatorId: string,
+  userId: string,
+  input: { amount: string; reason: string; idempotencyKey: string },
+) {
+  return grantCredits(
+    userId,
+    usdToMicro(input.amount),
+    input.reason,
+    operatorId,
+    input.idempotencyKey,
+  );
+}
+
+/** An operator's plan assignment (billing's assignPlan; `default` removes it; audited). */
+export function assignPlanAsOperator(
+  operatorId: string,
+  userId: string,
+  plan: AssignedPlan | "default",
+) {
+  return assignPlan(userId, plan, operatorId);
 }
