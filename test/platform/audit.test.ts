@@ -1,13 +1,19 @@
 import { describe, expect, it } from "vitest";
+import * as agentRoute from "../../app/routes/api.agent.ts";
+import * as agentConfig from "../../app/routes/api.agents.$id.config.ts";
 import * as audit from "../../app/routes/api.audit.ts";
 import * as keyById from "../../app/routes/api.keys.$id.ts";
 import * as keys from "../../app/routes/api.keys.ts";
 import * as sessionById from "../../app/routes/api.sessions.$id.ts";
 import * as sessions from "../../app/routes/api.sessions.ts";
 import * as password from "../../app/routes/api.settings.password.ts";
+import { signInWithOAuth } from "../../app/server/accounts/oauth.server.ts";
+import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
+import { userForWallet } from "../../app/server/identity/siwe.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { purgeAuditLog } from "../../worker/jobs/purge-audit-log.ts";
-import { as, cookieOf, newUser, signInUser } from "../accounts/helpers.ts";
+import { as, cookieOf, newUser, registerUser, signInUser } from "../accounts/helpers.ts";
+import { subscribe } from "../agents/support.ts";
 
 // The audit log: entries for the account actions, never a secret, append-only, retention.
 
@@ -175,5 +181,57 @@ describe("audit log", () => {
       { user_id: plain.id, target: "old-89" },
       { user_id: addOn.id, target: "old-91" },
     ]);
+  });
+
+  it("records OAuth and wallet linking, referral credits, agents provisioned and configured, credentials set", async () => {
+    const u = await newUser();
+    const [row] = await db()<{ code: string }[]>`
+      select referral_code as code from users where id = ${u.id}`;
+    const referred = await registerUser({ referralCode: row!.code });
+    expect(referred.status).toBe(201);
+
+    await db()`update users set email_verified = true where id = ${u.id}`;
+    await signInWithOAuth("oauth2", {
+      providerAccountId: "g-123",
+      email: u.email,
+      emailVerified: true,
+    });
+    const wallet = await userForWallet("0x00000000000000000000000000000000000000aB");
+
+    await subscribe(u.id, "solo");
+    const agent = await createAgentRecord(u.id, { name: "audited", model: "openai/gpt-4o-mini" });
+    const configured = await as(u, agentConfig, `/api/agents/${agent.id}/config`, {
+      method: "PUT",
+      params: { id: agent.id },
+      body: { systemPrompt: "be brief" },
+    });
+    expect(configured.status).toBe(200);
+    const tokenValue = "123456:AAtelegram-bot-secret";
+    const credential = await as(u, agentRoute, "/api/agent", {
+      method: "POST",
+      body: { action: "set-credential", key: "chatapp1", value: tokenValue },
+    });
+    expect(credential.status).toBe(200);
+
+    const actions = (await rowsOf(u.id)).map((r) => [r.action, r.target]);
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        ["credits.changed", referred.json.id],
+        ["oauth.linked", "oauth2"],
+        ["agent.provisioned", agent.id],
+        ["agent.configured", agent.id],
+        ["credentials.set", "chatapp1"],
+      ]),
+    );
+    const referredRows = await rowsOf(referred.json.id);
+    expect(referredRows.map((r) => r.action)).toContain("credits.changed");
+    const walletRows = await rowsOf(wallet.user.id);
+    expect(walletRows.map((r) => [r.action, r.target])).toContainEqual([
+      "wallet.linked",
+      wallet.address,
+    ]);
+    expect(JSON.stringify(await db()`select * from audit_log`)).not.toContain(
+      "telegram-bot-secret",
+    );
   });
 });
