@@ -12,7 +12,7 @@ import {
 
 export async function loader({ request }: LoaderFunctionArgs) {
   await requireOperator(request);
-  return { instances: await instancesOverview() };
+  return { instances: await instancesOverview(), actions: OPS_INSTANCE_ACTIONS };
 }
 
 export const action = opsAction({
@@ -27,7 +27,7 @@ export const action = opsAction({
 });
 
 export default function OpsInstances() {
-  const { instances } = useLoaderData<typeof loader>();
+  const { instances, actions } = useLoaderData<typeof loader>();
   return (
     <Card title="Instances">
       <OpsNotices />
@@ -69,7 +69,7 @@ export default function OpsInstances() {
                 </td>
                 <td>{i.lastSeen?.replace("T", " ").slice(0, 19) ?? "—"}</td>
                 <td className="space-x-1 whitespace-nowrap">
-                  {OPS_INSTANCE_ACTIONS.map((a) => (
+                  {actions.map((a) => (
                     <ActionButton key={a} intent={a} fields={{ userId: i.userId }}>
                       {a}
                     </ActionButton>

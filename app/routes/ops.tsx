@@ -14,6 +14,7 @@ const links = [
   ["/ops/users", "Users"],
   ["/ops/instances", "Instances"],
   ["/ops/jobs", "Jobs"],
+  ["/ops/requests", "Requests"],
   ["/ops/audit", "Audit log"],
 ] as const;
 

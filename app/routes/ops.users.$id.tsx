@@ -20,7 +20,7 @@ import { DomainError } from "../server/platform/errors.server.ts";
 export async function loader({ request, params }: LoaderFunctionArgs) {
   await requireOperator(request);
   try {
-    return await opsUserDetail(params.id ?? "");
+    return { ...(await opsUserDetail(params.id ?? "")), plans: [...SELF_HOSTED_PLANS, "default"] };
   } catch (error) {
     if (error instanceof DomainError && error.status === 404) {
       throw new Response("User not found", { status: 404 });
@@ -170,7 +170,7 @@ export default function OpsUser() {
             defaultValue={page.assignedPlan.plan}
             className="rounded border px-2 py-0.5"
           >
-            {[...SELF_HOSTED_PLANS, "default"].map((p) => (
+            {page.plans.map((p) => (
               <option key={p} value={p}>
                 {p}
               </option>

@@ -7,11 +7,13 @@ import * as opsAuditExport from "../../app/routes/ops.audit.export.ts";
 import * as opsAudit from "../../app/routes/ops.audit.tsx";
 import * as opsInstances from "../../app/routes/ops.instances.tsx";
 import * as opsJobs from "../../app/routes/ops.jobs.tsx";
+import * as opsRequests from "../../app/routes/ops.requests.tsx";
 import * as opsLayout from "../../app/routes/ops.tsx";
 import * as opsUsers from "../../app/routes/ops.users._index.tsx";
 import * as opsUser from "../../app/routes/ops.users.$id.tsx";
 import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import { ensureInstanceRecord } from "../../app/server/agents/instances.server.ts";
+import { requestAddOn } from "../../app/server/billing/add-ons.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { getBoss, sendJob } from "../../app/server/platform/jobs.server.ts";
@@ -29,6 +31,7 @@ const pages = [
   ["/ops/users/:id", opsUser.loader],
   ["/ops/instances", opsInstances.loader],
   ["/ops/jobs", opsJobs.loader],
+  ["/ops/requests", opsRequests.loader],
   ["/ops/audit", opsAudit.loader],
   ["/ops/audit/export", opsAuditExport.loader],
 ] as const;
@@ -104,6 +107,7 @@ describe("operators", () => {
       [opsInstances.action, { intent: "repair", userId: victim.id }],
       [opsInstances.action, { intent: "update", userId: victim.id }],
       [opsJobs.action, { intent: "retry", name: "send-email", id: crypto.randomUUID() }],
+      [opsRequests.action, { intent: "set-status", id: "srq_x", status: "done" }],
       [opsJobs.action, { intent: "cancel", name: "send-email", id: crypto.randomUUID() }],
     ] as const;
     for (const [action, fields] of actions) {
@@ -369,5 +373,41 @@ describe("operators", () => {
         details: { reason: "grant", amountMicroUsd: 12_500_000, note: "goodwill" },
       },
     ]);
+  });
+
+  it("lists open add-on requests and moves them on, audited on the requester", async () => {
+    const operator = await newUser();
+    await makeOperator(operator);
+    const user = await newUser();
+    const { request } = await requestAddOn(user.id, "slack", "our workspace");
+    const listed = await getPage(opsRequests.loader, "/ops/requests", operator.cookie);
+    expect(listed.body).toMatchObject({ requests: [{ id: request.id, addon: "slack" }] });
+    const moved = await postPage(
+      opsRequests.action,
+      "/ops/requests",
+      { intent: "set-status", id: request.id, status: "done" },
+      operator.cookie,
+    );
+    expect(moved.status).toBe(303);
+    expect(
+      (await getPage(opsRequests.loader, "/ops/requests", operator.cookie)).body,
+    ).toMatchObject({
+      requests: [],
+    });
+    const missing = await postPage(
+      opsRequests.action,
+      "/ops/requests",
+      { intent: "set-status", id: "srq_nope", status: "done" },
+      operator.cookie,
+    );
+    expect(missing.status).toBe(404);
+    const [entry] = await db()`select actor_type, actor_id, target, details from audit_log
+      where user_id = ${user.id} and action = 'service_request.updated'`;
+    expect(entry).toEqual({
+      actor_type: "operator",
+      actor_id: operator.id,
+      target: request.id,
+      details: { addon: "slack", status: "done" },
+    });
   });
 });

@@ -36,6 +36,7 @@ export const AUDIT_ACTIONS = [
   "user.unsuspended",
   "job.retried",
   "job.cancelled",
+  "service_request.updated",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
