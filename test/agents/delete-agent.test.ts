@@ -11,10 +11,10 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
-import { ensureContainer } from "../../worker/instances.ts";
+import { ensureContainer } from "../../worker/instances/container.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
 import {
   allowDockerNetworks,

@@ -5,10 +5,10 @@ import { ensureInstanceRecord, getInstance } from "../../app/server/agents/insta
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
-import { ensureContainer } from "../../worker/instances.ts";
+import { ensureContainer } from "../../worker/instances/container.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
 import { newUser } from "../accounts/helpers.ts";
 import {
   allowDockerNetworks,
