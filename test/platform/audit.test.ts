@@ -7,6 +7,7 @@ import * as keys from "../../app/routes/api.keys.ts";
 import * as sessionById from "../../app/routes/api.sessions.$id.ts";
 import * as sessions from "../../app/routes/api.sessions.ts";
 import * as password from "../../app/routes/api.settings.password.ts";
+import * as settingsAudit from "../../app/routes/settings_.audit.tsx";
 import { signInWithOAuth } from "../../app/server/accounts/oauth.server.ts";
 import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import { userForWallet } from "../../app/server/identity/siwe.server.ts";
@@ -14,6 +15,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { purgeAuditLog } from "../../worker/jobs/purge-audit-log.ts";
 import { as, cookieOf, newUser, registerUser, signInUser } from "../accounts/helpers.ts";
 import { subscribe } from "../agents/support.ts";
+import { getPage } from "../ops/support.ts";
 
 // The audit log: entries for the account actions, never a secret, append-only, retention.
 
@@ -233,5 +235,21 @@ describe("audit log", () => {
     expect(JSON.stringify(await db()`select * from audit_log`)).not.toContain(
       "telegram-bot-secret",
     );
+  });
+
+  it("/settings/audit shows the signed-in user's own entries, paged, and sends strangers to sign in", async () => {
+    const u = await newUser();
+    const other = await newUser();
+    await as(other, keys, "/api/keys", { method: "POST", body: { name: "theirs" } });
+    const page = await getPage(settingsAudit.loader, "/settings/audit", u.cookie);
+    const body = page.body as {
+      entries: { userId: string; action: string }[];
+      nextCursor: string | null;
+    };
+    expect(body.entries.map((e) => [e.userId, e.action])).toEqual([[u.id, "account.created"]]);
+    expect(body.nextCursor).toBeNull();
+    const anonymous = await getPage(settingsAudit.loader, "/settings/audit");
+    expect(anonymous.status).toBe(302);
+    expect(anonymous.location).toBe("/signin?redirectTo=%2Fsettings%2Faudit");
   });
 });
