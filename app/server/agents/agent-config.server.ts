@@ -30,9 +30,10 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
 
 export const agentConfigSchema = z
   .unknown()
-  .refine(isPlainObject, "must be a JSON object")
+  // abort: zod runs every refinement by default, and the size check needs an object.
+  .refine(isPlainObject, { message: "must be a JSON object", abort: true })
   .refine(
-    (v) => Buffer.byteLength(JSON.stringify(v), "utf8") <= CONFIG_MAX_BYTES,
+    (v) => Buffer.byteLength(JSON.stringify(v) ?? "", "utf8") <= CONFIG_MAX_BYTES,
     `must be at most ${CONFIG_MAX_BYTES} bytes as JSON`,
   )
   .transform((v) => v as Record<string, unknown>);

@@ -1,11 +1,10 @@
-import { parseWithZod } from "@conform-to/zod/v4";
-import { type ActionFunctionArgs, data, redirect } from "@remix-run/node";
+import { redirect } from "@remix-run/node";
 import type { z } from "zod";
 import type { User } from "../accounts/model.server.ts";
 import { guardAction, requirePageSession } from "../accounts/pages.server.ts";
 import { withAuditScope } from "../platform/audit.server.ts";
 import { clientIp } from "../platform/client-ip.server.ts";
-import { DomainError } from "../platform/errors.server.ts";
+import { formAction } from "../platform/form-action.server.ts";
 
 // Who may use the operator console, and how its actions are recorded. Every /ops loader and
 // action calls requireOperator first: signed out goes to sign-in, a signed-in non-operator
@@ -32,10 +31,18 @@ export function asOperator<T>(
   );
 }
 
-// A console action: same-origin check, operator, the form parsed by its zod schema (a union
-// discriminated on `intent`), the handler under the operator's audit scope, then a redirect
-// back with a notice. Refusals answer {error} with the DomainError's status. Shaped like the
-// page-action helper's spec (schema, handler) so it moves onto it when that lands.
+/** The console's action access: same-origin post, then an operator (403 otherwise). */
+export async function operatorAction({ request }: { request: Request }): Promise<User> {
+  guardAction(request);
+  return requireOperator(request);
+}
+
+/**
+ * A console action on the one page-action helper: the operator's access, the form's zod schema
+ * (a union discriminated on `intent`), the handler under the operator's audit scope, then a
+ * redirect to the path it returns (with its notice). Refusals answer {error} with the
+ * DomainError's status.
+ */
 export function opsAction<S extends z.ZodType>(spec: {
   schema: S;
   handler: (
@@ -43,24 +50,14 @@ export function opsAction<S extends z.ZodType>(spec: {
     ctx: { operator: User; params: Record<string, string | undefined> },
   ) => Promise<string>;
 }) {
-  return async (args: ActionFunctionArgs) => {
-    guardAction(args.request);
-    const operator = await requireOperator(args.request);
-    const submission = parseWithZod(await args.request.formData(), { schema: spec.schema });
-    if (submission.status !== "success") {
-      const errors = Object.entries(submission.error ?? {})
-        .map(([field, messages]) => `${field || "form"}: ${(messages ?? []).join(", ")}`)
-        .join("; ");
-      return data({ error: errors || "Invalid form" }, { status: 400 });
-    }
-    try {
-      const to = await asOperator(operator, args, () =>
-        spec.handler(submission.value, { operator, params: args.params }),
+  return formAction({
+    schema: spec.schema,
+    access: operatorAction,
+    handler: async (args) => {
+      const to = await asOperator(args.session, args, () =>
+        spec.handler(args.value, { operator: args.session, params: args.params }),
       );
       return redirect(to, 303);
-    } catch (error) {
-      if (!(error instanceof DomainError)) throw error;
-      return data({ error: error.message }, { status: error.status });
-    }
-  };
+    },
+  });
 }
