@@ -6,6 +6,7 @@ import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { newId, randomToken, sha256 } from "../platform/ids.server.ts";
 import { secrets } from "../platform/secrets.server.ts";
+import { credentialCache } from "./credential-cache.server.ts";
 import { toUser, type User, type UserRow } from "./model.server.ts";
 
 // Server-side sessions in PostgreSQL. The cookie (`__session`, signed with SESSION_SECRET,
@@ -88,12 +89,45 @@ export interface ResolvedSession {
   setCookie?: string;
 }
 
+/** The raw (signed, still encoded) value of the first `__session` cookie in a Cookie header. */
+function rawSessionCookie(header: string): string | undefined {
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq !== -1 && part.slice(0, eq).trim() === SESSION_COOKIE) {
+      const value = part.slice(eq + 1).trim();
+      return value.length > 0 ? value : undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The active session of the request's cookie. A cookie seen before is answered from the
+ * credential cache, keyed by the hash of its signed value (no signature check, no database
+ * read) while its session is unexpired and needs no refresh.
+ */
 export async function resolveSession(request: Request): Promise<ResolvedSession | undefined> {
-  const token = await sessionToken(request);
-  if (!token) return undefined;
+  const header = request.headers.get("cookie");
+  if (!header?.includes(SESSION_COOKIE)) return undefined;
+  const raw = rawSessionCookie(header);
+  if (!raw) return undefined;
+  const cache = credentialCache();
+  const cacheKey = cache ? sha256(raw).toString("hex") : "";
+  const hit = cache?.session(cacheKey);
+  const now = Date.now();
+  if (hit && hit.expiresAt > now && now - hit.lastSeenAt <= REFRESH_AFTER_MS) {
+    noteAuditActor({ type: "user", id: hit.user.id, userId: hit.user.id });
+    return { sessionId: hit.sessionId, user: hit.user };
+  }
+  // Exactly the value the cache is keyed by is the one verified.
+  const token = await sessionCookie().parse(`${SESSION_COOKIE}=${raw}`);
+  if (typeof token !== "string" || token.length === 0) return undefined;
+  const epoch = cache?.epoch() ?? 0;
   const sql = db();
-  const [row] = await sql<(UserRow & { session_id: string; last_seen_at: Date })[]>`
-    select u.*, s.id as session_id, s.last_seen_at
+  const [row] = await sql<
+    (UserRow & { session_id: string; last_seen_at: Date; expires_at: Date })[]
+  >`
+    select u.*, s.id as session_id, s.last_seen_at, s.expires_at
     from sessions s join users u on u.id = s.user_id
     where s.token_hash = ${sha256(token)} and s.revoked_at is null and s.expires_at > now()
       and u.suspended_at is null`;
@@ -106,7 +140,19 @@ export async function resolveSession(request: Request): Promise<ResolvedSession 
         expires_at = now() + make_interval(secs => ${SESSION_LIFETIME_SECONDS})
       where id = ${row.session_id}`;
     resolved.setCookie = await sessionCookie().serialize(token);
+    // The update's NOTIFY drops this session everywhere; the next request reads it afresh.
+    return resolved;
   }
+  cache?.putSession(
+    cacheKey,
+    {
+      sessionId: row.session_id,
+      user: resolved.user,
+      lastSeenAt: row.last_seen_at.getTime(),
+      expiresAt: row.expires_at.getTime(),
+    },
+    epoch,
+  );
   return resolved;
 }
 
@@ -151,6 +197,7 @@ export async function revokeSession(userId: string, sessionId: string): Promise<
     update sessions set revoked_at = now()
     where id = ${sessionId} and user_id = ${userId} and revoked_at is null
     returning id`;
+  credentialCache()?.forgetSession(sessionId);
   if (rows.length > 0) await recordAudit({ action: "session.revoked", userId, target: sessionId });
   return rows.length > 0;
 }
@@ -175,6 +222,8 @@ export async function revokeOtherSessions(
       sql,
     );
   }
+  // Every credential of the user is read afresh here (the kept session and keys included).
+  credentialCache()?.forgetUser(userId);
 }
 
 export async function revokeAllSessions(userId: string, sql: Queryable = db()): Promise<void> {

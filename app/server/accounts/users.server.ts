@@ -6,6 +6,7 @@ import { DomainError } from "../platform/errors.server.ts";
 import { newId, randomAlphanumeric } from "../platform/ids.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { forgive } from "../platform/rate-limit.server.ts";
+import { credentialCache } from "./credential-cache.server.ts";
 import { grantReferralCredits } from "./credits.server.ts";
 import { emitEvent } from "./events.server.ts";
 import { publicUser, toUser, type User, type UserRow } from "./model.server.ts";
@@ -182,4 +183,5 @@ export async function deleteUser(userId: string): Promise<void> {
     await emitEvent(t, "user.deleted", { id: userId, email: row.email });
     await recordAudit({ action: "account.deleted", userId, target: userId }, t);
   });
+  credentialCache()?.forgetUser(userId);
 }

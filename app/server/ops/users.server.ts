@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { credentialCache } from "../accounts/credential-cache.server.ts";
 import { creditBalance, creditLedger } from "../accounts/credits.server.ts";
 import { toUser, type UserRow } from "../accounts/model.server.ts";
 import { revokeAllSessions } from "../accounts/sessions.server.ts";
@@ -105,6 +106,8 @@ export async function suspendUser(operatorId: string, userId: string, reason: st
       throw new DomainError(409, "The account is already suspended");
     }
     await revokeAllSessions(userId, t);
+    // This process refuses at once; other replicas hear the users row's NOTIFY.
+    credentialCache()?.forgetUser(userId);
     await recordAudit({ action: "user.suspended", userId, target: userId, details: { reason } }, t);
     return getInstanceByUser(userId);
   });

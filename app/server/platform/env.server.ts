@@ -187,6 +187,13 @@ const schema = z.object({
   INSTANCE_SAMPLE_INTERVAL_MS: z.coerce.number().int().min(0).default(10_000),
   /** Multiplies every rate-limit scope's points (1 in production; the benchmark sets it high). */
   RATE_LIMIT_SCALE: z.coerce.number().int().min(1).default(1),
+  // Web replicas keep who a key or session belongs to in memory, invalidated through
+  // PostgreSQL NOTIFY (docs/decisions/0120-credential-cache.md). Test files that write those
+  // rows behind the services' backs turn it off (test/setup/per-file.ts).
+  CREDENTIAL_CACHE: z
+    .enum(["on", "off"])
+    .default("on")
+    .transform((v) => v === "on"),
   /** How long POST /api/agents/provision waits for a new instance (warm pool: it is running). */
   AGENT_PROVISION_WAIT_MS: z.coerce.number().int().min(0).default(10_000),
   /** How long PUT /api/agents/:id/config waits for the gateway to take the change (`applied`). */
