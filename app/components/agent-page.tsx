@@ -267,6 +267,41 @@ export function AgentPage({
         )}
       </Card>
 
+      <Card title="Delete agent">
+        {searchParams.get("confirm") === "delete" ? (
+          <Form method="post" className="space-y-3" data-testid="confirm-delete">
+            <p className="text-sm">
+              Delete <strong>{agent.name}</strong> for good? Its configuration and messages go with
+              it. If it is your last agent, its gateway, stored state and channel connections are
+              removed too.
+            </p>
+            <input type="hidden" name="intent" value="delete" />
+            <input type="hidden" name="confirm" value="yes" />
+            <div className="flex items-center gap-4">
+              <button
+                type="submit"
+                className="rounded-md bg-red-700 px-3 py-1.5 text-sm font-medium text-white"
+              >
+                Yes, delete {agent.name}
+              </button>
+              <Link to={`/agents/${agent.id}`} className="text-sm underline">
+                Cancel
+              </Link>
+            </div>
+          </Form>
+        ) : (
+          <Form method="get">
+            <input type="hidden" name="confirm" value="delete" />
+            <button
+              type="submit"
+              className="rounded-md border border-red-300 bg-white px-3 py-1.5 text-sm text-red-700"
+            >
+              Delete agent…
+            </button>
+          </Form>
+        )}
+      </Card>
+
       <Card title="Messages">
         {messages.total === 0 ? (
           <p className="text-sm text-slate-600">No messages yet.</p>

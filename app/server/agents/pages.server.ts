@@ -19,6 +19,7 @@ import {
 } from "./agent-verification.server.ts";
 import { agentDetail, agentStatus, agentSummaries } from "./agent-views.server.ts";
 import { getOwnedAgent, TIER_LIMITS, type Tier, tierOfUser } from "./agents.server.ts";
+import { deleteAgent } from "./delete-agent.server.ts";
 import {
   contractStatus,
   getInstanceByUser,
@@ -89,6 +90,12 @@ export async function provisionFromPage(
   await limitPageAction(userId, "agents");
   const { agent } = await provisionAgent(userId, input);
   return agent;
+}
+
+/** The agent page's confirmed delete (the same service as DELETE /api/agents/:id). */
+export async function deleteAgentFromPage(userId: string, agentId: string) {
+  await limitPageAction(userId, "agents");
+  return deleteAgent(userId, agentId);
 }
 
 export const LIFECYCLE_INTENTS = [
@@ -241,4 +248,6 @@ export const agentPageActions = z.discriminatedUnion("intent", [
   // The service checks the UID's form (one message for the API and the page).
   z.object({ intent: z.literal("verify-eas"), attestationUid: z.string().max(200).optional() }),
   z.object({ intent: z.literal("unverify") }),
+  // Only the confirm step's form carries confirm=yes (the page works without JavaScript).
+  z.object({ intent: z.literal("delete"), confirm: z.literal("yes").optional() }),
 ]);

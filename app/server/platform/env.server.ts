@@ -176,7 +176,11 @@ const schema = z.object({
   /** How long provisioning and updates wait for a gateway's /healthz. */
   GATEWAY_HEALTH_TIMEOUT_MS: z.coerce.number().int().min(1000).default(180_000),
   /** pg-boss cron of the reconcile job (desired vs observed state of every instance). */
+  // Comma-separated emails of operators besides the first account and those granted in /ops.
+  OPERATOR_EMAILS: z.string().default(""),
   RECONCILE_CRON: z.string().default("* * * * *"),
+  // Deletes audit-log entries past their retention (90 days, a year with the add-on).
+  AUDIT_PURGE_CRON: z.string().default("41 3 * * *"),
   /** How old an instance's measured storage may get before reconcile measures again (ms). */
   STORAGE_MEASURE_INTERVAL_MS: z.coerce.number().int().min(0).default(600_000),
   /** Worker's live-sample interval (container stats and state into the instances table). */
@@ -284,4 +288,21 @@ export function env(): Env {
 /** Tests change process.env between files; this drops the cached copy. */
 export function resetEnvCache(): void {
   cached = undefined;
+}
+
+let operatorEmailCache: { raw: string; set: Set<string> } | undefined;
+
+/** OPERATOR_EMAILS as a set of lower-cased addresses. */
+export function operatorEmails(): Set<string> {
+  const raw = env().OPERATOR_EMAILS;
+  if (operatorEmailCache?.raw !== raw) {
+    const set = new Set(
+      raw
+        .split(",")
+        .map((e) => e.trim().toLowerCase())
+        .filter(Boolean),
+    );
+    operatorEmailCache = { raw, set };
+  }
+  return operatorEmailCache.set;
 }
