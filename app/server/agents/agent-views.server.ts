@@ -48,10 +48,11 @@ export async function listAgentsView(userId: string) {
 
 /** The contract's Agent detail: the instance's live facts plus the verification record. */
 export async function agentDetail(userId: string, agentId: string) {
-  const agent = await getOwnedAgent(userId, agentId);
-  const [instance, verification] = await Promise.all([
+  // One round trip: the reads go out together (a non-owned id still answers 404).
+  const [agent, instance, verification] = await Promise.all([
+    getOwnedAgent(userId, agentId),
     getInstanceByUser(userId),
-    getAgentVerification(agent.id),
+    getAgentVerification(agentId),
   ]);
   const { subdomain, url } = agentAddress(agent.id);
   return {

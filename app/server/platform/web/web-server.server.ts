@@ -2,6 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from "node:net";
 import path from "node:path";
 import { type AppLoadContext, createRequestHandler, type ServerBuild } from "@remix-run/node";
+import { withAuditScope } from "../audit.server.ts";
+import { clientIp } from "../client-ip.server.ts";
 import { env } from "../env.server.ts";
 import { MAX_BODY_BYTES } from "../http.server.ts";
 import { logger } from "../logger.server.ts";
@@ -95,7 +97,10 @@ export function createWebServer({
     const context: AppLoadContext = { remoteAddress: req.socket.remoteAddress, build };
     const response = match
       ? await match.handler({ request, params: match.params, context })
-      : await remix(request, context);
+      : // Pages: entries recorded by their actions name the client IP and the session's user.
+        await withAuditScope({ ip: clientIp(request, context.remoteAddress) }, () =>
+          remix(request, context),
+        );
     await sendResponse(res, response, req.method === "HEAD", securityHeaders);
   }
 
