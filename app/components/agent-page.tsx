@@ -121,6 +121,15 @@ export function AgentPage({
           <StatusBadge status={live.status} testId="agent-status" />
         </span>
         <span className="ml-auto flex gap-4 text-sm">
+          {/* The agent's own address: OpenClaw's Control UI behind the platform's sign-in. */}
+          <a
+            href={agent.url}
+            title={agent.url}
+            className="text-indigo-700 underline"
+            data-testid="agent-address"
+          >
+            Control UI
+          </a>
           <Link to={`/agents/${agent.id}/chat`} className="text-indigo-700 underline">
             Chat
           </Link>

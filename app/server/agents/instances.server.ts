@@ -7,6 +7,7 @@ import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError, notFound } from "../platform/errors.server.ts";
 import { getBoss, sendJob } from "../platform/jobs.server.ts";
+import { agentAddress } from "./agent-address.server.ts";
 
 // Instances: one gateway container per user. This module owns the `instances` table and the
 // web side of the lifecycle: the web never calls Docker; it enqueues a job, awaits its
@@ -172,19 +173,20 @@ export function contractStatus(row: InstanceRow): string {
   }
 }
 
-export function subdomainOf(row: InstanceRow): string {
-  return `${row.user_id.toLowerCase()}.${env().AGENTS_DOMAIN}`;
+/** The instance's address: its owner's id names the gateway that runs all their agents. */
+export function addressOf(row: InstanceRow): { subdomain: string; url: string } {
+  return agentAddress(row.user_id);
 }
 
 /** GET /api/instance/:userId (contract "Instance"). */
 export function instanceView(row: InstanceRow) {
-  const subdomain = subdomainOf(row);
+  const { subdomain, url } = addressOf(row);
   return {
     userId: row.user_id,
     status: contractStatus(row),
     startedAt: row.started_at?.toISOString() ?? null,
     subdomain,
-    url: `https://${subdomain}`,
+    url,
     plan: row.plan,
     gatewayVersion: row.gateway_version ?? "unknown",
   };

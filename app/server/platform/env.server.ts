@@ -169,8 +169,9 @@ const schema = z.object({
   RUNTIME_DEFAULT_MODEL: z.string().default("openai/gpt-4o-mini"),
   /** Upper bound of CPUs per gateway container (clamped to the engine's CPUs). */
   RUNTIME_MAX_CPUS: z.preprocess(blank, z.coerce.number().min(0.1).optional()),
-  /** Subdomains of instances: <user id>.<AGENTS_DOMAIN>. */
-  AGENTS_DOMAIN: z.string().default("agents.localhost"),
+  /** Agents' own hosts, <id>.<AGENTS_DOMAIN> (wildcard DNS to the web); unset: the path form
+   * /agents/<id>/ui/ under APP_URL (docs/decisions/0115-agent-ingress.md). */
+  AGENTS_DOMAIN: optionalString,
   /** How long a lifecycle request waits for the worker's job before answering 502. */
   INSTANCE_ACTION_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   /** How long provisioning and updates wait for a gateway's /healthz. */
