@@ -149,8 +149,8 @@ describeDocker("instance lifecycle routes (Docker)", () => {
       userId,
       status: expect.any(String),
       startedAt: expect.any(String),
-      subdomain: `${userId}.agents.localhost`,
-      url: `https://${userId}.agents.localhost`,
+      subdomain: `${userId}.localhost`,
+      url: `http://localhost:3000/agents/${userId}/ui/`,
       plan: "collective",
       gatewayVersion: expect.any(String),
     });

@@ -19,10 +19,11 @@ export function formatDuration(ms: number): string {
 const na = (v: string | null) => v ?? "N/A";
 
 export async function agentStats(userId: string, agentId: string) {
-  const agent = await getOwnedAgent(userId, agentId);
-  const [instance, figures] = await Promise.all([
+  // One round trip: the reads go out together (a non-owned id still answers 404).
+  const [agent, instance, figures] = await Promise.all([
+    getOwnedAgent(userId, agentId),
     getInstanceByUser(userId),
-    messageFigures({ agentId: agent.id }),
+    messageFigures({ agentId }),
   ]);
   const now = Date.now();
   const uptime = instance?.started_at ? Math.max(0, now - instance.started_at.getTime()) : 0;

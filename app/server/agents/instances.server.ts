@@ -1,11 +1,14 @@
 import { randomBytes } from "node:crypto";
+import type postgres from "postgres";
 import { z } from "zod";
+import { recordAudit } from "../platform/audit.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError, notFound } from "../platform/errors.server.ts";
 import { getBoss, sendJob } from "../platform/jobs.server.ts";
 import { shutdownSignal } from "../platform/shutdown.server.ts";
+import { agentAddress } from "./agent-address.server.ts";
 import { engineAnswers } from "./engine-health.server.ts";
 
 // Instances: one gateway container per user. This module owns the `instances` table and the
@@ -127,6 +130,21 @@ export async function deleteInstanceRecord(id: string): Promise<void> {
   await db()`delete from instances where id = ${id}`;
 }
 
+/**
+ * Takes an instance out of service in the caller's transaction: its row goes, and what the
+ * worker's teardown needs (container and volume names) is kept in instance_teardowns.
+ */
+export async function retireInstance(
+  sql: postgres.TransactionSql,
+  row: Pick<InstanceRow, "id" | "user_id" | "container_name" | "volume_name">,
+): Promise<void> {
+  await sql`
+    insert into instance_teardowns (instance_id, user_id, container_name, volume_name)
+    values (${row.id}, ${row.user_id}, ${row.container_name}, ${row.volume_name})
+    on conflict (instance_id) do nothing`;
+  await sql`delete from instances where id = ${row.id}`;
+}
+
 export async function recordError(id: string, message: string, patch: InstancePatch = {}) {
   return updateInstance(id, {
     ...patch,
@@ -162,19 +180,20 @@ export function contractStatus(row: InstanceRow): string {
   }
 }
 
-export function subdomainOf(row: InstanceRow): string {
-  return `${row.user_id.toLowerCase()}.${env().AGENTS_DOMAIN}`;
+/** The instance's address: its owner's id names the gateway that runs all their agents. */
+export function addressOf(row: InstanceRow): { subdomain: string; url: string } {
+  return agentAddress(row.user_id);
 }
 
 /** GET /api/instance/:userId (contract "Instance"). */
 export function instanceView(row: InstanceRow) {
-  const subdomain = subdomainOf(row);
+  const { subdomain, url } = addressOf(row);
   return {
     userId: row.user_id,
     status: contractStatus(row),
     startedAt: row.started_at?.toISOString() ?? null,
     subdomain,
-    url: `https://${subdomain}`,
+    url,
     plan: row.plan,
     gatewayVersion: row.gateway_version ?? "unknown",
   };
@@ -282,20 +301,34 @@ export async function runLifecycle(
   action: LifecycleAction,
 ): Promise<ActionOutcome> {
   const row = await requireInstance(userId);
-  let jobId: string;
+  const audit = (outcome: "success" | "failure") =>
+    recordAudit({
+      action: "instance.action",
+      userId,
+      target: row.id,
+      outcome,
+      details: { action },
+    });
   try {
-    jobId = await sendJob("instance-action", { instanceId: row.id, action });
-  } catch {
-    throw internalFailure();
+    let jobId: string;
+    try {
+      jobId = await sendJob("instance-action", { instanceId: row.id, action });
+    } catch {
+      throw internalFailure();
+    }
+    const done = await awaitJob("instance-action", jobId, env().INSTANCE_ACTION_TIMEOUT_MS);
+    if (!done) throw backendUnavailable();
+    const parsed = actionOutcomeSchema.safeParse(done.output);
+    if (done.state !== "completed" || !parsed.success) throw internalFailure();
+    if (!parsed.data.ok) {
+      throw parsed.data.failure === "unavailable" ? backendUnavailable() : internalFailure();
+    }
+    await audit("success");
+    return parsed.data;
+  } catch (error) {
+    await audit("failure");
+    throw error;
   }
-  const done = await awaitJob("instance-action", jobId, env().INSTANCE_ACTION_TIMEOUT_MS);
-  if (!done) throw backendUnavailable();
-  const parsed = actionOutcomeSchema.safeParse(done.output);
-  if (done.state !== "completed" || !parsed.success) throw internalFailure();
-  if (!parsed.data.ok) {
-    throw parsed.data.failure === "unavailable" ? backendUnavailable() : internalFailure();
-  }
-  return parsed.data;
 }
 
 /**
@@ -311,6 +344,12 @@ export async function requestImageUpdate(userId: string): Promise<void> {
   } catch {
     throw internalFailure();
   }
+  await recordAudit({
+    action: "instance.action",
+    userId,
+    target: row.id,
+    details: { action: "update" },
+  });
 }
 
 /** The gateway token, generating the instance record (and its token) when none exists. */
@@ -397,4 +436,59 @@ export async function storageUsedBytes(userId: string): Promise<number> {
 
 export async function readInstanceToken(userId: string) {
   return { token: await instanceToken(userId) };
+}
+
+// --- the operator console's views --------------------------------------------------------------
+
+export interface PoolFigures {
+  size: number;
+  ready: number;
+  filling: number;
+}
+
+/** The warm pool: the target size, the gateways ready to adopt and those still starting. */
+export async function poolFigures(): Promise<PoolFigures> {
+  const [row] = await db()<{ ready: number; filling: number }[]>`
+    select count(*) filter (where state = 'ready')::int as ready,
+           count(*) filter (where state = 'starting')::int as filling
+    from gateway_pool`;
+  return { size: env().RUNTIME_POOL_SIZE, ready: row?.ready ?? 0, filling: row?.filling ?? 0 };
+}
+
+export interface InstanceOverview {
+  id: string;
+  userId: string;
+  ownerEmail: string;
+  desiredState: string;
+  observedState: string;
+  status: string;
+  image: string | null;
+  cpuPercent: number | null;
+  memoryBytes: number | null;
+  memoryLimitBytes: number | null;
+  sampledAt: string | null;
+  lastSeen: string | null;
+  lastError: string | null;
+}
+
+/** Every instance with its owner and last sample (operators). */
+export async function instancesOverview(): Promise<InstanceOverview[]> {
+  const rows = await db()<(InstanceRow & { email: string })[]>`
+    select i.*, u.email from instances i join users u on u.id = i.user_id
+    order by i.created_at, i.id`;
+  return rows.map((r) => ({
+    id: r.id,
+    userId: r.user_id,
+    ownerEmail: r.email,
+    desiredState: r.desired_state,
+    observedState: r.observed_state,
+    status: contractStatus(r),
+    image: r.image,
+    cpuPercent: r.cpu_percent,
+    memoryBytes: r.memory_bytes === null ? null : Number(r.memory_bytes),
+    memoryLimitBytes: r.memory_limit_bytes === null ? null : Number(r.memory_limit_bytes),
+    sampledAt: r.sampled_at?.toISOString() ?? null,
+    lastSeen: (r.sampled_at ?? r.observed_at)?.toISOString() ?? null,
+    lastError: r.last_error,
+  }));
 }

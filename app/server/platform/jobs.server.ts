@@ -1,5 +1,6 @@
 import { PgBoss, type Queue, type SendOptions } from "pg-boss";
 import { z } from "zod";
+import { db } from "./db.server.ts";
 import { env } from "./env.server.ts";
 import { logger } from "./logger.server.ts";
 
@@ -119,14 +120,18 @@ export const jobCatalog = {
   "fill-pool": defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
   reconcile: defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
-  // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user).
-  "teardown-instance": defineRuntimeJob(z.object({ userId: z.string().min(1) }), {
-    retryLimit: 10,
-    retryDelay: 30,
-    retryBackoff: true,
-    retryDelayMax: 3600,
-    expireInSeconds: 15 * 60,
-  }),
+  // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user),
+  // or one instance by id (the user's last agent was deleted: DELETE /api/agents/:id).
+  "teardown-instance": defineRuntimeJob(
+    z.object({ userId: z.string().min(1), instanceId: z.string().min(1).optional() }),
+    {
+      retryLimit: 10,
+      retryDelay: 30,
+      retryBackoff: true,
+      retryDelayMax: 3600,
+      expireInSeconds: 15 * 60,
+    },
+  ),
   // A canceled subscription stops the user's instance at its period end (scheduled with
   // startAfter); the handler re-checks the subscription then, so a renewal in between wins.
   "stop-unpaid-instance": define(z.object({ userId: z.string().min(1) }), {
@@ -148,6 +153,12 @@ export const jobCatalog = {
     },
     { notifyPollingIntervalSeconds: 2 },
   ),
+  // Periodic: deletes audit-log entries past their retention (worker/jobs/purge-audit-log.ts).
+  "purge-audit-log": define(z.object({}).default({}), {
+    retryLimit: 2,
+    retryDelay: 60,
+    expireInSeconds: 600,
+  }),
 } as const;
 
 export type JobName = keyof typeof jobCatalog;
@@ -157,6 +168,7 @@ export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
   reconcile: () => env().RECONCILE_CRON,
   "fill-pool": () => env().RUNTIME_POOL_CRON,
+  "purge-audit-log": () => env().AUDIT_PURGE_CRON,
 };
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]["schema"]>;
 export const jobNames = Object.keys(jobCatalog) as JobName[];
@@ -249,4 +261,95 @@ export async function jobAttempt(
 ): Promise<{ state: string; retryCount: number } | undefined> {
   const job = await (await getBoss()).getJobById(name, id);
   return job ? { state: job.state, retryCount: job.retryCount } : undefined;
+}
+
+// --- the operator console's view of the queues ---------------------------------------------------
+
+export const JOB_STATES = [
+  "created",
+  "retry",
+  "active",
+  "completed",
+  "cancelled",
+  "failed",
+] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+/** Jobs per queue and state, straight from pg-boss's table (its own counts lag a monitor pass). */
+export async function jobCounts(): Promise<Array<{ name: string } & Record<JobState, number>>> {
+  const rows = await db()<{ name: string; state: JobState; count: number }[]>`
+    select name, state::text as state, count(*)::int as count from pgboss.job group by name, state`;
+  const byName = new Map<string, { name: string } & Record<JobState, number>>();
+  for (const name of jobNames) {
+    byName.set(name, {
+      name,
+      created: 0,
+      retry: 0,
+      active: 0,
+      completed: 0,
+      cancelled: 0,
+      failed: 0,
+    });
+  }
+  for (const row of rows) {
+    const entry = byName.get(row.name);
+    if (entry) entry[row.state] = row.count;
+  }
+  return [...byName.values()];
+}
+
+export interface FailedJob {
+  id: string;
+  name: string;
+  error: string;
+  retryCount: number;
+  createdOn: string;
+  completedOn: string | null;
+}
+
+const errorOf = (output: unknown): string => {
+  if (output && typeof output === "object" && "message" in output) {
+    return String((output as { message: unknown }).message);
+  }
+  return output === null || output === undefined ? "" : JSON.stringify(output);
+};
+
+/** The latest failed jobs with their error (pg-boss keeps the thrown error as the output). */
+export async function failedJobs(limit = 50): Promise<FailedJob[]> {
+  const rows = await db()<
+    {
+      id: string;
+      name: string;
+      output: unknown;
+      retry_count: number;
+      created_on: Date;
+      completed_on: Date | null;
+    }[]
+  >`
+    select id::text as id, name, output, retry_count, created_on, completed_on from pgboss.job
+    where state = 'failed' order by completed_on desc nulls last, created_on desc limit ${limit}`;
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    error: errorOf(r.output).slice(0, 2000),
+    retryCount: r.retry_count,
+    createdOn: r.created_on.toISOString(),
+    completedOn: r.completed_on?.toISOString() ?? null,
+  }));
+}
+
+const commandResult = z.object({ affected: z.number() });
+const isJobName = (name: string): name is JobName => name in jobCatalog;
+
+/** Retries a failed (or cancelled) job, or cancels a waiting or running one. */
+export async function commandJob(
+  command: "retry" | "cancel",
+  name: string,
+  id: string,
+): Promise<boolean> {
+  if (!isJobName(name)) return false;
+  const boss = await getBoss();
+  const result = command === "retry" ? await boss.retry(name, id) : await boss.cancel(name, id);
+  // pg-boss types its answer as {}; it carries the count of jobs it changed.
+  return commandResult.parse(result).affected > 0;
 }
