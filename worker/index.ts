@@ -3,6 +3,7 @@ import { env } from "../app/server/platform/env.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
 import { onStopSignal } from "../app/server/platform/supervisor.server.ts";
 import { migrate } from "../db/migrate.ts";
+import { startEngineWatch } from "./instances/engine-watch.ts";
 import { startRecorder } from "./instances/recorder.ts";
 import { startSampler } from "./instances/sampler.ts";
 import { startWorker, stopWorker } from "./jobs/worker.ts";
@@ -14,11 +15,13 @@ await migrate(db());
 await startWorker();
 const stopSampler = await startSampler();
 const stopRecorder = startRecorder();
+const stopEngineWatch = startEngineWatch();
 
 onStopSignal((signal) => {
   logger().info({ signal }, "worker stopping: finishing in-flight jobs");
   stopSampler();
   stopRecorder();
+  stopEngineWatch();
   stopWorker()
     .then(closeDb)
     .then(() => process.exit(0))

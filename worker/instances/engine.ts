@@ -1,6 +1,8 @@
+import { runtimeDeployment } from "../../app/server/agents/engine-health.server.ts";
 import { GatewayUnavailableError } from "../../app/server/openclaw/errors.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { logger } from "../../app/server/platform/logger.server.ts";
+import { currentJob } from "../jobs/context.ts";
 import {
   type AgentRuntime,
   type ContainerInfo,
@@ -21,7 +23,7 @@ export const CONFIG_PATH = `${STATE_DIR}/openclaw.json`;
 
 /** Label telling this platform's objects apart from another deployment's on the same engine. */
 export const DEPLOYMENT_LABEL = "agent-platform.deployment";
-export const deployment = () => process.env.RUNTIME_DEPLOYMENT || "default";
+export const deployment = runtimeDeployment;
 
 export const deploymentLabels = (): Record<string, string> => ({
   [DEPLOYMENT_LABEL]: deployment(),
@@ -33,6 +35,25 @@ export const volumeLabels = (row: { id: string; user_id: string }): Record<strin
   [LABELS.userId]: row.user_id,
   ...deploymentLabels(),
 });
+
+/**
+ * Labels of an object a job creates for an instance: the deployment, the instance, and the job
+ * and attempt it was created by, so reconcile can tell what a dead job left behind.
+ */
+export function ownerLabels(instanceId?: string): Record<string, string> {
+  const job = currentJob();
+  return {
+    ...deploymentLabels(),
+    ...(instanceId ? { [LABELS.instanceId]: instanceId } : {}),
+    ...(job
+      ? {
+          [LABELS.job]: job.name,
+          [LABELS.jobId]: job.id,
+          [LABELS.jobAttempt]: String(job.retryCount),
+        }
+      : {}),
+  };
+}
 
 export const rt = (): AgentRuntime => getRuntime();
 
