@@ -11,6 +11,7 @@ import {
   LABELS,
   RuntimeUnavailableError,
 } from "../runtime/index.ts";
+import { ensureAiRelay } from "./ai-relay.ts";
 
 // What every instance operation shares: the runtime, this deployment's label, where a gateway
 // listens and keeps its state, and how a failure is classed. Operations are idempotent (they
@@ -58,8 +59,10 @@ export function ownerLabels(instanceId?: string): Record<string, string> {
 export const rt = (): AgentRuntime => getRuntime();
 
 /** The gateways' network (created when missing); its gateway IP is how containers reach us. */
-export function ensureNetwork() {
-  return rt().ensureNetwork(env().RUNTIME_NETWORK, deploymentLabels());
+export async function ensureNetwork() {
+  const network = await rt().ensureNetwork(env().RUNTIME_NETWORK, deploymentLabels());
+  await ensureAiRelay(network.gatewayIp);
+  return network;
 }
 
 export const log = () => logger().child({ area: "instances" });
