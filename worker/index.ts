@@ -3,6 +3,7 @@ import { env } from "../app/server/platform/env.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
 import { onStopSignal } from "../app/server/platform/supervisor.server.ts";
 import { migrate } from "../db/migrate.ts";
+import { ensureNetwork } from "./instances/engine.ts";
 import { startEngineWatch } from "./instances/engine-watch.ts";
 import { startRecorder } from "./instances/recorder.ts";
 import { startSampler } from "./instances/sampler.ts";
@@ -16,6 +17,10 @@ await startWorker();
 const stopSampler = await startSampler();
 const stopRecorder = startRecorder();
 const stopEngineWatch = startEngineWatch();
+// Existing gateways reach the AI endpoint at once after a restart, not at the next reconcile.
+ensureNetwork().catch((error: unknown) =>
+  logger().warn({ err: error }, "gateways' network not ready at start"),
+);
 
 onStopSignal((signal) => {
   logger().info({ signal }, "worker stopping: finishing in-flight jobs");

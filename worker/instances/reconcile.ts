@@ -8,7 +8,7 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/index.ts";
 import { ensureContainer } from "./container.ts";
-import { deploymentLabels, log, rt } from "./engine.ts";
+import { deploymentLabels, ensureNetwork, log, rt } from "./engine.ts";
 import { removeDeadJobLeftovers, removeInstanceLeftovers } from "./leftovers.ts";
 import { tryInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
@@ -129,6 +129,8 @@ async function step<T>(what: string, fn: () => Promise<T>, fallback: T): Promise
 
 export async function reconcileAll() {
   const rows = await listInstances();
+  // The network (and, on a laptop, the relay to a web on loopback) after a worker restart.
+  if (rows.length) await step("ensuring the gateways' network", ensureNetwork, undefined);
   const orphans = await step("removing orphans", () => removeOrphans(rows), []);
   const leftovers = await step("removing dead jobs' one-shots", removeDeadJobLeftovers, []);
   const results: Record<string, string> = {};
