@@ -8,6 +8,7 @@ import {
   agentPageActions,
   agentPageQuery,
   backupFromPage,
+  deleteAgentFromPage,
   pageError,
   saveAgentConfig,
   unverifyAgent,
@@ -57,6 +58,10 @@ export const action = /* @__PURE__ */ formAction({
       case "restore":
       case "delete-backup":
         return back(agentId, await backupFromPage(user.id, agentId, value));
+      case "delete":
+        if (value.confirm !== "yes") return redirect("?confirm=delete", 303);
+        await deleteAgentFromPage(user.id, agentId);
+        return redirect("/agents?notice=deleted", 303);
       default:
         await agentLifecycle(user.id, agentId, value.intent);
         return back(agentId, value.intent);

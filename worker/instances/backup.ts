@@ -18,7 +18,7 @@ import { backupStore, digest } from "../../app/server/platform/backup-store.serv
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { sealStream } from "../../app/server/platform/sealed-stream.server.ts";
-import { log, rt } from "./engine.ts";
+import { log, ownerLabels, rt } from "./engine.ts";
 import { withInstanceLock } from "./lock.ts";
 
 // backup-agent: the agent's gateway state volume and its platform records, as one tar
@@ -58,7 +58,7 @@ export async function takeBackup(id: string, row: InstanceRow, image = helperIma
   try {
     await mkdir(tmpDir, { recursive: true, mode: 0o700 });
     const records = await readAgentRecords(backup.agent_id);
-    const volume = await rt().exportVolume(row.volume_name, image);
+    const volume = await rt().exportVolume(row.volume_name, image, ownerLabels(row.id));
     await pipeline(
       Readable.from(sealStream(plaintext(records, volume))),
       createWriteStream(tmp, { mode: 0o600 }),

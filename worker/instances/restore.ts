@@ -26,7 +26,7 @@ import { openStream } from "../../app/server/platform/sealed-stream.server.ts";
 import { gatewayEndpoint } from "../runtime/index.ts";
 import { helperImage, takeBackup } from "./backup.ts";
 import { ensureContainer } from "./container.ts";
-import { log, rt, volumeLabels } from "./engine.ts";
+import { log, ownerLabels, rt, volumeLabels } from "./engine.ts";
 import { waitHealthy } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
@@ -40,7 +40,11 @@ import { connectPaired } from "./pairing.ts";
  * Writes the decrypted backup's state/ entries into `volume` and returns its records. Throws
  * when the stream is altered or truncated (the GCM tag is checked at its end).
  */
-async function unpackInto(sealed: Readable, volume: string, image: string): Promise<AgentRecords> {
+async function unpackInto(
+  sealed: Readable,
+  volume: string,
+  row: InstanceRow,
+): Promise<AgentRecords> {
   const reader = extract();
   const state = pack();
   let records: AgentRecords | undefined;
@@ -66,7 +70,12 @@ async function unpackInto(sealed: Readable, volume: string, image: string): Prom
     }
   })();
   // tar-stream packs are streamx streams; Readable.from gives the driver a Node stream.
-  const importing = rt().importVolume(volume, image, Readable.from(state));
+  const importing = rt().importVolume(
+    volume,
+    helperImage(row),
+    Readable.from(state),
+    ownerLabels(row.id),
+  );
   const [read, split, imported] = await Promise.allSettled([reading, splitting, importing]);
   for (const result of [read, split, imported]) {
     if (result.status === "rejected") throw result.reason;
@@ -102,7 +111,7 @@ async function restoreLocked(backup: BackupRow, row: InstanceRow) {
   await rt().ensureVolume(fresh, volumeLabels(row));
   let records: AgentRecords;
   try {
-    records = await unpackInto(await readStored(backup), fresh, image);
+    records = await unpackInto(await readStored(backup), fresh, row);
   } catch (error) {
     await rt().removeVolume(fresh);
     throw new Error(`the backup could not be read: ${(error as Error).message}`);

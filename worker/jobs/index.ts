@@ -6,6 +6,7 @@ import { fillPoolJob } from "./fill-pool.ts";
 import { instanceAction } from "./instance-action.ts";
 import { processPaymentEvent } from "./process-payment-event.ts";
 import { provisionInstance } from "./provision-instance.ts";
+import { purgeAuditLog } from "./purge-audit-log.ts";
 import { reconcile } from "./reconcile.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { restoreBackupJob } from "./restore-backup.ts";
@@ -37,4 +38,5 @@ export const handlers: Handlers = {
   "backup-agent": backupAgent,
   "restore-backup": restoreBackupJob,
   "scheduled-backups": scheduledBackupsJob,
+  "purge-audit-log": purgeAuditLog,
 };

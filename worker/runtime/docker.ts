@@ -61,6 +61,14 @@ export function demux(buffer: Buffer): { stdout: string; stderr: string } {
   };
 }
 
+/** The engine's socket: DOCKER_SOCKET, else DOCKER_HOST when it names a unix socket. */
+function engineSocket(): string {
+  const host = process.env.DOCKER_HOST;
+  if (process.env.DOCKER_SOCKET) return process.env.DOCKER_SOCKET;
+  if (host?.startsWith("unix://")) return host.slice("unix://".length);
+  return "/var/run/docker.sock";
+}
+
 export interface DockerDriverOptions {
   socketPath?: string;
   /** Upper bound on a container's CPUs (tests keep gateways at 1). */
@@ -75,7 +83,7 @@ export class DockerRuntime implements AgentRuntime {
 
   constructor(options: DockerDriverOptions = {}) {
     this.docker = new Docker({
-      socketPath: options.socketPath || process.env.DOCKER_SOCKET || "/var/run/docker.sock",
+      socketPath: options.socketPath || engineSocket(),
     });
     this.maxCpus = options.maxCpus;
   }
@@ -388,14 +396,17 @@ export class DockerRuntime implements AgentRuntime {
     }));
   }
 
-  /** A created, never started container with the volume at /state: Docker's archive API reads it. */
-  private async volumeHelper(volume: string, image: string) {
+  /**
+   * A created, never started container with the volume at /state: Docker's archive API reads
+   * it. A one-shot by role, so a dead job's leftover is found and removed like the others.
+   */
+  private async volumeHelper(volume: string, image: string, labels: Record<string, string> = {}) {
     return call(() =>
       this.docker.createContainer({
         Image: image,
         Entrypoint: ["true"],
         Cmd: [],
-        Labels: { [LABELS.managed]: "1", [LABELS.role]: "volume-archive" },
+        Labels: { ...labels, [LABELS.managed]: "1", [LABELS.role]: "one-shot" },
         HostConfig: {
           NetworkMode: "none",
           Mounts: [{ Type: "volume", Source: volume, Target: "/state" }],
@@ -404,8 +415,12 @@ export class DockerRuntime implements AgentRuntime {
     );
   }
 
-  async exportVolume(volume: string, image: string): Promise<NodeJS.ReadableStream> {
-    const helper = await this.volumeHelper(volume, image);
+  async exportVolume(
+    volume: string,
+    image: string,
+    labels?: Record<string, string>,
+  ): Promise<NodeJS.ReadableStream> {
+    const helper = await this.volumeHelper(volume, image, labels);
     try {
       const archive = await call(() => helper.getArchive({ path: "/state" }));
       finished(archive, () => {
@@ -418,13 +433,30 @@ export class DockerRuntime implements AgentRuntime {
     }
   }
 
-  async importVolume(volume: string, image: string, tar: NodeJS.ReadableStream): Promise<void> {
-    const helper = await this.volumeHelper(volume, image);
+  async importVolume(
+    volume: string,
+    image: string,
+    tar: NodeJS.ReadableStream,
+    labels?: Record<string, string>,
+  ): Promise<void> {
+    const helper = await this.volumeHelper(volume, image, labels);
     try {
       await call(() => helper.putArchive(tar, { path: "/" }));
     } finally {
       await helper.remove({ force: true }).catch(() => {});
     }
+  }
+
+  async volumeHolders(volume: string): Promise<ContainerSummary[]> {
+    const rows = await call(() =>
+      this.docker.listContainers({ all: true, filters: { volume: [volume] } }),
+    );
+    return rows.map((r) => ({
+      id: r.Id,
+      name: (r.Names[0] ?? "").replace(/^\//, ""),
+      state: r.State,
+      labels: r.Labels ?? {},
+    }));
   }
 
   async runOnce(spec: Parameters<AgentRuntime["runOnce"]>[0]): Promise<ExecResult> {

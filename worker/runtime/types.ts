@@ -8,6 +8,10 @@ export const LABELS = {
   instanceId: "agent-platform.instance-id",
   userId: "agent-platform.user-id",
   role: "agent-platform.role",
+  /** The job (queue name, id, attempt) that created the object: reconcile removes what a dead one left. */
+  job: "agent-platform.job",
+  jobId: "agent-platform.job-id",
+  jobAttempt: "agent-platform.job-attempt",
 } as const;
 
 export interface ResourceLimits {
@@ -126,6 +130,8 @@ export interface AgentRuntime {
   exec(id: string, cmd: string[], options?: { timeoutMs?: number }): Promise<ExecResult>;
   /** Containers (running or not) carrying every given label. */
   list(labels: Record<string, string>): Promise<ContainerSummary[]>;
+  /** Containers (running or not, any labels) that mount the volume: they keep it from removal. */
+  volumeHolders(volume: string): Promise<ContainerSummary[]>;
   /** A one-shot container on the image (volume mounted), removed afterwards. */
   runOnce(spec: {
     image: string;
@@ -147,9 +153,18 @@ export interface AgentRuntime {
    * image only hosts a helper that is never started (Docker); the process driver reads the
    * folder. Take it with the gateway stopped for a consistent copy.
    */
-  exportVolume(volume: string, image: string): Promise<NodeJS.ReadableStream>;
+  exportVolume(
+    volume: string,
+    image: string,
+    labels?: Record<string, string>,
+  ): Promise<NodeJS.ReadableStream>;
   /** Writes a tar stream of the exportVolume shape (entries under `state/`) into the volume. */
-  importVolume(volume: string, image: string, tar: NodeJS.ReadableStream): Promise<void>;
+  importVolume(
+    volume: string,
+    image: string,
+    tar: NodeJS.ReadableStream,
+    labels?: Record<string, string>,
+  ): Promise<void>;
   /**
    * The id of the image a reference (tag or id) names now, or undefined when there is none. A
    * rebuilt tag names a new id: instances are pinned to ids, so only an update moves them.

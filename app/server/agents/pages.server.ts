@@ -26,6 +26,7 @@ import {
   requestBackup,
   requestRestore,
 } from "./backups.server.ts";
+import { deleteAgent } from "./delete-agent.server.ts";
 import {
   contractStatus,
   getInstanceByUser,
@@ -96,6 +97,12 @@ export async function provisionFromPage(
   await limitPageAction(userId, "agents");
   const { agent } = await provisionAgent(userId, input);
   return agent;
+}
+
+/** The agent page's confirmed delete (the same service as DELETE /api/agents/:id). */
+export async function deleteAgentFromPage(userId: string, agentId: string) {
+  await limitPageAction(userId, "agents");
+  return deleteAgent(userId, agentId);
 }
 
 export const LIFECYCLE_INTENTS = [
@@ -205,7 +212,7 @@ export async function agentLive(userId: string, agentId: string) {
     status: agentStatus(instance),
     lastError: instance && contractStatus(instance) === "error" ? instance.last_error : null,
     statsStatus: status,
-    stats: stats as Record<string, string | number | undefined>,
+    stats: stats as Record<string, string | number | boolean | null | undefined>,
     at: new Date().toISOString(),
   };
 }
@@ -276,4 +283,6 @@ export const agentPageActions = z.discriminatedUnion("intent", [
     intent: z.enum(["restore", "delete-backup"]),
     backupId: backupParams.shape.backupId,
   }),
+  // Only the confirm step's form carries confirm=yes (the page works without JavaScript).
+  z.object({ intent: z.literal("delete"), confirm: z.literal("yes").optional() }),
 ]);
