@@ -18,6 +18,7 @@ const reasons: Record<string, string> = {
   "pre-update": "before an update",
   "pre-restore": "before a restore",
   imported: "imported",
+  "pre-delete": "before deletion",
 };
 
 export function BackupsPanel({

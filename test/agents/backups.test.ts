@@ -12,6 +12,7 @@ import * as backupsRoute from "../../app/routes/api.agents.$id.backups.ts";
 import * as importRoute from "../../app/routes/api.agents.$id.import.ts";
 import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import { insertPendingBackup } from "../../app/server/agents/backups.server.ts";
+import { deleteAgent } from "../../app/server/agents/delete-agent.server.ts";
 import {
   ensureInstanceRecord,
   getInstance,
@@ -395,6 +396,74 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
       { name: string }[]
     >`select name from agents where id = ${target.id}`;
     expect(agentRow?.name).toBe("Keeper");
+  }, 300_000);
+
+  it("backs up an agent before its deletion; the backup stays listable and exportable, not restorable", async () => {
+    const leaving = await agentUser("solo");
+    const agent = await createAgentRecord(leaving.id, { name: "Leaving", model: "m" });
+    const leavingRow = await ensureInstanceRecord(leaving.id);
+    await ensureContainer(leavingRow);
+    await rt.exec(leavingRow.container_name, [
+      "sh",
+      "-c",
+      `mkdir -p $(dirname ${marker}) && echo "- last words" > ${marker}`,
+    ]);
+    await db()`insert into agent_messages (id, agent_id, user_id, sender, content, platform,
+      session_key, dedupe_key, created_at)
+      values ('msg_bye', ${agent.id}, ${leaving.id}, 'user', 'goodbye', 'web', 'agent:main:web',
+        'bye', now())`;
+    expect(await deleteAgent(leaving.id, agent.id)).toMatchObject({ instanceRemoved: true });
+    // The teardown takes the backup before it removes the volume.
+    const backup = await waitFor(
+      async () => {
+        const list = await asUser(leaving, backupsRoute, base(agent.id), {
+          params: { id: agent.id },
+        });
+        const found = list.json?.backups?.[0];
+        if (found?.status === "failed") throw new Error(found.error);
+        return found?.status === "ready" ? found : undefined;
+      },
+      { timeoutMs: 120_000, what: "the pre-delete backup" },
+    );
+    expect(backup.reason).toBe("pre-delete");
+    await waitFor(async () => !(await rt.volumeExists(leavingRow.volume_name)), {
+      what: "the volume to be removed",
+    });
+    const download = await bytesOf(
+      downloadRoute,
+      `${base(agent.id)}/${backup.id}/download`,
+      { id: agent.id, backupId: backup.id },
+      leaving,
+    );
+    const files = await untar(download.bytes);
+    expect(files.get("state/workspace/MEMORY.md")?.toString()).toBe("- last words\n");
+    const records = JSON.parse(files.get("records.json")?.toString() ?? "{}");
+    expect(records.messages).toEqual([expect.objectContaining({ content: "goodbye" })]);
+    const [cleared] = await db()`select records from agent_backups where id = ${backup.id}`;
+    expect(cleared?.records).toBeNull();
+    const restore = await asUser(leaving, restoreRoute, "/x", {
+      method: "POST",
+      params: { id: agent.id, backupId: backup.id },
+    });
+    expect(restore.status).toBe(409);
+    expect(restore.json.error).toMatch(/deleted: export this backup/);
+    const exported = await bytesOf(
+      exportRoute,
+      "/x",
+      { id: agent.id, backupId: backup.id },
+      leaving,
+    );
+    expect(exported.status).toBe(200);
+    const exportedManifest = JSON.parse(
+      (await untar(exported.bytes)).get("manifest.json")?.toString() ?? "{}",
+    );
+    expect(exportedManifest.agent).toEqual({ name: "Leaving", model: "m" });
+    // Still nobody else's.
+    const intruder = await agentUser("solo");
+    const foreign = await asUser(intruder, backupsRoute, base(agent.id), {
+      params: { id: agent.id },
+    });
+    expect(foreign.status).toBe(404);
   }, 300_000);
 
   it("backs up every agent before an update", async () => {

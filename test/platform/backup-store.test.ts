@@ -134,6 +134,22 @@ describe.each(drivers)("backup store: %s", (_name, make) => {
     await store.delete("usr_a/agt_a/bkp_2.bin");
     await expect(store.get("usr_a/agt_a/bkp_2.bin")).rejects.toBeInstanceOf(BackupMissingError);
   });
+
+  it("removes everything under a prefix (an erased account) and nothing else", async () => {
+    const { store } = make();
+    for (const key of ["usr_gone/agt_1/b1.bin", "usr_gone/agt_2/b2.bin", "usr_kept/agt_3/b3.bin"]) {
+      await store.putFile(
+        key,
+        (await sealToFile(`p-${store.driver}-${key.replace(/\//g, "_")}`)).path,
+      );
+    }
+    await store.deletePrefix("usr_gone/");
+    await expect(store.get("usr_gone/agt_1/b1.bin")).rejects.toBeInstanceOf(BackupMissingError);
+    await expect(store.get("usr_gone/agt_2/b2.bin")).rejects.toBeInstanceOf(BackupMissingError);
+    expect(
+      (await collect(openStream(await store.get("usr_kept/agt_3/b3.bin")))).equals(plaintext),
+    ).toBe(true);
+  });
 });
 
 describe("sealed stream", () => {

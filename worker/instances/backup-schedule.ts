@@ -34,7 +34,11 @@ export const KEEP_PER_REASON: Record<Exclude<BackupReason, "scheduled">, number>
   "pre-update": 3,
   "pre-restore": 3,
   imported: 3,
+  "pre-delete": 1,
 };
+
+/** A deleted agent's last backup is kept this long (then it goes with the agent). */
+export const PRE_DELETE_KEEP_DAYS = 30;
 
 /** Queues a backup of every agent whose last scheduled one is older than its plan's interval. */
 export async function queueDueBackups(now = new Date()): Promise<number> {
@@ -67,8 +71,11 @@ export async function pruneBackups(): Promise<number> {
   for (const row of rows) {
     const keep =
       row.reason === "scheduled" ? backupPlan(row.plan).keepScheduled : KEEP_PER_REASON[row.reason];
+    const expired =
+      row.reason === "pre-delete" &&
+      row.created_at.getTime() < Date.now() - PRE_DELETE_KEEP_DAYS * 86_400_000;
     // Failed attempts are kept only while they are the newest (they say why).
-    if (row.rank <= keep && !(row.status === "failed" && row.rank > 1)) continue;
+    if (row.rank <= keep && !expired && !(row.status === "failed" && row.rank > 1)) continue;
     await removeBackup(row);
     removed++;
   }

@@ -42,14 +42,18 @@ async function* plaintext(records: unknown, volumeTar: NodeJS.ReadableStream) {
 }
 
 /** The image a helper container for the instance's volume is created from. */
-export const helperImage = (row: InstanceRow) =>
+export const helperImage = (row: Partial<Pick<InstanceRow, "image" | "image_id">>) =>
   row.image_id ?? row.image ?? env().AGENT_GATEWAY_IMAGE;
+
+/** What taking a backup needs of an instance (a torn-down one has no image recorded). */
+export type BackupSource = Pick<InstanceRow, "id" | "volume_name"> &
+  Partial<Pick<InstanceRow, "image" | "image_id">>;
 
 /**
  * Takes the pending backup `id` of an instance's agent (the caller holds the instance lock).
  * Returns the finished row; a failure is recorded on the row and rethrown.
  */
-export async function takeBackup(id: string, row: InstanceRow, image = helperImage(row)) {
+export async function takeBackup(id: string, row: BackupSource, image = helperImage(row)) {
   const backup = await getBackup(id);
   if (!backup) throw new Error(`backup ${id} is gone`);
   if (backup.status === "ready") return backup; // a second delivery of the job
@@ -57,7 +61,8 @@ export async function takeBackup(id: string, row: InstanceRow, image = helperIma
   const tmp = join(tmpDir, `${id}.part`);
   try {
     await mkdir(tmpDir, { recursive: true, mode: 0o700 });
-    const records = await readAgentRecords(backup.agent_id);
+    // A deletion captured the records before the rows went; otherwise they are read now.
+    const records = backup.records ?? (await readAgentRecords(backup.agent_id));
     const volume = await rt().exportVolume(row.volume_name, image, ownerLabels(row.id));
     await pipeline(
       Readable.from(sealStream(plaintext(records, volume))),
@@ -73,6 +78,22 @@ export async function takeBackup(id: string, row: InstanceRow, image = helperIma
     await failBackup(id, (error as Error).message);
     throw error;
   }
+}
+
+/**
+ * The pending pre-delete backups of a user's agents on this instance, taken before teardown
+ * removes its volume. A failure is recorded on the backup and does not stop the teardown.
+ */
+export async function takePendingBeforeTeardown(userId: string, source: BackupSource) {
+  const pending = await db()<{ id: string }[]>`
+    select id from agent_backups
+    where user_id = ${userId} and reason = 'pre-delete' and status = 'pending'`;
+  for (const { id } of pending) {
+    await takeBackup(id, source).catch((error) =>
+      log().warn({ backupId: id, err: error }, "pre-delete backup failed"),
+    );
+  }
+  return pending.length;
 }
 
 /** The backup-agent job: under the instance lock (an update or restore is not half-copied). */

@@ -6,6 +6,7 @@ import { pipeline } from "node:stream/promises";
 import { extract, pack } from "tar-stream";
 import { z } from "zod";
 import { backupStore, digest } from "../platform/backup-store.server.ts";
+import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { randomAlphanumeric } from "../platform/ids.server.ts";
@@ -17,11 +18,13 @@ import {
   verifyBytes,
 } from "../platform/signing.server.ts";
 import { getOwnedAgent } from "./agents.server.ts";
+import { agentRecordsSchema } from "./backup-records.server.ts";
 import {
   type BackupRow,
   completeBackup,
   getBackup,
   insertPendingBackup,
+  ownedBackup,
   readStored,
   removeBackup,
   requestRestore,
@@ -55,12 +58,11 @@ async function tmpFile(suffix: string): Promise<string> {
 
 /** The ready backup of the user's agent as a signed archive (a download). */
 export async function exportBackup(userId: string, agentId: string, backupId: string) {
-  const agent = await getOwnedAgent(userId, agentId);
-  const row = await getBackup(backupId);
-  if (!row || row.agent_id !== agentId || row.user_id !== userId) {
-    throw new DomainError(404, "Backup not found");
-  }
+  const row = await ownedBackup(userId, agentId, backupId);
   if (row.status !== "ready") throw new DomainError(409, `The backup is ${row.status}, not ready`);
+  // A deleted agent's backup is exportable too: its name and model then come from the backup.
+  const [agent] = await db()<{ name: string; model: string }[]>`
+    select name, model from agents where id = ${agentId}`;
   const payloadPath = await tmpFile("payload");
   try {
     await pipeline(
@@ -72,7 +74,7 @@ export async function exportBackup(userId: string, agentId: string, backupId: st
       format: ARCHIVE_FORMAT,
       version: ARCHIVE_VERSION,
       createdAt: new Date().toISOString(),
-      agent: { name: agent.name, model: agent.model },
+      agent: agent ?? (await recordedAgent(row)),
       payload: { bytes, sha256 },
       signer: platformPublicKey(),
     };
@@ -98,6 +100,23 @@ export async function exportBackup(userId: string, agentId: string, backupId: st
     await rm(payloadPath, { force: true });
     throw error;
   }
+}
+
+/** The agent's name and model as the backup recorded them. */
+async function recordedAgent(row: BackupRow): Promise<{ name: string; model: string }> {
+  const extractor = extract();
+  const reading = pipeline(Readable.from(openStream(await readStored(row))), extractor);
+  reading.catch(() => {});
+  for await (const entry of extractor) {
+    if (entry.header.name !== "records.json") break;
+    const chunks: Buffer[] = [];
+    for await (const chunk of entry) chunks.push(chunk as Buffer);
+    const records = agentRecordsSchema.parse(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+    extractor.destroy();
+    return { name: records.agent.name, model: records.agent.model };
+  }
+  extractor.destroy();
+  return { name: row.agent_id, model: "" };
 }
 
 const refuse = (message: string) => new DomainError(400, message);

@@ -1,4 +1,4 @@
-import type { TransactionSql } from "postgres";
+import type { Sql, TransactionSql } from "postgres";
 import { z } from "zod";
 import { unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
@@ -54,8 +54,10 @@ const opens = (sealed: string) => {
 };
 
 /** What a backup records of the agent now. */
-export async function readAgentRecords(agentId: string): Promise<AgentRecords> {
-  const sql = db();
+export async function readAgentRecords(
+  agentId: string,
+  sql: Sql | TransactionSql = db(),
+): Promise<AgentRecords> {
   const [agent] = await sql<AgentRecords["agent"][]>`
     select id, name, gateway_agent_id, model, tier, config from agents where id = ${agentId}`;
   if (!agent) throw new Error(`agent ${agentId} is gone`);

@@ -1,4 +1,5 @@
 import { Readable } from "node:stream";
+import type { Sql, TransactionSql } from "postgres";
 import { z } from "zod";
 import {
   BackupChecksumError,
@@ -7,6 +8,7 @@ import {
   readVerified,
 } from "../platform/backup-store.server.ts";
 import { db } from "../platform/db.server.ts";
+import { txExecutor } from "../platform/db-helpers.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { json } from "../platform/http.server.ts";
@@ -14,6 +16,7 @@ import { randomAlphanumeric } from "../platform/ids.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { openStream } from "../platform/sealed-stream.server.ts";
 import { getOwnedAgent } from "./agents.server.ts";
+import { type AgentRecords, readAgentRecords } from "./backup-records.server.ts";
 import { awaitJob, getInstanceByUser } from "./instances.server.ts";
 
 // Per-agent backups (docs/decisions/0140-backups.md): this module owns agent_backups and the
@@ -25,6 +28,7 @@ export const BACKUP_REASONS = [
   "scheduled",
   "pre-update",
   "pre-restore",
+  "pre-delete",
   "imported",
 ] as const;
 export type BackupReason = (typeof BACKUP_REASONS)[number];
@@ -40,6 +44,7 @@ export interface BackupRow {
   size_bytes: string | number | null;
   sha256: string | null;
   error: string | null;
+  records: unknown;
   restore_status: "running" | "restored" | "failed" | null;
   restore_error: string | null;
   restored_at: Date | null;
@@ -92,12 +97,15 @@ export async function getBackup(id: string): Promise<BackupRow | undefined> {
 export async function insertPendingBackup(
   agent: { id: string; user_id: string },
   reason: BackupReason,
+  options: { records?: AgentRecords; sql?: Sql | TransactionSql } = {},
 ): Promise<BackupRow> {
   const id = `bkp_${randomAlphanumeric(20)}`;
-  const [row] = await db()<BackupRow[]>`
-    insert into agent_backups (id, user_id, agent_id, reason, store, object_key)
+  const sql = options.sql ?? db();
+  const records = options.records ? sql.json(options.records as never) : null;
+  const [row] = await sql<BackupRow[]>`
+    insert into agent_backups (id, user_id, agent_id, reason, store, object_key, records)
     values (${id}, ${agent.user_id}, ${agent.id}, ${reason}, ${backupStore().driver},
-      ${`${agent.user_id}/${agent.id}/${id}.agbk`})
+      ${`${agent.user_id}/${agent.id}/${id}.agbk`}, ${records})
     returning *`;
   return row as BackupRow;
 }
@@ -105,7 +113,7 @@ export async function insertPendingBackup(
 export async function completeBackup(id: string, sizeBytes: number, sha256: string) {
   await db()`
     update agent_backups set status = 'ready', size_bytes = ${sizeBytes}, sha256 = ${sha256},
-      error = null, completed_at = now()
+      error = null, records = null, completed_at = now()
     where id = ${id}`;
 }
 
@@ -133,8 +141,21 @@ export async function removeBackup(row: BackupRow): Promise<void> {
   await db()`delete from agent_backups where id = ${row.id}`;
 }
 
-async function ownedBackup(userId: string, agentId: string, backupId: string) {
-  await getOwnedAgent(userId, agentId);
+/**
+ * The user's agent, or one they deleted whose backups they still have (those stay listable,
+ * downloadable and exportable); 404 otherwise.
+ */
+async function ownedAgentOrBackups(userId: string, agentId: string): Promise<void> {
+  const [found] = await db()`
+    select 1 from agents where id = ${agentId} and user_id = ${userId}
+    union all
+    select 1 from agent_backups where agent_id = ${agentId} and user_id = ${userId}
+    limit 1`;
+  if (!found) throw new DomainError(404, "Agent not found");
+}
+
+export async function ownedBackup(userId: string, agentId: string, backupId: string) {
+  await ownedAgentOrBackups(userId, agentId);
   const [row] = await db()<BackupRow[]>`
     select * from agent_backups
     where id = ${backupId} and agent_id = ${agentId} and user_id = ${userId}`;
@@ -143,11 +164,27 @@ async function ownedBackup(userId: string, agentId: string, backupId: string) {
 }
 
 export async function listBackups(userId: string, agentId: string) {
-  await getOwnedAgent(userId, agentId);
+  await ownedAgentOrBackups(userId, agentId);
   const rows = await db()<BackupRow[]>`
     select * from agent_backups where agent_id = ${agentId} and user_id = ${userId}
     order by created_at desc, id desc`;
   return { backups: rows.map(backupView) };
+}
+
+/**
+ * The agent's deletion (in its transaction, before its rows go): a pending pre-delete backup
+ * holding its records; the worker adds the state volume — the backup-agent job when the
+ * gateway stays, the teardown before it removes the volume when this was the last agent.
+ */
+export async function backupBeforeDeletion(
+  agent: { id: string; user_id: string },
+  tx: TransactionSql,
+  gatewayStays: boolean,
+): Promise<string> {
+  const records = await readAgentRecords(agent.id, tx);
+  const row = await insertPendingBackup(agent, "pre-delete", { records, sql: tx });
+  if (gatewayStays) await sendJob("backup-agent", { backupId: row.id }, { db: txExecutor(tx) });
+  return row.id;
 }
 
 /** Accepts an on-demand backup: a pending row now, the worker takes it (202). */
@@ -211,6 +248,13 @@ const restoreOutcome = z.object({ ok: z.boolean(), error: z.string().optional() 
  */
 export async function requestRestore(userId: string, agentId: string, backupId: string) {
   const row = await ownedBackup(userId, agentId, backupId);
+  const [agent] = await db()`select 1 from agents where id = ${agentId}`;
+  if (!agent) {
+    throw new DomainError(
+      409,
+      "The agent was deleted: export this backup and import it into one of your agents",
+    );
+  }
   if (row.status !== "ready") throw new DomainError(409, `The backup is ${row.status}, not ready`);
   if (!(await getInstanceByUser(userId))) throw new DomainError(409, "The agent has no instance");
   if (row.restore_status === "running") throw new DomainError(409, "A restore is already running");

@@ -7,6 +7,7 @@ import { pipeline } from "node:stream/promises";
 import {
   DeleteObjectCommand,
   GetObjectCommand,
+  ListObjectsV2Command,
   NoSuchKey,
   PutObjectCommand,
   S3Client,
@@ -26,6 +27,8 @@ export interface BackupStore {
   get(key: string): Promise<Readable>;
   /** Removes the object; a missing one is not an error. */
   delete(key: string): Promise<void>;
+  /** Removes every object under `prefix` (an erased account's backups). */
+  deletePrefix(prefix: string): Promise<void>;
 }
 
 export class BackupMissingError extends Error {
@@ -74,6 +77,9 @@ export class LocalBackupStore implements BackupStore {
   }
   async delete(key: string): Promise<void> {
     await rm(this.path(key), { force: true });
+  }
+  async deletePrefix(prefix: string): Promise<void> {
+    await rm(this.path(prefix), { recursive: true, force: true });
   }
 }
 
@@ -139,6 +145,19 @@ export class S3BackupStore implements BackupStore {
     await this.client.send(
       new DeleteObjectCommand({ Bucket: this.options.bucket, Key: this.key(key) }),
     );
+  }
+  async deletePrefix(prefix: string): Promise<void> {
+    for (;;) {
+      const listed = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.options.bucket, Prefix: this.key(prefix) }),
+      );
+      const keys = (listed.Contents ?? []).flatMap((o) => (o.Key ? [o.Key] : []));
+      // One by one: DeleteObjects needs a Content-MD5 that not every S3-compatible server checks.
+      for (const Key of keys) {
+        await this.client.send(new DeleteObjectCommand({ Bucket: this.options.bucket, Key }));
+      }
+      if (!listed.IsTruncated || keys.length === 0) return;
+    }
   }
 }
 
