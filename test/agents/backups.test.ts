@@ -136,7 +136,12 @@ describe("backup routes without Docker work", () => {
       const row = await insertPendingBackup(agent, "pre-update");
       await db()`update agent_backups set status = 'ready' where id = ${row.id}`;
     }
+    const stale = await insertPendingBackup(agent, "manual");
+    await db()`update agent_backups set created_at = now() - interval '2 days' where id = ${stale.id}`;
     await pruneBackups();
+    const [dead] = await db()`select status, error from agent_backups where id = ${stale.id}`;
+    expect(dead).toEqual({ status: "failed", error: "the backup job never finished" });
+    await db()`delete from agent_backups where id = ${stale.id}`;
     const left = await db()<{ reason: string; n: number }[]>`
       select reason, count(*)::int as n from agent_backups where agent_id = ${agent.id}
       group by reason order by reason`;

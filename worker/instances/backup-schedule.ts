@@ -62,6 +62,12 @@ export async function queueDueBackups(now = new Date()): Promise<number> {
 
 /** Removes backups past their reason's retention (never a pending one or one being restored). */
 export async function pruneBackups(): Promise<number> {
+  // A backup whose job died with its worker (retries exhausted, expired) says so, and becomes
+  // prunable like any failed one.
+  await db()`
+    update agent_backups set status = 'failed', error = 'the backup job never finished',
+      completed_at = now()
+    where status = 'pending' and created_at < now() - interval '1 day'`;
   const rows = await db()<(BackupRow & { plan: string | null; rank: number })[]>`
     select b.*, i.plan, row_number() over (
       partition by b.agent_id, b.reason order by b.created_at desc, b.id desc)::int as rank

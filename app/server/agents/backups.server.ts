@@ -194,7 +194,8 @@ export async function requestBackup(userId: string, agentId: string) {
     throw new DomainError(409, "The agent has no instance yet: nothing to back up");
   }
   const [running] = await db()<{ id: string }[]>`
-    select id from agent_backups where agent_id = ${agentId} and status = 'pending' limit 1`;
+    select id from agent_backups where agent_id = ${agentId} and status = 'pending'
+      and created_at > now() - interval '1 hour' limit 1`;
   if (running) throw new DomainError(409, "A backup of this agent is already being taken");
   const row = await insertPendingBackup(agent, "manual");
   await sendJob("backup-agent", { backupId: row.id });
@@ -259,7 +260,13 @@ export async function requestRestore(userId: string, agentId: string, backupId: 
   if (!(await getInstanceByUser(userId))) throw new DomainError(409, "The agent has no instance");
   if (row.restore_status === "running") throw new DomainError(409, "A restore is already running");
   await recordRestore(row.id, "running");
-  const jobId = await sendJob("restore-backup", { backupId: row.id });
+  let jobId: string;
+  try {
+    jobId = await sendJob("restore-backup", { backupId: row.id });
+  } catch (error) {
+    await recordRestore(row.id, "failed", "the restore could not be queued");
+    throw error;
+  }
   const done = await awaitJob("restore-backup", jobId, env().BACKUP_RESTORE_WAIT_MS);
   const latest = (await getBackup(row.id)) ?? row;
   if (!done) return json({ backup: backupView(latest) }, { status: 202 });
