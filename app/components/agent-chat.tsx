@@ -1,4 +1,4 @@
-import { Form, useNavigate, useRevalidator } from "@remix-run/react";
+import { Form, useNavigate, useRevalidator, useSearchParams } from "@remix-run/react";
 import { type FormEvent, useEffect, useRef, useState } from "react";
 import type { chatPage } from "../server/agents/chat-page.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
@@ -81,6 +81,7 @@ function streamChat(
 export function AgentChat({ d, reply }: { d: ChatPageData; reply: ChatReply | undefined }) {
   const result = reply?.value;
   const revalidator = useRevalidator();
+  const suggestion = useSearchParams()[0].get("suggest")?.slice(0, 2000) ?? undefined;
   const navigate = useNavigate();
   const [live, setLive] = useState<Bubble[]>([]);
   const [streaming, setStreaming] = useState(false);
@@ -128,11 +129,11 @@ export function AgentChat({ d, reply }: { d: ChatPageData; reply: ChatReply | un
   return (
     <div className="space-y-6">
       <h1 className="text-2xl font-semibold">Chat with {d.agent.name}</h1>
-      {d.gatewayError ? <Notice>{d.gatewayError}</Notice> : null}
-      {result?.message || reply?.error ? (
-        <p role="status" className={reply?.error ? "text-red-700" : "text-green-700"}>
-          {reply?.error ?? result?.message}
-        </p>
+      {d.gatewayError ? <Notice tone="error">{d.gatewayError}</Notice> : null}
+      {reply?.error ? (
+        <Notice tone="error">{reply.error}</Notice>
+      ) : result?.message ? (
+        <Notice>{result.message}</Notice>
       ) : null}
 
       <div className="grid gap-6 md:grid-cols-[14rem_1fr]">
@@ -191,6 +192,8 @@ export function AgentChat({ d, reply }: { d: ChatPageData; reply: ChatReply | un
               id="message"
               name="message"
               rows={3}
+              // After onboarding: a first message to send (the person may edit it).
+              defaultValue={suggestion}
               className="w-full rounded-md border px-3 py-2"
             />
             <button

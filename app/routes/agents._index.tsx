@@ -54,7 +54,13 @@ export default function Agents() {
 
       <Card title="Your agents">
         {agents.length === 0 ? (
-          <p className="text-sm text-slate-600">No agents yet.</p>
+          <p className="text-sm text-slate-600">
+            No agents yet.{" "}
+            <Link to="/welcome" className="text-indigo-700 underline">
+              Set one up step by step
+            </Link>{" "}
+            or use the form below.
+          </p>
         ) : (
           <table className="w-full text-left text-sm">
             <thead className="text-slate-500">

@@ -1,4 +1,3 @@
-import type { AppLoadContext } from "@remix-run/node";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as listRoute from "../../app/routes/agents._index.tsx";
 import * as agentRoute from "../../app/routes/agents.$id._index.tsx";
@@ -11,6 +10,7 @@ import { setAgentVerification } from "../../app/server/identity/verification.ser
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { consume, resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { configureAi } from "../ai/support.ts";
+import { context, page } from "../helpers/pages.ts";
 import { agentUser } from "./support.ts";
 
 // The dashboard pages' loaders and actions (no browser, no Docker): sign-in redirects,
@@ -18,47 +18,6 @@ import { agentUser } from "./support.ts";
 // configuration editor's validation, messages paging, verification removal, the live route.
 
 type Who = { cookie: string };
-const context = { remoteAddress: "127.0.0.1" } as AppLoadContext;
-
-/** Runs a loader (GET) or action (POST form) as the browser would; thrown Responses returned. */
-async function page(
-  module: { loader: unknown; action?: unknown },
-  path: string,
-  who: Who | undefined,
-  form?: Record<string, string>,
-  params: Record<string, string> = {},
-): Promise<{ status: number; location: string | null; body: unknown }> {
-  const headers = new Headers();
-  if (who) headers.set("cookie", who.cookie);
-  let body: URLSearchParams | undefined;
-  if (form) {
-    body = new URLSearchParams(form);
-    headers.set("origin", "http://localhost");
-    headers.set("content-type", "application/x-www-form-urlencoded");
-  }
-  const request = new Request(new URL(path, "http://localhost"), {
-    method: form ? "POST" : "GET",
-    headers,
-    body,
-  });
-  const fn = (form ? module.action : module.loader) as (args: unknown) => Promise<unknown>;
-  let result: unknown;
-  try {
-    result = await fn({ request, params, context });
-  } catch (thrown) {
-    result = thrown;
-  }
-  if (result instanceof Response) {
-    const text = await result.text();
-    return { status: result.status, location: result.headers.get("location"), body: text };
-  }
-  // data(...) from an action: { type: "DataWithResponseInit", data, init }
-  const wrapped = result as { type?: string; data?: unknown; init?: { status?: number } };
-  if (wrapped?.type === "DataWithResponseInit") {
-    return { status: wrapped.init?.status ?? 200, location: null, body: wrapped.data };
-  }
-  return { status: 200, location: null, body: result };
-}
 
 async function provisionThroughPage(who: Who, name = "Scout") {
   const res = await page(listRoute, "/agents?index", who, { name, model: "custom" });
