@@ -148,9 +148,9 @@ describe("create", () => {
       token: "nope",
     });
     expect(bad.status).toBe(400);
-    const [{ count }] = await db()<{ count: number }[]>`
+    const rows = await db()<{ count: number }[]>`
       select count(*)::int as count from agents where user_id = ${who.id}`;
-    expect(count).toBe(0);
+    expect(rows[0]?.count).toBe(0);
   });
 
   it("without a plan: the page says so and a create is refused with 402", async () => {
