@@ -3,15 +3,16 @@ import { parseWithZod } from "@conform-to/zod/v4";
 import { Form, Link, useNavigation, useSearchParams } from "@remix-run/react";
 import type { ReactNode } from "react";
 import type { z } from "zod";
-import { CONFIG_MAX_BYTES, configFormSchema, LOG_LEVELS } from "../schemas/agents.ts";
+import { CONFIG_MAX_BYTES, configFormSchema } from "../schemas/agents.ts";
 import type { agentPage } from "../server/agents/pages.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
+import { AgentTabs } from "./agent-tabs.tsx";
 import { LifecycleButtons, StatusBadge, useLivePoll } from "./agents.tsx";
 import { Card, Errors, Notice, Submit } from "./forms.tsx";
 import { VerificationPanel } from "./verification-panel.tsx";
 
-// The agent page (app/routes/agents.$id._index.tsx): status and lifecycle, live figures,
-// messages, logs, the configuration editor and verification.
+// The agent's status tab (app/routes/agents.$id._index.tsx): status and lifecycle, live
+// figures, messages, the configuration editor and verification.
 
 export type AgentPageData = Awaited<ReturnType<typeof agentPage>>;
 
@@ -88,7 +89,7 @@ export function AgentPage({
 }) {
   const navigation = useNavigation();
   const [searchParams] = useSearchParams();
-  const { agent, verification, messages, logs, config } = page;
+  const { agent, verification, messages, config } = page;
   const live = useLivePoll(`/agents/${agent.id}/live`, page.live);
   // An error of this submission replaces the notice of an earlier one (still in the URL).
   const notice = actionData?.error ? undefined : notices[searchParams.get("notice") ?? ""];
@@ -121,14 +122,12 @@ export function AgentPage({
           <StatusBadge status={live.status} testId="agent-status" />
         </span>
         <span className="ml-auto flex gap-4 text-sm">
-          <Link to={`/agents/${agent.id}/chat`} className="text-indigo-700 underline">
-            Chat
-          </Link>
           <Link to="/agents" className="text-indigo-700 underline">
             All agents
           </Link>
         </span>
       </header>
+      <AgentTabs agentId={agent.id} />
       {notice ? <Notice>{notice}</Notice> : null}
       {actionData?.error ? <Notice tone="error">{actionData.error}</Notice> : null}
       {live.lastError ? <Notice tone="error">Last error: {live.lastError}</Notice> : null}
@@ -217,54 +216,6 @@ export function AgentPage({
           </p>
           <Submit busy={navigation.formData?.get("intent") === "config"}>Save configuration</Submit>
         </Form>
-      </Card>
-
-      <Card title="Logs">
-        <Form method="get" className="flex items-end gap-2">
-          <div>
-            <label htmlFor="level" className="block text-sm font-medium">
-              Level
-            </label>
-            <select
-              id="level"
-              name="level"
-              defaultValue={logs.level ?? ""}
-              className="rounded-md border border-slate-300 bg-white px-2 py-1 text-sm"
-            >
-              <option value="">all</option>
-              {LOG_LEVELS.map((l) => (
-                <option key={l} value={l}>
-                  {l}
-                </option>
-              ))}
-            </select>
-          </div>
-          <button
-            type="submit"
-            className="rounded-md border border-slate-300 bg-white px-3 py-1 text-sm"
-          >
-            Filter
-          </button>
-        </Form>
-        {logs.unavailable ? (
-          <p className="text-sm text-slate-600">{logs.unavailable}</p>
-        ) : logs.logs.length === 0 ? (
-          <p className="text-sm text-slate-600">
-            No log entries{logs.level ? ` at level ${logs.level}` : ""}.
-          </p>
-        ) : (
-          <ol className="max-h-96 overflow-y-auto font-mono text-xs" data-testid="logs">
-            {logs.logs.map((entry) => (
-              <li key={entry.id} className="py-0.5">
-                <span className="text-slate-500">{entry.timestamp}</span>{" "}
-                <span className={entry.level === "error" ? "text-red-700" : "text-slate-700"}>
-                  {entry.level}
-                </span>{" "}
-                <span className="text-slate-500">[{entry.source}]</span> {entry.message}
-              </li>
-            ))}
-          </ol>
-        )}
       </Card>
 
       <Card title="Messages">

@@ -75,7 +75,7 @@ export default function Agents() {
               {agents.map((a) => (
                 <tr key={a.id}>
                   <td className="py-2 font-medium">
-                    <Link to={`/agents/${a.id}`} className="text-indigo-700 underline">
+                    <Link to={`/agents/${a.id}/chat`} className="text-indigo-700 underline">
                       {a.name}
                     </Link>
                   </td>

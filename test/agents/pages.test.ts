@@ -2,6 +2,7 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as listRoute from "../../app/routes/agents._index.tsx";
 import * as agentRoute from "../../app/routes/agents.$id._index.tsx";
 import * as liveRoute from "../../app/routes/agents.$id.live.ts";
+import * as logsRoute from "../../app/routes/agents.$id.logs.tsx";
 import { CONFIG_MAX_BYTES, configFormSchema } from "../../app/schemas/agents.ts";
 import { recordMessages } from "../../app/server/agents/agent-messages.server.ts";
 import { getOwnedAgent } from "../../app/server/agents/agents.server.ts";
@@ -149,7 +150,9 @@ describe("agent page", () => {
     expect(body.messages).toMatchObject({ total: 5, limit: 2, offset: 2 });
     // Newest first: offset 2 of messages 4..0 is messages 2 and 1.
     expect(body.messages.messages.map((m) => m.content)).toEqual(["message 2", "message 1"]);
-    expect(body.logs).toEqual({
+    // Logs have their own tab.
+    const logs = await page(logsRoute, `/agents/${id}/logs?level=error`, who, undefined, { id });
+    expect((logs.body as { logs: unknown }).logs).toEqual({
       logs: [],
       total: 0,
       unavailable: expect.stringMatching(/while it runs/),
@@ -167,7 +170,8 @@ describe("agent page", () => {
       },
     );
     expect((odd.body as typeof body).messages).toMatchObject({ limit: 50, offset: 0 });
-    expect((odd.body as typeof body).logs.level).toBeNull();
+    const oddLogs = await page(logsRoute, `/agents/${id}/logs?level=loud`, who, undefined, { id });
+    expect((oddLogs.body as { logs: { level: unknown } }).logs.level).toBeNull();
   });
 
   it("saves a valid configuration and refuses what is not a JSON object or too large", async () => {

@@ -85,6 +85,21 @@ describe.each([true, false])("onboarding with JavaScript %s", (javaScriptEnabled
     await expect.poll(() => heading(page)).toBe("Chat with Ada");
     expect(await page.getByLabel("Message").inputValue()).toMatch(/^Hi! Introduce yourself/);
     expect(telegram.calls.filter((c) => c === "getMe").length).toBeGreaterThanOrEqual(2);
+
+    // Chat first; the rest in tabs, each its own page. The gateway is not up (no worker here):
+    // the skills tab says so in the error style.
+    const tabs = page.getByRole("navigation", { name: "Agent" });
+    expect(await tabs.locator('[aria-current="page"]').textContent()).toBe("Chat");
+    await tabs.getByRole("link", { name: "Skills" }).click();
+    await expect.poll(() => heading(page)).toBe("Skills of Ada");
+    expect(await tabs.locator('[aria-current="page"]').textContent()).toBe("Skills");
+    expect(await page.getByRole("alert").first().isVisible()).toBe(true);
+    await tabs.getByRole("link", { name: "Channels & keys" }).click();
+    await expect.poll(() => heading(page)).toBe("Channels and keys of Ada");
+    await tabs.getByRole("link", { name: "Logs" }).click();
+    await expect.poll(() => heading(page)).toBe("Logs of Ada");
+    await tabs.getByRole("link", { name: "Status" }).click();
+    await expect.poll(() => heading(page)).toBe("Ada");
     expect(errors).toEqual([]);
     await context.close();
   });

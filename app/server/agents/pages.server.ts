@@ -165,7 +165,6 @@ export async function agentPage(
     listWebauthnCredentials(userId),
     modelSource(userId),
   ]);
-  const logs = await logsFor(userId, agentId, agent.status, query.level);
   return {
     agent: {
       ...agent,
@@ -179,11 +178,21 @@ export async function agentPage(
     // The verification panel's security-key proof asks for one of these credentials.
     securityKeyIds: securityKeys.map((k) => k.id),
     messages,
-    logs: { ...logs, level: query.level ?? null },
     config: row.config,
     /** Which model source serves the agent, or what is missing (before a chat fails on it). */
     modelSource: models,
   };
+}
+
+/** The logs tab: the gateway's log entries (optionally of one level), or why there are none. */
+export async function agentLogsPage(
+  userId: string,
+  agentId: string,
+  level: (typeof LOG_LEVELS)[number] | undefined,
+) {
+  const { agent } = await agentDetail(userId, agentId);
+  const logs = await logsFor(userId, agentId, agent.status, level);
+  return { agent: { id: agent.id, name: agent.name }, logs: { ...logs, level: level ?? null } };
 }
 
 /** What the agent page refreshes every few seconds: status and stats (cheap: database only). */
