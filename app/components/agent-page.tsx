@@ -1,18 +1,14 @@
-import { getFormProps, getTextareaProps, useForm } from "@conform-to/react";
-import { parseWithZod } from "@conform-to/zod/v4";
-import { Form, Link, useNavigation, useSearchParams } from "@remix-run/react";
+import { Link, useSearchParams } from "@remix-run/react";
 import type { ReactNode } from "react";
-import type { z } from "zod";
-import { CONFIG_MAX_BYTES, configFormSchema } from "../schemas/agents.ts";
 import type { agentPage } from "../server/agents/pages.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
 import { AgentTabs } from "./agent-tabs.tsx";
 import { LifecycleButtons, StatusBadge, useLivePoll } from "./agents.tsx";
-import { Card, Errors, Notice, Submit } from "./forms.tsx";
+import { Card, Notice } from "./forms.tsx";
 import { VerificationPanel } from "./verification-panel.tsx";
 
 // The agent's status tab (app/routes/agents.$id._index.tsx): status and lifecycle, live
-// figures, messages, the configuration editor and verification.
+// figures, messages and verification.
 
 export type AgentPageData = Awaited<ReturnType<typeof agentPage>>;
 
@@ -87,25 +83,11 @@ export function AgentPage({
   page: AgentPageData;
   actionData: FormReply<unknown> | undefined;
 }) {
-  const navigation = useNavigation();
   const [searchParams] = useSearchParams();
-  const { agent, verification, messages, config } = page;
+  const { agent, verification, messages } = page;
   const live = useLivePoll(`/agents/${agent.id}/live`, page.live);
   // An error of this submission replaces the notice of an earlier one (still in the URL).
   const notice = actionData?.error ? undefined : notices[searchParams.get("notice") ?? ""];
-  const [configForm, configFields] = useForm<
-    z.input<typeof configFormSchema>,
-    z.output<typeof configFormSchema>
-  >({
-    id: "config",
-    lastResult: actionData?.intent === "config" ? actionData.result : undefined,
-    defaultValue: { config: JSON.stringify(config, null, 2) },
-    // Errors clear while typing, not on blur: a blur that removes an error line moves the
-    // submit button between mousedown and mouseup, and the click is lost.
-    shouldValidate: "onSubmit",
-    shouldRevalidate: "onInput",
-    onValidate: ({ formData }) => parseWithZod(formData, { schema: configFormSchema }),
-  });
   const pageLink = (offset: number) => {
     const next = new URLSearchParams(searchParams);
     next.delete("notice");
@@ -192,31 +174,13 @@ export function AgentPage({
         />
       </Card>
 
-      <Card title="Configuration">
-        <Form method="post" {...getFormProps(configForm)} className="space-y-3">
-          <input type="hidden" name="intent" value="config" />
-          <Errors id={configForm.errorId} errors={configForm.errors} />
-          <label htmlFor={configFields.config.id} className="block text-sm font-medium">
-            Configuration (a JSON object, at most {CONFIG_MAX_BYTES / 1024} KiB)
-          </label>
-          <textarea
-            {...getTextareaProps(configFields.config)}
-            key={configFields.config.key}
-            rows={10}
-            spellCheck={false}
-            className="block w-full rounded-md border border-slate-300 px-3 py-2 font-mono text-xs shadow-sm focus:border-indigo-500 focus:outline-none focus:ring-1 focus:ring-indigo-500"
-          />
-          <Errors id={configFields.config.errorId} errors={configFields.config.errors} />
-          <p className="text-xs text-slate-500">
-            {agent.configApplied
-              ? "The gateway runs this configuration."
-              : agent.applyError
-                ? `Not applied: ${agent.applyError}`
-                : "Saved; the gateway picks it up when it is running."}
-          </p>
-          <Submit busy={navigation.formData?.get("intent") === "config"}>Save configuration</Submit>
-        </Form>
-      </Card>
+      <p className="text-sm text-slate-600">
+        Name, model, persona, who may talk to it, heartbeat and the full configuration are on the{" "}
+        <Link to={`/agents/${agent.id}/settings`} className="text-indigo-700 underline">
+          Settings
+        </Link>{" "}
+        tab.
+      </p>
 
       <Card title="Messages">
         {messages.total === 0 ? (

@@ -3,7 +3,7 @@ import * as listRoute from "../../app/routes/agents._index.tsx";
 import * as agentRoute from "../../app/routes/agents.$id._index.tsx";
 import * as liveRoute from "../../app/routes/agents.$id.live.ts";
 import * as logsRoute from "../../app/routes/agents.$id.logs.tsx";
-import { CONFIG_MAX_BYTES, configFormSchema } from "../../app/schemas/agents.ts";
+import * as settingsRoute from "../../app/routes/agents.$id.settings.tsx";
 import { recordMessages } from "../../app/server/agents/agent-messages.server.ts";
 import { getOwnedAgent } from "../../app/server/agents/agents.server.ts";
 import { setUserKey } from "../../app/server/ai/byok.server.ts";
@@ -93,8 +93,8 @@ describe("agent page", () => {
     const acted = await page(agentRoute, `/agents/${id}`, intruder, { intent: "stop" }, { id });
     expect(acted.status).toBe(404);
     const saved = await page(
-      agentRoute,
-      `/agents/${id}`,
+      settingsRoute,
+      `/agents/${id}/settings`,
       intruder,
       { intent: "config", config: "{}" },
       { id },
@@ -172,37 +172,6 @@ describe("agent page", () => {
     expect((odd.body as typeof body).messages).toMatchObject({ limit: 50, offset: 0 });
     const oddLogs = await page(logsRoute, `/agents/${id}/logs?level=loud`, who, undefined, { id });
     expect((oddLogs.body as { logs: { level: unknown } }).logs.level).toBeNull();
-  });
-
-  it("saves a valid configuration and refuses what is not a JSON object or too large", async () => {
-    const who = await agentUser("solo");
-    const id = await provisionThroughPage(who);
-    const save = (config: string) =>
-      page(agentRoute, `/agents/${id}`, who, { intent: "config", config }, { id });
-
-    for (const [text, message] of [
-      ["{ nope", /Not valid JSON/],
-      ["[1, 2]", /must be a JSON object/],
-      ["42", /must be a JSON object/],
-      [JSON.stringify({ blob: "x".repeat(CONFIG_MAX_BYTES) }), /larger than 64 KiB/],
-    ] as const) {
-      const res = await save(text);
-      expect(res.status, text.slice(0, 20)).toBe(400);
-      expect(res.body).toMatchObject({
-        result: { error: { config: [expect.stringMatching(message)] } },
-      });
-    }
-    // Indentation does not count against the cap (it is measured as compact JSON, like the API).
-    const roomy = `{\n${" ".repeat(CONFIG_MAX_BYTES)}"identity": {"name": "Scout"}\n}`;
-    expect(configFormSchema.safeParse({ config: roomy }).success).toBe(true);
-
-    const before = await getOwnedAgent(who.id, id);
-    const ok = await save(JSON.stringify({ identity: { name: "Scout" }, notes: "mine" }, null, 2));
-    expect(ok.status).toBe(303);
-    expect(ok.location).toBe(`/agents/${id}?notice=config`);
-    const after = await getOwnedAgent(who.id, id);
-    expect(after.config).toEqual({ identity: { name: "Scout" }, notes: "mine" });
-    expect(after.config_revision).toBe(before.config_revision + 1);
   });
 
   it("removes a verification, checks the EAS form, and refuses unknown intents", async () => {

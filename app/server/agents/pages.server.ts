@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CUSTOM_MODEL, configFormSchema, LOG_LEVELS, TIER_IDS } from "../../schemas/agents.ts";
+import { CUSTOM_MODEL, LOG_LEVELS, TIER_IDS } from "../../schemas/agents.ts";
 import { modelSource } from "../ai/model-source.server.ts";
 import { frontendModels } from "../ai/models.server.ts";
 import { selfHosted } from "../billing/plan-assignments.server.ts";
@@ -7,7 +7,6 @@ import { hasActiveSubscription } from "../billing/subscriptions.server.ts";
 import { listWebauthnCredentials } from "../identity/webauthn.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { consume, rateLimitScopes } from "../platform/rate-limit.server.ts";
-import { updateAgentConfig } from "./agent-config.server.ts";
 import { agentLogs } from "./agent-logs.server.ts";
 import { agentMessages } from "./agent-messages.server.ts";
 import { modelOptions, provisionAgent } from "./agent-provisioning.server.ts";
@@ -150,7 +149,7 @@ async function logsFor(
   }
 }
 
-/** The agent page: detail, stats, verification, logs, one page of messages, configuration. */
+/** The status tab: detail, stats, verification, one page of messages. */
 export async function agentPage(
   userId: string,
   agentId: string,
@@ -178,7 +177,6 @@ export async function agentPage(
     // The verification panel's security-key proof asks for one of these credentials.
     securityKeyIds: securityKeys.map((k) => k.id),
     messages,
-    config: row.config,
     /** Which model source serves the agent, or what is missing (before a chat fails on it). */
     modelSource: models,
   };
@@ -210,16 +208,6 @@ export async function agentLive(userId: string, agentId: string) {
   };
 }
 
-/** The configuration editor's save: stored as the API's PUT does (applied when running). */
-export async function saveAgentConfig(
-  userId: string,
-  agentId: string,
-  config: Record<string, unknown>,
-) {
-  await limitPageAction(userId, "agents");
-  return updateAgentConfig(userId, agentId, config);
-}
-
 /** The verification panel's EAS form (a plain post): the API's checks, the API's errors. */
 export async function verifyAgentWithEas(userId: string, agentId: string, attestationUid: string) {
   await getOwnedAgent(userId, agentId);
@@ -246,7 +234,6 @@ export function pageError(error: unknown): never {
 /** The forms of the page, by `intent` (server-only: it names server constants). */
 export const agentPageActions = z.discriminatedUnion("intent", [
   z.object({ intent: z.enum(LIFECYCLE_INTENTS) }),
-  configFormSchema.extend({ intent: z.literal("config") }),
   // The service checks the UID's form (one message for the API and the page).
   z.object({ intent: z.literal("verify-eas"), attestationUid: z.string().max(200).optional() }),
   z.object({ intent: z.literal("unverify") }),
