@@ -2,6 +2,7 @@ import { Form, useNavigate, useRevalidator, useSearchParams } from "@remix-run/r
 import { type FormEvent, useEffect, useRef, useState } from "react";
 import type { chatPage } from "../server/agents/chat-page.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
+import { StartingNotice } from "./agent-progress.tsx";
 import { AgentTabs } from "./agent-tabs.tsx";
 import { Card, Notice } from "./forms.tsx";
 
@@ -128,6 +129,7 @@ export function AgentChat({ d, reply }: { d: ChatPageData; reply: ChatReply | un
     <div className="space-y-6">
       <h1 className="text-2xl font-semibold">Chat with {d.agent.name}</h1>
       <AgentTabs agentId={d.agent.id} />
+      {d.progress ? <StartingNotice agentId={d.agent.id} progress={d.progress} /> : null}
       {d.gatewayError ? <Notice tone="error">{d.gatewayError}</Notice> : null}
       {reply?.error ? (
         <Notice tone="error">{reply.error}</Notice>
@@ -200,7 +202,11 @@ export function AgentChat({ d, reply }: { d: ChatPageData; reply: ChatReply | un
               disabled={streaming}
               className="rounded-md bg-slate-900 px-4 py-2 text-white"
             >
-              {streaming ? "Answering…" : "Send"}
+              {streaming
+                ? d.progress
+                  ? "Waiting for your agent to start…"
+                  : "Answering…"
+                : "Send"}
             </button>
           </Form>
         </Card>

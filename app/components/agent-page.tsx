@@ -2,6 +2,7 @@ import { Link, useSearchParams } from "@remix-run/react";
 import type { ReactNode } from "react";
 import type { agentPage } from "../server/agents/pages.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
+import { AgentProgress } from "./agent-progress.tsx";
 import { AgentTabs } from "./agent-tabs.tsx";
 import { LifecycleButtons, StatusBadge, useLivePoll } from "./agents.tsx";
 import { Card, Notice } from "./forms.tsx";
@@ -110,6 +111,7 @@ export function AgentPage({
         </span>
       </header>
       <AgentTabs agentId={agent.id} />
+      <AgentProgress status={live.status} progress={live.progress} />
       {notice ? <Notice>{notice}</Notice> : null}
       {actionData?.error ? <Notice tone="error">{actionData.error}</Notice> : null}
       {live.lastError ? <Notice tone="error">Last error: {live.lastError}</Notice> : null}

@@ -57,9 +57,18 @@ export function AgentSettings({ d, reply }: { d: SettingsPageData; reply: Reply 
   const [json, jf] = useSettingsForm("config", reply, {
     config: JSON.stringify(d.config, null, 2),
   });
-  // Fields of the discriminated union: conform types them loosely, the names are what counts.
-  const f = { ...pf, ...af, ...bf, ...jf } as Record<string, (typeof pf)[keyof typeof pf]>;
-  const field = (name: string) => f[name]!;
+  // Fields of the discriminated union, each from its own form (conform's fieldsets are proxies:
+  // read by name, never spread).
+  type Fields = Record<string, NonNullable<(typeof pf)[keyof typeof pf]>>;
+  const owner: Record<string, Fields> = {
+    name: pf as Fields,
+    model: pf as Fields,
+    persona: pf as Fields,
+    telegramOwner: af as Fields,
+    every: bf as Fields,
+    config: jf as Fields,
+  };
+  const field = (name: string) => owner[name]![name]!;
   return (
     <div className="space-y-6">
       <h1 className="text-2xl font-semibold">Settings of {d.agent.name}</h1>

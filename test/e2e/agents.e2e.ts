@@ -155,6 +155,14 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await provisioningSettled(userId);
     await expect.poll(() => status(page)).toBe("error");
     await expect.poll(() => page.getByText(/Last error: provision/).isVisible()).toBe(true);
+    // The worker recorded the steps it reached before pairing failed (the stand-in speaks no
+    // gateway protocol), in order; GET /api/agents/:id carries the last one.
+    const steps = await db()<{ step: string }[]>`
+      select p.step from instance_progress p join instances i on i.id = p.instance_id
+      where i.user_id = ${userId} order by p.at`;
+    expect(steps.map((r) => r.step)).toEqual(["container-created", "gateway-healthy"]);
+    const api = await page.request.get(`${app.url}/api/agents/${agentId}`);
+    expect(((await api.json()) as { agent: { step: string } }).agent.step).toBe("gateway-healthy");
 
     await page.getByRole("button", { name: "Start", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent started.");

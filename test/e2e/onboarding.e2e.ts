@@ -84,6 +84,10 @@ describe.each([true, false])("onboarding with JavaScript %s", (javaScriptEnabled
     await expect.poll(() => new URL(page.url()).pathname).toMatch(/^\/agents\/agt_\w+\/chat$/);
     await expect.poll(() => heading(page)).toBe("Chat with Ada");
     expect(await page.getByLabel("Message").inputValue()).toMatch(/^Hi! Introduce yourself/);
+    // No worker runs here: the agent is still provisioning, and the chat says so (not an error).
+    await expect
+      .poll(() => page.getByTestId("agent-starting").textContent())
+      .toMatch(/^Your agent is starting \(0 of 5 steps done\)/);
     expect(telegram.calls.filter((c) => c === "getMe").length).toBeGreaterThanOrEqual(2);
 
     // Chat first; the rest in tabs, each its own page. The gateway is not up (no worker here):
@@ -98,8 +102,33 @@ describe.each([true, false])("onboarding with JavaScript %s", (javaScriptEnabled
     await expect.poll(() => heading(page)).toBe("Channels and keys of Ada");
     await tabs.getByRole("link", { name: "Logs" }).click();
     await expect.poll(() => heading(page)).toBe("Logs of Ada");
+    await tabs.getByRole("link", { name: "Settings" }).click();
+    await expect.poll(() => heading(page)).toBe("Settings of Ada");
+    expect(await page.getByLabel("Name", { exact: true }).inputValue()).toBe("Ada");
+    await page.getByLabel("Name", { exact: true }).fill(" ");
+    await page.getByRole("button", { name: "Save", exact: true }).first().click();
+    await expect
+      .poll(() => page.locator("#settings-profile [role=alert]").first().textContent())
+      .toBe("Name is required");
+    await page.getByLabel("Name", { exact: true }).fill("Ada Lovelace");
+    await page.getByLabel("Persona").fill("A patient tutor.");
+    await page.getByRole("button", { name: "Save", exact: true }).first().click();
+    await expect
+      .poll(() => page.locator("#settings-profile [role=status]").first().textContent())
+      .toMatch(/^Saved/);
+    await expect.poll(() => heading(page)).toBe("Settings of Ada Lovelace");
     await tabs.getByRole("link", { name: "Status" }).click();
-    await expect.poll(() => heading(page)).toBe("Ada");
+    await expect.poll(() => heading(page)).toBe("Ada Lovelace");
+    // The steps the worker is at (none yet: no worker here), refreshed while it starts.
+    await expect
+      .poll(() => page.getByTestId("agent-progress").locator("li").allTextContents())
+      .toEqual([
+        "…Container createdin progress",
+        "·Gateway healthy",
+        "·Paired with the platform",
+        "·Warmed up",
+        "·Ready",
+      ]);
     expect(errors).toEqual([]);
     await context.close();
   });

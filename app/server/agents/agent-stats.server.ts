@@ -1,7 +1,11 @@
 import { env } from "../platform/env.server.ts";
-import { agentStatus } from "./agent-views.server.ts";
 import { getOwnedAgent } from "./agents.server.ts";
-import { formatBytes, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
+import {
+  agentStatus,
+  formatBytes,
+  getInstanceByUser,
+  type InstanceRow,
+} from "./instances.server.ts";
 import { messageFigures } from "./message-figures.server.ts";
 
 // GET /api/agents/:id/stats: the instance's latest sample (while fresh) and the agent's turns.

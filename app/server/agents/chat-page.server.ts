@@ -2,6 +2,8 @@ import { z } from "zod";
 import { DomainError } from "../platform/errors.server.ts";
 import { liveStreamOf } from "./channel-provisioning.server.ts";
 import { CREDENTIAL_KEYS } from "./channels.server.ts";
+import { agentStatus, getInstanceByUser } from "./instances.server.ts";
+import { instanceProgress, STARTING_STATUSES } from "./progress.server.ts";
 import {
   activeSessionId,
   credentials,
@@ -34,15 +36,21 @@ export async function chatPage(
   const sessions = await attempt(() => listSessions(user.id, agent.id));
   const sessionId =
     selected ?? (await activeSessionId(user.id, agent.id)) ?? sessions.value?.sessions.at(0)?.id;
-  const [conversation, mem] = await Promise.all([
+  const [conversation, mem, instance] = await Promise.all([
     attempt(async () => (sessionId ? getSession(user.id, sessionId, agent.id) : undefined)),
     attempt(() => memory(user.id, agent.id)),
+    getInstanceByUser(user.id),
   ]);
+  const status = agentStatus(instance);
+  const starting = STARTING_STATUSES.includes(status);
   return {
     userId: user.id,
     agent: { id: agent.id, name: agent.name, model: agent.model },
     sessions: sessions.value?.sessions ?? [],
-    gatewayError: sessions.error,
+    // While it starts, "gateway unavailable" is expected: the page says it is starting instead.
+    gatewayError: starting ? undefined : sessions.error,
+    status,
+    progress: starting ? await instanceProgress(instance) : null,
     sessionId: sessionId ?? null,
     messages: conversation.value?.messages ?? [],
     memory: mem.value?.memory ?? [],

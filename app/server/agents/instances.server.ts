@@ -155,6 +155,15 @@ export function contractStatus(row: InstanceRow): string {
   }
 }
 
+/** An agent's status is its instance's (one gateway runs all of a user's agents). */
+export function agentStatus(instance: InstanceRow | undefined): string {
+  if (!instance) return "provisioning";
+  if (instance.observed_state === "new" && instance.desired_state === "running") {
+    return "provisioning";
+  }
+  return contractStatus(instance);
+}
+
 export function subdomainOf(row: InstanceRow): string {
   return `${row.user_id.toLowerCase()}.${env().AGENTS_DOMAIN}`;
 }

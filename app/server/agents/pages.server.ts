@@ -16,9 +16,10 @@ import {
   removeAgentVerification,
   submitAgentVerification,
 } from "./agent-verification.server.ts";
-import { agentDetail, agentStatus, agentSummaries } from "./agent-views.server.ts";
+import { agentDetail, agentSummaries } from "./agent-views.server.ts";
 import { getOwnedAgent, TIER_LIMITS, type Tier, tierOfUser } from "./agents.server.ts";
 import {
+  agentStatus,
   contractStatus,
   getInstanceByUser,
   repairInstance,
@@ -28,6 +29,7 @@ import {
   stopInstance,
   updateInstanceImage,
 } from "./instances.server.ts";
+import { instanceProgress } from "./progress.server.ts";
 
 // What the dashboard pages (app/routes/agents*.tsx) need, on top of the agents API's service
 // functions: every function takes the signed-in user's id, and another user's agent is 404.
@@ -201,6 +203,7 @@ export async function agentLive(userId: string, agentId: string) {
   ]);
   return {
     status: agentStatus(instance),
+    progress: await instanceProgress(instance),
     lastError: instance && contractStatus(instance) === "error" ? instance.last_error : null,
     statsStatus: status,
     stats: stats as Record<string, string | number | undefined>,
