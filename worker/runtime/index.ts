@@ -29,7 +29,13 @@ export function processRuntime(root = path.resolve(env().DATA_DIR, "runtime")): 
  * (selectRuntime).
  */
 export function getRuntime(): AgentRuntime {
-  const { RUNTIME_DRIVER, RUNTIME_MAX_CPUS, SWARM_NODE_ENGINES } = env();
+  const { RUNTIME_DRIVER, RUNTIME_MAX_CPUS, SWARM_NODE_ENGINES, RUNTIME_PLATFORM_AI_URL } = env();
+  if (RUNTIME_DRIVER === "swarm" && !RUNTIME_PLATFORM_AI_URL) {
+    // On an overlay network no address of this host is the platform's: name it.
+    throw new Error(
+      "RUNTIME_DRIVER=swarm needs RUNTIME_PLATFORM_AI_URL (the platform's AI endpoint as gateways on the overlay network reach it, e.g. http://web:3000/api/ai/v1)",
+    );
+  }
   runtime ??=
     RUNTIME_DRIVER === "process"
       ? processRuntime()

@@ -54,6 +54,8 @@ type Task = Docker.Task & {
 
 type Service = {
   ID: string;
+  /** Present once the service was updated (started): a never-started one is "created". */
+  PreviousSpec?: ServiceSpec;
   Version?: { Index?: number };
   CreatedAt?: string;
   Spec?: ServiceSpec;
@@ -278,21 +280,22 @@ export class SwarmRuntime implements AgentRuntime {
 
   // --- volumes -------------------------------------------------------------------------------
 
+  /**
+   * The gateways' overlay network, attachable so the platform's own containers (the AI
+   * endpoint) join it. Its gateway address is no host of ours: gateways reach the platform by
+   * RUNTIME_PLATFORM_AI_URL (a service name on this network), so none is returned.
+   */
   async ensureNetwork(
     name: string,
     labels: Record<string, string> = {},
   ): Promise<{ gatewayIp: string | undefined }> {
-    const read = async () => {
-      const info = await this.docker.getNetwork(name).inspect();
-      return { gatewayIp: info.IPAM?.Config?.[0]?.Gateway as string | undefined };
-    };
     try {
-      return await call(read);
+      await call(() => this.docker.getNetwork(name).inspect());
+      return { gatewayIp: undefined };
     } catch (error) {
       if (statusOf(error) !== 404) throw error;
     }
     try {
-      // Attachable: the platform's own containers (the AI endpoint) join it; nothing else does.
       await call(() =>
         this.docker.createNetwork({
           Name: name,
@@ -305,7 +308,7 @@ export class SwarmRuntime implements AgentRuntime {
     } catch (error) {
       if (statusOf(error) !== 409) throw error;
     }
-    return call(read);
+    return { gatewayIp: undefined };
   }
 
   /**
@@ -576,7 +579,8 @@ export class SwarmRuntime implements AgentRuntime {
     let state: ContainerState;
     if (running) state = "running";
     else if (replicas > 0) state = "restarting";
-    else state = tasks.length === 0 ? "created" : "exited";
+    // Scaled to 0 the swarm drops the tasks: a service that was ever updated has been started.
+    else state = tasks.length === 0 && !service.PreviousSpec ? "created" : "exited";
     const network = spec.TaskTemplate?.Networks?.[0]?.Target;
     const attachment = (task?.NetworksAttachments ?? []).find(
       (a) =>
