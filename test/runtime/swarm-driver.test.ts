@@ -200,8 +200,10 @@ describeSwarm("Swarm driver (a real swarm)", () => {
     const listed = await rt.list({ [LABELS.instanceId]: s.instanceId });
     expect(listed).toEqual([expect.objectContaining({ id, name: s.name, state: "running" })]);
 
+    expect((await rt.volumeHolders(s.volume)).map((h) => h.id)).toEqual([id]);
     await rt.remove(id);
     expect(await rt.inspect(id)).toBeUndefined();
+    expect(await rt.volumeHolders(s.volume)).toEqual([]);
     await rt.removeVolume(s.volume);
     expect(await rt.volumeExists(s.volume)).toBe(false);
   }, 180_000);

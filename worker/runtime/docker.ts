@@ -74,6 +74,14 @@ export function engineAddress(host: string): Docker.DockerOptions {
   throw new Error(`unsupported Docker host ${host} (unix://, tcp:// or https://)`);
 }
 
+/** The engine's socket: DOCKER_SOCKET, else DOCKER_HOST when it names a unix socket. */
+function engineSocket(): string {
+  const host = process.env.DOCKER_HOST;
+  if (process.env.DOCKER_SOCKET) return process.env.DOCKER_SOCKET;
+  if (host?.startsWith("unix://")) return host.slice("unix://".length);
+  return "/var/run/docker.sock";
+}
+
 export interface DockerDriverOptions {
   socketPath?: string;
   /** An engine given as a Docker host URL (unix:///path or tcp://host:port); wins over socketPath. */
@@ -92,7 +100,7 @@ export class DockerRuntime implements AgentRuntime {
     this.docker = new Docker(
       options.host
         ? engineAddress(options.host)
-        : { socketPath: options.socketPath || process.env.DOCKER_SOCKET || "/var/run/docker.sock" },
+        : { socketPath: options.socketPath || engineSocket() },
     );
     this.maxCpus = options.maxCpus;
   }
@@ -397,6 +405,18 @@ export class DockerRuntime implements AgentRuntime {
   async list(labels: Record<string, string>): Promise<ContainerSummary[]> {
     const filters = { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
     const rows = await call(() => this.docker.listContainers({ all: true, filters }));
+    return rows.map((r) => ({
+      id: r.Id,
+      name: (r.Names[0] ?? "").replace(/^\//, ""),
+      state: r.State,
+      labels: r.Labels ?? {},
+    }));
+  }
+
+  async volumeHolders(volume: string): Promise<ContainerSummary[]> {
+    const rows = await call(() =>
+      this.docker.listContainers({ all: true, filters: { volume: [volume] } }),
+    );
     return rows.map((r) => ({
       id: r.Id,
       name: (r.Names[0] ?? "").replace(/^\//, ""),

@@ -523,7 +523,11 @@ export class SwarmRuntime implements AgentRuntime {
 
   async remove(id: string): Promise<void> {
     const service = await this.#service(id);
-    if (!service) return;
+    if (!service) {
+      // A plain container on some node (a one-shot left behind, see volumeHolders).
+      for (const { engine } of await this.#readyEngines()) await engine.remove(id);
+      return;
+    }
     const nodes = new Set(
       (await this.#tasks(service.ID)).map((t) => t.NodeID).filter((n): n is string => !!n),
     );
@@ -669,6 +673,30 @@ export class SwarmRuntime implements AgentRuntime {
       state: running.has(s.ID) ? "running" : "exited",
       labels: s.Spec?.Labels ?? {},
     }));
+  }
+
+  /**
+   * What keeps a volume from removal: the services mounting it, and plain containers (not a
+   * service's task) on the nodes that mount it. `remove` takes either id.
+   */
+  async volumeHolders(volume: string): Promise<ContainerSummary[]> {
+    const services = (await call(() => this.docker.listServices())) as Service[];
+    const holders: ContainerSummary[] = services
+      .filter((s) =>
+        (s.Spec?.TaskTemplate?.ContainerSpec?.Mounts ?? []).some((m) => m.Source === volume),
+      )
+      .map((s) => ({
+        id: s.ID,
+        name: s.Spec?.Name ?? "",
+        state: "service",
+        labels: s.Spec?.Labels ?? {},
+      }));
+    for (const { engine } of await this.#readyEngines()) {
+      for (const c of await engine.volumeHolders(volume)) {
+        if (!c.labels["com.docker.swarm.service.id"]) holders.push(c);
+      }
+    }
+    return holders;
   }
 
   /** A one-shot container on the node that holds the volume (its state lives there). */
