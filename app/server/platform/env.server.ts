@@ -155,7 +155,13 @@ const schema = z.object({
   /** Runtime driver: docker, process (gateways as local processes; laptops without Docker) or
    * auto (Docker when its engine answers, else process; production never picks process
    * unless told). docs/decisions/0037-process-driver.md */
-  RUNTIME_DRIVER: z.enum(["auto", "docker", "process"]).default("auto"),
+  RUNTIME_DRIVER: z.enum(["auto", "docker", "process", "swarm"]).default("auto"),
+  /** Swarm driver: each node's engine, JSON {"<node id or hostname>": "unix:///… | tcp://…"}
+   * (the manager's own node needs none). docs/decisions/0145-swarm-driver-and-placement.md */
+  SWARM_NODE_ENGINES: z.preprocess(
+    (v) => (typeof v === "string" && v.trim() ? JSON.parse(v) : undefined),
+    z.record(z.string(), z.string()).optional(),
+  ),
   /** The process driver's OpenClaw package folder (default: installed under DATA_DIR). */
   RUNTIME_OPENCLAW_DIR: optionalString,
   /** Gateway image the worker runs (built by gateway/build.sh). */
