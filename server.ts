@@ -8,6 +8,7 @@ import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server
 import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
 import { logger } from "./app/server/platform/logger.server.ts";
+import { beginShutdown } from "./app/server/platform/shutdown.server.ts";
 import { onStopSignal } from "./app/server/platform/supervisor.server.ts";
 import { createIngress } from "./app/server/platform/web/ingress-proxy.server.ts";
 import { createWebServer } from "./app/server/platform/web/web-server.server.ts";
@@ -40,6 +41,8 @@ server.listen(config.PORT, config.HOST, () => {
 
 onStopSignal((signal) => {
   logger().info({ signal }, "web stopping");
+  beginShutdown(); // requests awaiting a job answer now with what is known
+
   // In-flight answers finish, then their usage is settled and credit leases given back.
   server.close(() => {
     flushMetering().finally(() => process.exit(0));

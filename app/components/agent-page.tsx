@@ -50,7 +50,9 @@ function StatsCard({ live }: { live: Live }) {
         <p className="pb-2 text-sm text-slate-600">
           {live.status === "running"
             ? "No live figures yet: the worker has not sampled the gateway."
-            : "No live figures: the gateway is not running."}
+            : live.status === "unknown"
+              ? "No live figures: the container engine does not answer, so the gateway's state is unknown."
+              : "No live figures: the gateway is not running."}
         </p>
         <dl>
           <Row label="Messages">{s.messagesProcessed}</Row>

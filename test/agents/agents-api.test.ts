@@ -303,6 +303,8 @@ describe("stats", () => {
         successRate: "50.00%",
         errorRate: "50.00%",
         timestamp: expect.any(String),
+        stale: true,
+        sampledAt: null,
       },
       status: "mock",
     });
@@ -340,6 +342,7 @@ describe("stats", () => {
       averageResponseTime: "N/A",
       successRate: "N/A",
       errorRate: "N/A",
+      stale: false,
     });
     expect(res.json.stats.uptime).toBeGreaterThanOrEqual(3_723_000);
     // A stale sample is not live.

@@ -173,6 +173,9 @@ describeDocker("instance lifecycle routes (Docker)", () => {
       status: expect.any(String),
       plan: "collective",
       gatewayVersion: expect.any(String),
+      // The sleeper stand-in never answers /healthz, so it is not observed running: not live.
+      stale: true,
+      sampledAt: expect.any(String),
     });
 
     const updated = await post(updateRoute, userId, "update");

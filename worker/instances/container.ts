@@ -6,9 +6,9 @@ import {
 import { env } from "../../app/server/platform/env.server.ts";
 import { type ContainerInfo, limitsForPlan } from "../runtime/index.ts";
 import {
-  deploymentLabels,
   ensureNetwork,
   gatewayAddress,
+  ownerLabels,
   rt,
   STATE_DIR,
   volumeLabels,
@@ -52,7 +52,7 @@ async function createContainer(row: InstanceRow, image: string): Promise<string>
     network: env().RUNTIME_NETWORK,
     limits: limitsForPlan(row.plan),
     env: { OPENCLAW_GATEWAY_TOKEN: gatewayTokenOf(row) },
-    labels: deploymentLabels(),
+    labels: ownerLabels(row.id),
     restartPolicy: "on-failure",
   });
 }

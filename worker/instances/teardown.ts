@@ -34,8 +34,12 @@ async function teardownTarget(
 async function removeInstance(row: TeardownTarget, removedIds: string[]) {
   const info = await rt().inspect(row.container_name);
   if (info) await rt().remove(info.id);
-  await rt().removeVolume(row.volume_name);
-  await rt().removeVolume(`${row.volume_name}-prev`);
+  for (const volume of [row.volume_name, `${row.volume_name}-prev`]) {
+    // Whatever still mounts the volume (a dead job's one-shot, anything else) would make its
+    // removal fail with 409 "volume is in use" on every retry: it goes first.
+    for (const holder of await rt().volumeHolders(volume)) await rt().remove(holder.id);
+    await rt().removeVolume(volume);
+  }
   const revoked = await revokeInstanceTokens(row.id);
   await deleteInstanceRecord(row.id);
   await db()`delete from instance_teardowns where instance_id = ${row.id}`;

@@ -61,6 +61,14 @@ export function demux(buffer: Buffer): { stdout: string; stderr: string } {
   };
 }
 
+/** The engine's socket: DOCKER_SOCKET, else DOCKER_HOST when it names a unix socket. */
+function engineSocket(): string {
+  const host = process.env.DOCKER_HOST;
+  if (process.env.DOCKER_SOCKET) return process.env.DOCKER_SOCKET;
+  if (host?.startsWith("unix://")) return host.slice("unix://".length);
+  return "/var/run/docker.sock";
+}
+
 export interface DockerDriverOptions {
   socketPath?: string;
   /** Upper bound on a container's CPUs (tests keep gateways at 1). */
@@ -75,7 +83,7 @@ export class DockerRuntime implements AgentRuntime {
 
   constructor(options: DockerDriverOptions = {}) {
     this.docker = new Docker({
-      socketPath: options.socketPath || process.env.DOCKER_SOCKET || "/var/run/docker.sock",
+      socketPath: options.socketPath || engineSocket(),
     });
     this.maxCpus = options.maxCpus;
   }
@@ -380,6 +388,18 @@ export class DockerRuntime implements AgentRuntime {
   async list(labels: Record<string, string>): Promise<ContainerSummary[]> {
     const filters = { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
     const rows = await call(() => this.docker.listContainers({ all: true, filters }));
+    return rows.map((r) => ({
+      id: r.Id,
+      name: (r.Names[0] ?? "").replace(/^\//, ""),
+      state: r.State,
+      labels: r.Labels ?? {},
+    }));
+  }
+
+  async volumeHolders(volume: string): Promise<ContainerSummary[]> {
+    const rows = await call(() =>
+      this.docker.listContainers({ all: true, filters: { volume: [volume] } }),
+    );
     return rows.map((r) => ({
       id: r.Id,
       name: (r.Names[0] ?? "").replace(/^\//, ""),

@@ -8,6 +8,10 @@ export const LABELS = {
   instanceId: "agent-platform.instance-id",
   userId: "agent-platform.user-id",
   role: "agent-platform.role",
+  /** The job (queue name, id, attempt) that created the object: reconcile removes what a dead one left. */
+  job: "agent-platform.job",
+  jobId: "agent-platform.job-id",
+  jobAttempt: "agent-platform.job-attempt",
 } as const;
 
 export interface ResourceLimits {
@@ -126,6 +130,8 @@ export interface AgentRuntime {
   exec(id: string, cmd: string[], options?: { timeoutMs?: number }): Promise<ExecResult>;
   /** Containers (running or not) carrying every given label. */
   list(labels: Record<string, string>): Promise<ContainerSummary[]>;
+  /** Containers (running or not, any labels) that mount the volume: they keep it from removal. */
+  volumeHolders(volume: string): Promise<ContainerSummary[]>;
   /** A one-shot container on the image (volume mounted), removed afterwards. */
   runOnce(spec: {
     image: string;

@@ -7,7 +7,9 @@ import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError, notFound } from "../platform/errors.server.ts";
 import { getBoss, sendJob } from "../platform/jobs.server.ts";
+import { shutdownSignal } from "../platform/shutdown.server.ts";
 import { agentAddress } from "./agent-address.server.ts";
+import { engineAnswers } from "./engine-health.server.ts";
 
 // Instances: one gateway container per user. This module owns the `instances` table and the
 // web side of the lifecycle: the web never calls Docker; it enqueues a job, awaits its
@@ -25,6 +27,8 @@ export const OBSERVED_STATES = [
   "missing",
   "updating",
   "error",
+  // The engine does not answer: the last observation cannot be vouched for (engine-health).
+  "unknown",
 ] as const;
 export type ObservedState = (typeof OBSERVED_STATES)[number];
 
@@ -155,7 +159,10 @@ export function gatewayTokenOf(row: InstanceRow): string {
 
 // --- views of the contract ----------------------------------------------------------------
 
-/** The contract's `status`: running, stopped or error; transitional states are shown as such. */
+/**
+ * The contract's `status`: running, stopped or error; transitional states are shown as such, and
+ * `unknown` while the engine does not answer (docs/decisions/0130-crash-recovery-and-engine-health.md).
+ */
 export function contractStatus(row: InstanceRow): string {
   switch (row.observed_state) {
     case "running":
@@ -199,9 +206,19 @@ export function formatBytes(n: number): string {
   return `${Number((n / MiB).toFixed(1))}MiB`;
 }
 
+/**
+ * Is the row's sample fresh enough to call live: the instance observed running and sampled
+ * within a few sampler periods? Otherwise its figures are stale (the engine or worker is gone).
+ */
+export function liveSample(instance: InstanceRow | undefined, now = Date.now()): boolean {
+  if (instance?.observed_state !== "running" || !instance.sampled_at) return false;
+  const bound = Math.max(env().INSTANCE_SAMPLE_INTERVAL_MS * 4, 30_000);
+  return now - instance.sampled_at.getTime() <= bound;
+}
+
 /** GET /api/instance/:userId/stats (contract "Instance stats"), from the worker's last sample. */
 export function instanceStatsView(row: InstanceRow) {
-  const live = row.observed_state === "running" && row.sampled_at !== null;
+  const live = liveSample(row);
   return {
     userId: row.user_id,
     cpu: `${live ? (row.cpu_percent ?? 0).toFixed(2) : "0.00"}%`,
@@ -211,6 +228,9 @@ export function instanceStatsView(row: InstanceRow) {
     status: contractStatus(row),
     plan: row.plan,
     gatewayVersion: row.gateway_version ?? "unknown",
+    // Beyond the contract: whether these figures are not live, and when they were sampled.
+    stale: !live,
+    sampledAt: row.sampled_at?.toISOString() ?? null,
   };
 }
 
@@ -240,7 +260,10 @@ export async function requireInstance(userId: string): Promise<InstanceRow> {
   return row;
 }
 
-/** Polls the job's row until it finishes or the timeout passes (no worker → 502). */
+/**
+ * Polls the job's row until it finishes or the timeout passes (no worker → 502); undefined also
+ * when the web begins to stop (the caller answers with what is known now).
+ */
 export async function awaitJob(
   name: string,
   jobId: string,
@@ -248,13 +271,22 @@ export async function awaitJob(
 ): Promise<{ state: string; output: unknown } | undefined> {
   const boss = await getBoss();
   const deadline = Date.now() + timeoutMs;
+  const stopping = shutdownSignal();
   let delay = 25;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !stopping.aborted) {
     const job = await boss.getJobById(name, jobId);
     if (job && (job.state === "completed" || job.state === "failed" || job.state === "cancelled")) {
       return { state: job.state, output: job.output };
     }
-    await new Promise((r) => setTimeout(r, delay));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, delay);
+      function done() {
+        clearTimeout(timer);
+        stopping.removeEventListener("abort", done);
+        resolve();
+      }
+      stopping.addEventListener("abort", done, { once: true });
+    });
     delay = Math.min(delay * 2, 250);
   }
   return undefined;
@@ -299,9 +331,14 @@ export async function runLifecycle(
   }
 }
 
-/** Accepts an image update: the job recreates the container; GET shows its progress. */
+/**
+ * Accepts an image update when it can run: 502 while the engine does not answer (the update
+ * would fail); otherwise the job recreates the container (retried through a later outage) and
+ * GET shows its progress.
+ */
 export async function requestImageUpdate(userId: string): Promise<void> {
   const row = await requireInstance(userId);
+  if (!(await engineAnswers())) throw backendUnavailable();
   try {
     await sendJob("update-image", { instanceId: row.id });
   } catch {

@@ -203,7 +203,7 @@ export async function agentLive(userId: string, agentId: string) {
     status: agentStatus(instance),
     lastError: instance && contractStatus(instance) === "error" ? instance.last_error : null,
     statsStatus: status,
-    stats: stats as Record<string, string | number | undefined>,
+    stats: stats as Record<string, string | number | boolean | null | undefined>,
     at: new Date().toISOString(),
   };
 }

@@ -186,6 +186,10 @@ const schema = z.object({
   STORAGE_MEASURE_INTERVAL_MS: z.coerce.number().int().min(0).default(600_000),
   /** Worker's live-sample interval (container stats and state into the instances table). */
   INSTANCE_SAMPLE_INTERVAL_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Worker's check of the container engine (recorded in runtime_engines; 0 disables). */
+  ENGINE_CHECK_INTERVAL_MS: z.coerce.number().int().min(0).default(2_000),
+  /** How long a stopping worker lets in-flight jobs finish before it releases them. */
+  WORKER_STOP_GRACE_MS: z.coerce.number().int().min(1000).default(10_000),
   /** Multiplies every rate-limit scope's points (1 in production; the benchmark sets it high). */
   RATE_LIMIT_SCALE: z.coerce.number().int().min(1).default(1),
   // Web replicas keep who a key or session belongs to in memory, invalidated through

@@ -21,6 +21,15 @@ interface JobDefinition<S extends z.ZodType> {
   work: WorkPolicy;
 }
 
+/**
+ * Jobs that drive the container runtime carry a heartbeat: the worker refreshes it every 5 s, and
+ * a job whose worker died (kill -9, a lost host) is failed and retried once it is 10 s stale
+ * (pg-boss's minimum), not at its expiry (docs/decisions/0130-crash-recovery-and-engine-health.md).
+ */
+export const HEARTBEAT_SECONDS = 10;
+/** How often a worker's pg-boss supervisor looks for stale heartbeats and expired jobs. */
+export const MONITOR_SECONDS = 5;
+
 const define = <S extends z.ZodType>(
   schema: S,
   policy: QueuePolicy,
@@ -30,6 +39,17 @@ const define = <S extends z.ZodType>(
   queue: { notify: true, ...policy },
   work,
 });
+
+/**
+ * A job that drives the container runtime: heartbeats, and a 2 s backstop poll, since NOTIFY
+ * wakes workers for new jobs but not for retries (pg-boss's backstop is 30 s).
+ */
+const defineRuntimeJob = <S extends z.ZodType>(schema: S, policy: QueuePolicy) =>
+  define(
+    schema,
+    { heartbeatSeconds: HEARTBEAT_SECONDS, ...policy },
+    { notifyPollingIntervalSeconds: 2 },
+  );
 
 export const jobCatalog = {
   "send-email": define(
@@ -58,20 +78,25 @@ export const jobCatalog = {
   ),
   // Agent runtime (issue 4). Handlers in worker/jobs/*-instance.ts, reconcile.ts; each is
   // idempotent and holds a per-instance lock, so two deliveries never act at once.
-  "provision-instance": define(z.object({ instanceId: z.string().min(1) }), {
+  // A retry (a dead worker's job, released by a stopping worker) starts in 1-2 s.
+  "provision-instance": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
     retryLimit: 3,
-    retryDelay: 10,
+    retryDelay: 1,
     retryBackoff: true,
     expireInSeconds: 600,
   }),
-  "update-image": define(z.object({ instanceId: z.string().min(1) }), {
-    retryLimit: 1,
-    retryDelay: 30,
+  // Accepted only while the engine answers (502 otherwise); an outage after that is retried
+  // for about five minutes rather than losing the update.
+  "update-image": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
+    retryLimit: 6,
+    retryDelay: 5,
+    retryBackoff: true,
+    retryDelayMax: 120,
     expireInSeconds: 600,
   }),
   // A lifecycle request the web awaits (start, stop, restart, repair, reset-memory): no retry,
   // the outcome is the job's output.
-  "instance-action": define(
+  "instance-action": defineRuntimeJob(
     z.object({
       instanceId: z.string().min(1),
       action: z.enum(["start", "stop", "restart", "repair", "reset-memory"]),
@@ -79,25 +104,25 @@ export const jobCatalog = {
     { retryLimit: 0, expireInSeconds: 300 },
   ),
   // A booted tenant gateway's dry run once it is healthy (decision 0087): best effort, no retry.
-  "warm-up-instance": define(z.object({ instanceId: z.string().min(1) }), {
+  "warm-up-instance": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
     retryLimit: 0,
     expireInSeconds: 600,
   }),
   // Writes all of a user's agents into their gateway's config (issue 5; worker/agents.ts).
   // Idempotent: the rows are the truth, so a retry or a duplicate changes nothing.
-  "sync-agents": define(z.object({ userId: z.string().min(1) }), {
+  "sync-agents": defineRuntimeJob(z.object({ userId: z.string().min(1) }), {
     retryLimit: 3,
     retryDelay: 10,
     retryBackoff: true,
     expireInSeconds: 300,
   }),
   // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption).
-  "fill-pool": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
+  "fill-pool": defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
-  reconcile: define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
+  reconcile: defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
   // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user),
   // or one instance by id (the user's last agent was deleted: DELETE /api/agents/:id).
-  "teardown-instance": define(
+  "teardown-instance": defineRuntimeJob(
     z.object({ userId: z.string().min(1), instanceId: z.string().min(1).optional() }),
     {
       retryLimit: 10,
@@ -162,6 +187,9 @@ function create({ role }: BossOptions): Promise<PgBoss> {
     connectionString: DATABASE_URL,
     max: role === "worker" ? 5 : 3,
     supervise: role === "worker",
+    // Stale heartbeats are found within seconds (pg-boss's default pass is every 60 s).
+    superviseIntervalSeconds: MONITOR_SECONDS,
+    monitorIntervalSeconds: MONITOR_SECONDS,
     schedule: role === "worker",
     useListenNotify: role === "worker",
     application_name: `agent-platform-boss:${role}`,
@@ -224,6 +252,15 @@ export async function hasLiveJob<N extends JobName>(
   return jobs.some(
     (job) => job.state === "created" || job.state === "retry" || job.state === "active",
   );
+}
+
+/** A job's state and attempt (its retryCount), or undefined when the job is gone. */
+export async function jobAttempt(
+  name: string,
+  id: string,
+): Promise<{ state: string; retryCount: number } | undefined> {
+  const job = await (await getBoss()).getJobById(name, id);
+  return job ? { state: job.state, retryCount: job.retryCount } : undefined;
 }
 
 // --- the operator console's view of the queues ---------------------------------------------------
