@@ -1,4 +1,4 @@
-import { Link, useSearchParams } from "@remix-run/react";
+import { Form, Link, useSearchParams } from "@remix-run/react";
 import type { ReactNode } from "react";
 import type { agentPage } from "../server/agents/pages.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
@@ -48,7 +48,9 @@ function StatsCard({ live }: { live: Live }) {
         <p className="pb-2 text-sm text-slate-600">
           {live.status === "running"
             ? "No live figures yet: the worker has not sampled the gateway."
-            : "No live figures: the gateway is not running."}
+            : live.status === "unknown"
+              ? "No live figures: the container engine does not answer, so the gateway's state is unknown."
+              : "No live figures: the gateway is not running."}
         </p>
         <dl>
           <Row label="Messages">{s.messagesProcessed}</Row>
@@ -105,6 +107,15 @@ export function AgentPage({
           <StatusBadge status={live.status} testId="agent-status" />
         </span>
         <span className="ml-auto flex gap-4 text-sm">
+          {/* The agent's own address: OpenClaw's Control UI behind the platform's sign-in. */}
+          <a
+            href={agent.url}
+            title={agent.url}
+            className="text-indigo-700 underline"
+            data-testid="agent-address"
+          >
+            Control UI
+          </a>
           <Link to="/agents" className="text-indigo-700 underline">
             All agents
           </Link>
@@ -183,6 +194,41 @@ export function AgentPage({
         </Link>{" "}
         tab.
       </p>
+
+      <Card title="Delete agent">
+        {searchParams.get("confirm") === "delete" ? (
+          <Form method="post" className="space-y-3" data-testid="confirm-delete">
+            <p className="text-sm">
+              Delete <strong>{agent.name}</strong> for good? Its configuration and messages go with
+              it. If it is your last agent, its gateway, stored state and channel connections are
+              removed too.
+            </p>
+            <input type="hidden" name="intent" value="delete" />
+            <input type="hidden" name="confirm" value="yes" />
+            <div className="flex items-center gap-4">
+              <button
+                type="submit"
+                className="rounded-md bg-red-700 px-3 py-1.5 text-sm font-medium text-white"
+              >
+                Yes, delete {agent.name}
+              </button>
+              <Link to={`/agents/${agent.id}`} className="text-sm underline">
+                Cancel
+              </Link>
+            </div>
+          </Form>
+        ) : (
+          <Form method="get">
+            <input type="hidden" name="confirm" value="delete" />
+            <button
+              type="submit"
+              className="rounded-md border border-red-300 bg-white px-3 py-1.5 text-sm text-red-700"
+            >
+              Delete agent…
+            </button>
+          </Form>
+        )}
+      </Card>
 
       <Card title="Messages">
         {messages.total === 0 ? (

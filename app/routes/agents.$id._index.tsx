@@ -7,6 +7,7 @@ import {
   agentPage,
   agentPageActions,
   agentPageQuery,
+  deleteAgentFromPage,
   pageError,
   unverifyAgent,
   verifyAgentWithEas,
@@ -42,6 +43,10 @@ export const action = /* @__PURE__ */ formAction({
       case "unverify":
         await unverifyAgent(user.id, agentId);
         return back(agentId, "unverified");
+      case "delete":
+        if (value.confirm !== "yes") return redirect("?confirm=delete", 303);
+        await deleteAgentFromPage(user.id, agentId);
+        return redirect("/agents?notice=deleted", 303);
       default:
         await agentLifecycle(user.id, agentId, value.intent);
         return back(agentId, value.intent);

@@ -1,7 +1,14 @@
 import { getFormProps, getSelectProps, useForm } from "@conform-to/react";
 import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
 import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
-import { Form, Link, useActionData, useLoaderData, useNavigation } from "@remix-run/react";
+import {
+  Form,
+  Link,
+  useActionData,
+  useLoaderData,
+  useNavigation,
+  useSearchParams,
+} from "@remix-run/react";
 import type { z } from "zod";
 import { StatusBadge, useLiveRefresh } from "../components/agents.tsx";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
@@ -35,6 +42,7 @@ export default function Agents() {
   const overview = useLoaderData<typeof loader>();
   const actionData = useActionData<typeof action>();
   const navigation = useNavigation();
+  const [searchParams] = useSearchParams();
   useLiveRefresh();
   const [form, fields] = useForm<z.input<typeof provisionFormSchema>>({
     id: "provision",
@@ -51,6 +59,7 @@ export default function Agents() {
   return (
     <div className="space-y-6">
       <h1 className="text-2xl font-semibold">Agents</h1>
+      {searchParams.get("notice") === "deleted" ? <Notice>Agent deleted.</Notice> : null}
 
       <Card title="Your agents">
         {agents.length === 0 ? (

@@ -163,6 +163,13 @@ export default function Settings() {
         <SecurityKeys keys={securityKeys} />
       </Card>
 
+      <Card title="Audit log">
+        <p className="text-sm">
+          <a className="underline" href="/settings/audit">
+            See and export the record of sign-ins, keys, plan changes and agent actions
+          </a>
+        </p>
+      </Card>
       <Card title="Sessions">
         <ul className="divide-y divide-slate-100">
           {sessions.map((s) => (

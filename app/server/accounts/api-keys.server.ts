@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { newId, sha256 } from "../platform/ids.server.ts";
@@ -44,6 +45,7 @@ export async function createApiKey(userId: string, name: string) {
     insert into api_keys (id, user_id, name, key_hash, key_preview)
     values (${newId("key")}, ${userId}, ${name}, ${sha256(key)}, ${previewOf(key)})
     returning id, name, key_preview, created_at, last_used_at`;
+  await recordAudit({ action: "api_key.created", userId, target: row!.id, details: { name } });
   return { id: row!.id, name: row!.name, key, createdAt: row!.created_at.toISOString() };
 }
 
@@ -69,6 +71,7 @@ export async function deleteApiKey(userId: string, id: string): Promise<void> {
   if (rows.length === 0) throw new DomainError(404, "API key not found");
   // Other replicas hear it from the trigger's NOTIFY; this one refuses it from now on.
   credentialCache()?.forgetKey(id);
+  await recordAudit({ action: "api_key.deleted", userId, target: id });
 }
 
 /**
@@ -95,7 +98,7 @@ export async function resolveApiKey(
   const [row] = await sql<(UserRow & { key_id: string; last_used_at: Date | null })[]>`
     select u.*, k.id as key_id, k.last_used_at
     from api_keys k join users u on u.id = k.user_id
-    where k.key_hash = ${hash}`;
+    where k.key_hash = ${hash} and u.suspended_at is null`;
   if (!row) return undefined;
   let lastUsedAt = row.last_used_at?.getTime() ?? null;
   if (lastUsedAt === null || Date.now() - lastUsedAt > LAST_USED_GRANULARITY_MS) {

@@ -1,7 +1,9 @@
 import { createCookie } from "@remix-run/node";
+import { noteAuditActor, recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import type { Queryable } from "../platform/db-helpers.server.ts";
 import { env } from "../platform/env.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
 import { newId, randomToken, sha256 } from "../platform/ids.server.ts";
 import { secrets } from "../platform/secrets.server.ts";
 import { credentialCache } from "./credential-cache.server.ts";
@@ -55,6 +57,9 @@ export async function createSession(
   meta: SessionMeta = {},
   sql: Queryable = db(),
 ): Promise<CreatedSession> {
+  const [suspended] = await sql`
+    select 1 from users where id = ${userId} and suspended_at is not null`;
+  if (suspended) throw new DomainError(403, "This account is suspended");
   const token = randomToken(32);
   const id = newId("ses");
   await sql`
@@ -111,6 +116,7 @@ export async function resolveSession(request: Request): Promise<ResolvedSession 
   const hit = cache?.session(cacheKey);
   const now = Date.now();
   if (hit && hit.expiresAt > now && now - hit.lastSeenAt <= REFRESH_AFTER_MS) {
+    noteAuditActor({ type: "user", id: hit.user.id, userId: hit.user.id });
     return { sessionId: hit.sessionId, user: hit.user };
   }
   // Exactly the value the cache is keyed by is the one verified.
@@ -123,9 +129,11 @@ export async function resolveSession(request: Request): Promise<ResolvedSession 
   >`
     select u.*, s.id as session_id, s.last_seen_at, s.expires_at
     from sessions s join users u on u.id = s.user_id
-    where s.token_hash = ${sha256(token)} and s.revoked_at is null and s.expires_at > now()`;
+    where s.token_hash = ${sha256(token)} and s.revoked_at is null and s.expires_at > now()
+      and u.suspended_at is null`;
   if (!row) return undefined;
   const resolved: ResolvedSession = { sessionId: row.session_id, user: toUser(row) };
+  noteAuditActor({ type: "user", id: row.id, userId: row.id });
   if (Date.now() - row.last_seen_at.getTime() > REFRESH_AFTER_MS) {
     await sql`
       update sessions set last_seen_at = now(),
@@ -190,6 +198,7 @@ export async function revokeSession(userId: string, sessionId: string): Promise<
     where id = ${sessionId} and user_id = ${userId} and revoked_at is null
     returning id`;
   credentialCache()?.forgetSession(sessionId);
+  if (rows.length > 0) await recordAudit({ action: "session.revoked", userId, target: sessionId });
   return rows.length > 0;
 }
 
@@ -198,9 +207,21 @@ export async function revokeOtherSessions(
   keepSessionId: string | undefined,
   sql: Queryable = db(),
 ): Promise<void> {
-  await sql`
+  const revoked = await sql`
     update sessions set revoked_at = now()
-    where user_id = ${userId} and revoked_at is null and id is distinct from ${keepSessionId ?? null}`;
+    where user_id = ${userId} and revoked_at is null and id is distinct from ${keepSessionId ?? null}
+    returning id`;
+  if (revoked.length > 0) {
+    await recordAudit(
+      {
+        action: "session.revoked",
+        userId,
+        target: keepSessionId ? "other sessions" : "all sessions",
+        details: { count: revoked.length },
+      },
+      sql,
+    );
+  }
   // Every credential of the user is read afresh here (the kept session and keys included).
   credentialCache()?.forgetUser(userId);
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CONFIG_MAX_BYTES, CUSTOM_MODEL } from "../../schemas/agents.ts";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -86,6 +87,12 @@ export async function updateAgentConfig(
     where id = ${agentId} and user_id = ${userId}
     returning *`;
   if (!row) throw new DomainError(404, "Agent not found");
+  await recordAudit({
+    action: "agent.configured",
+    userId,
+    target: agentId,
+    details: { revision: row.config_revision },
+  });
   const instance = await getInstanceByUser(userId);
   let applied = false;
   let applyError: string | undefined;

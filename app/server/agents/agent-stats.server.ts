@@ -1,11 +1,5 @@
-import { env } from "../platform/env.server.ts";
 import { getOwnedAgent } from "./agents.server.ts";
-import {
-  agentStatus,
-  formatBytes,
-  getInstanceByUser,
-  type InstanceRow,
-} from "./instances.server.ts";
+import { agentStatus, formatBytes, getInstanceByUser, liveSample } from "./instances.server.ts";
 import { messageFigures } from "./message-figures.server.ts";
 
 // GET /api/agents/:id/stats: the instance's latest sample (while fresh) and the agent's turns.
@@ -19,13 +13,6 @@ export function formatDuration(ms: number): string {
   const m = Math.floor((s % 3600) / 60);
   const parts = [d ? `${d}d` : "", d || h ? `${h}h` : "", d || h || m ? `${m}m` : "", `${s % 60}s`];
   return parts.filter(Boolean).join(" ");
-}
-
-/** Is the row's sample fresh enough to call live (a few sampler periods)? */
-export function liveSample(instance: InstanceRow | undefined, now = Date.now()): boolean {
-  if (instance?.observed_state !== "running" || !instance.sampled_at) return false;
-  const bound = Math.max(env().INSTANCE_SAMPLE_INTERVAL_MS * 4, 30_000);
-  return now - instance.sampled_at.getTime() <= bound;
 }
 
 const na = (v: string | null) => v ?? "N/A";
@@ -63,6 +50,7 @@ export async function agentStats(userId: string, agentId: string) {
         ),
         successRate: na(figures.successRate == null ? null : pct(figures.successRate)),
         errorRate: na(figures.successRate == null ? null : pct(100 - figures.successRate)),
+        stale: false,
       },
       status: "ok",
     };
@@ -79,6 +67,9 @@ export async function agentStats(userId: string, agentId: string) {
       successRate: pct(figures.successRate ?? 0),
       errorRate: pct(figures.successRate == null ? 0 : 100 - figures.successRate),
       timestamp: new Date(now).toISOString(),
+      // Beyond the contract: no live figures (engine down, instance not running, sample old).
+      stale: true,
+      sampledAt: instance?.sampled_at?.toISOString() ?? null,
     },
     status: "mock",
   };

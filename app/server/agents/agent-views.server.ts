@@ -1,5 +1,6 @@
 import { getAgentVerification } from "../identity/verification.server.ts";
 import { env } from "../platform/env.server.ts";
+import { agentAddress } from "./agent-address.server.ts";
 import { type AgentRow, getOwnedAgent, listAgents } from "./agents.server.ts";
 import { agentStatus, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
 import { instanceProgress } from "./progress.server.ts";
@@ -46,7 +47,7 @@ export async function agentDetail(userId: string, agentId: string) {
     getAgentVerification(agentId),
   ]);
   const progress = await instanceProgress(instance);
-  const subdomain = `${agent.id}.${env().AGENTS_DOMAIN}`;
+  const { subdomain, url } = agentAddress(agent.id);
   return {
     agent: {
       id: agent.id,
@@ -56,7 +57,7 @@ export async function agentDetail(userId: string, agentId: string) {
       startedAt: instance?.started_at?.toISOString() ?? null,
       plan: instance?.plan ?? agent.tier,
       subdomain,
-      url: `https://${subdomain}`,
+      url,
       // As the running gateway reported it in hello-ok (recorded by the worker).
       gatewayVersion: instance?.gateway_version ?? "unknown",
       verified: verification.verified,

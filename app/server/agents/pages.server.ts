@@ -18,6 +18,7 @@ import {
 } from "./agent-verification.server.ts";
 import { agentDetail, agentSummaries } from "./agent-views.server.ts";
 import { getOwnedAgent, TIER_LIMITS, type Tier, tierOfUser } from "./agents.server.ts";
+import { deleteAgent } from "./delete-agent.server.ts";
 import {
   agentStatus,
   contractStatus,
@@ -90,6 +91,12 @@ export async function provisionFromPage(
   await limitPageAction(userId, "agents");
   const { agent } = await provisionAgent(userId, input);
   return agent;
+}
+
+/** The agent page's confirmed delete (the same service as DELETE /api/agents/:id). */
+export async function deleteAgentFromPage(userId: string, agentId: string) {
+  await limitPageAction(userId, "agents");
+  return deleteAgent(userId, agentId);
 }
 
 export const LIFECYCLE_INTENTS = [
@@ -206,7 +213,7 @@ export async function agentLive(userId: string, agentId: string) {
     progress: await instanceProgress(instance),
     lastError: instance && contractStatus(instance) === "error" ? instance.last_error : null,
     statsStatus: status,
-    stats: stats as Record<string, string | number | undefined>,
+    stats: stats as Record<string, string | number | boolean | null | undefined>,
     at: new Date().toISOString(),
   };
 }
@@ -240,4 +247,6 @@ export const agentPageActions = z.discriminatedUnion("intent", [
   // The service checks the UID's form (one message for the API and the page).
   z.object({ intent: z.literal("verify-eas"), attestationUid: z.string().max(200).optional() }),
   z.object({ intent: z.literal("unverify") }),
+  // Only the confirm step's form carries confirm=yes (the page works without JavaScript).
+  z.object({ intent: z.literal("delete"), confirm: z.literal("yes").optional() }),
 ]);

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ActionFunctionArgs, LoaderFunctionArgs } from "@remix-run/node";
 import type { z } from "zod";
+import { type AuditActor, withAuditScope } from "./audit.server.ts";
 import { clientIp } from "./client-ip.server.ts";
 import { DomainError, domainErrorStatus } from "./errors.server.ts";
 import { logger } from "./logger.server.ts";
@@ -23,6 +24,8 @@ export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export interface Caller {
   user: { id: string };
   setCookie?: string;
+  /** Who the audit log names for what the handler records (the user, or their API key). */
+  auditActor?: AuditActor;
 }
 
 /** Auth modes, each mapped to what a handler under it gets as `auth` (undefined: anonymous). */
@@ -297,17 +300,20 @@ async function answer<A extends AuthModes<A>>(
     const parsedParams = parse(spec.params, params, "params");
     const query = parse(spec.query, Object.fromEntries(url.searchParams), "query");
     const body = spec.body ? parse(spec.body, await readBody(request), "body") : undefined;
-    const result = await spec.handler({
-      request,
-      params: parsedParams,
-      query,
-      body,
-      requestId,
-      ip,
-      context,
-      auth,
-      startedAt,
-    });
+    const actor = caller?.auditActor;
+    const result = await withAuditScope({ ip, ...(actor ? { actor } : {}) }, () =>
+      spec.handler({
+        request,
+        params: parsedParams,
+        query,
+        body,
+        requestId,
+        ip,
+        context,
+        auth,
+        startedAt,
+      }),
+    );
     const response =
       result instanceof Response ? result : json(result, { status: spec.status ?? 200 });
     return withHeaders(response, extraHeaders, caller?.setCookie);

@@ -3,6 +3,7 @@ import {
   type ChatBody,
   type Completion,
   contentText,
+  isRecord,
   joinUrl,
   type ListedModel,
   listedEntry,
@@ -152,8 +153,9 @@ export function openAiCompatibleClient(options: OpenAiCompatibleOptions): Provid
       const { value, text: raw } = await readJsonText(provider, response);
       const read = parseAnswer(provider, completionSchema, value, "chat completion");
       const text = read.choices.map((c) => contentText(c?.message?.content)).join("");
-      // The provider's own object passes on (parsing keeps only what we read).
-      const native = value as Record<string, unknown>;
+      // The provider's own object passes on (parsing keeps only what we read); it parsed as an
+      // object just above, so the guard only narrows its type.
+      const native = isRecord(value) ? value : {};
       return { native, openai: native, usage: usageOf(read), text, raw };
     },
 

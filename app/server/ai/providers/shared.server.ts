@@ -308,16 +308,16 @@ export function joinUrl(base: string, path: string): string {
   return `${base.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`;
 }
 
+/** A JSON object (the provider modules read its fields with zod or typeof guards). */
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
 /** The text of an OpenAI message content: a string, or the text parts of a content array. */
 export function contentText(content: unknown): string {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {
     return content
-      .map((part) =>
-        part && typeof part === "object" && typeof (part as { text?: unknown }).text === "string"
-          ? (part as { text: string }).text
-          : "",
-      )
+      .map((part: unknown) => (isRecord(part) && typeof part.text === "string" ? part.text : ""))
       .join("");
   }
   return "";
