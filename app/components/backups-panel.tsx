@@ -1,4 +1,4 @@
-import { Form } from "@remix-run/react";
+import { Form, useNavigation } from "@remix-run/react";
 import type { BackupView } from "../server/agents/backups.server.ts";
 import { Submit } from "./forms.tsx";
 
@@ -21,15 +21,8 @@ const reasons: Record<string, string> = {
   "pre-delete": "before deletion",
 };
 
-export function BackupsPanel({
-  agentId,
-  backups,
-  busyIntent,
-}: {
-  agentId: string;
-  backups: BackupView[];
-  busyIntent: FormDataEntryValue | null | undefined;
-}) {
+export function BackupsPanel({ agentId, backups }: { agentId: string; backups: BackupView[] }) {
+  const busyIntent = useNavigation().formData?.get("intent");
   const base = `/api/agents/${encodeURIComponent(agentId)}/backups`;
   return (
     <div className="space-y-3">

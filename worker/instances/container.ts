@@ -70,7 +70,8 @@ export async function ensureContainer(
 ): Promise<ContainerInfo> {
   const { tag, image, wantedId } = await imageFor(row, options);
   const { gatewayIp } = await ensureNetwork();
-  await rt().ensureVolume(row.volume_name, volumeLabels(row));
+  // A new instance's node is chosen with its volume (multi-node drivers: by free capacity).
+  await rt().ensureVolume(row.volume_name, volumeLabels(row), { limits: limitsForPlan(row.plan) });
   let info = await rt().inspect(row.container_name);
   if (info && (options.recreate || (wantedId !== undefined && info.imageId !== wantedId))) {
     // Graceful stop first: the gateway releases its state lease (gateway/README.md).

@@ -9,6 +9,7 @@ import {
   gatewayEndpoint,
   getRuntime,
   LABELS,
+  NoCapacityError,
   RuntimeUnavailableError,
 } from "../runtime/index.ts";
 import { ensureAiRelay } from "./ai-relay.ts";
@@ -70,6 +71,9 @@ export const log = () => logger().child({ area: "instances" });
 export function gatewayAddress(info: ContainerInfo | undefined): string | undefined {
   return gatewayEndpoint(info, GATEWAY_PORT);
 }
+
+/** Is this failure "no node has room" (503)? */
+export const isNoCapacity = (error: unknown): boolean => error instanceof NoCapacityError;
 
 /** Is this failure "the backend did not answer" (502) rather than an internal error (500)? */
 export function isUnavailable(error: unknown): boolean {

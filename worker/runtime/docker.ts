@@ -61,6 +61,19 @@ export function demux(buffer: Buffer): { stdout: string; stderr: string } {
   };
 }
 
+/** dockerode's connection options for a Docker host URL (unix:///path or tcp://host:port). */
+export function engineAddress(host: string): Docker.DockerOptions {
+  const url = new URL(host);
+  if (url.protocol === "unix:") return { socketPath: url.pathname };
+  if (url.protocol === "tcp:" || url.protocol === "http:") {
+    return { host: url.hostname, port: Number(url.port || 2375), protocol: "http" };
+  }
+  if (url.protocol === "https:") {
+    return { host: url.hostname, port: Number(url.port || 2376), protocol: "https" };
+  }
+  throw new Error(`unsupported Docker host ${host} (unix://, tcp:// or https://)`);
+}
+
 /** The engine's socket: DOCKER_SOCKET, else DOCKER_HOST when it names a unix socket. */
 function engineSocket(): string {
   const host = process.env.DOCKER_HOST;
@@ -71,6 +84,8 @@ function engineSocket(): string {
 
 export interface DockerDriverOptions {
   socketPath?: string;
+  /** An engine given as a Docker host URL (unix:///path or tcp://host:port); wins over socketPath. */
+  host?: string;
   /** Upper bound on a container's CPUs (tests keep gateways at 1). */
   maxCpus?: number;
 }
@@ -82,9 +97,11 @@ export class DockerRuntime implements AgentRuntime {
   #engineCpus: number | undefined;
 
   constructor(options: DockerDriverOptions = {}) {
-    this.docker = new Docker({
-      socketPath: options.socketPath || engineSocket(),
-    });
+    this.docker = new Docker(
+      options.host
+        ? engineAddress(options.host)
+        : { socketPath: options.socketPath || engineSocket() },
+    );
     this.maxCpus = options.maxCpus;
   }
 

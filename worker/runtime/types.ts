@@ -71,6 +71,8 @@ export interface ContainerInfo {
   labels: Record<string, string>;
   /** The container's address on its network (reach the gateway there). */
   address: string | undefined;
+  /** The cluster node the instance is pinned to (the Swarm driver). */
+  node?: string;
   /** host:port of the gateway when the driver chooses the port (the process driver). */
   endpoint?: string;
   /** Host ports published, e.g. { "18789/tcp": [{hostIp, hostPort}] }. */
@@ -106,14 +108,22 @@ export interface ExecResult {
 }
 
 export interface AgentRuntime {
-  readonly driver: "docker" | "process";
+  readonly driver: "docker" | "process" | "swarm";
   /** Throws RuntimeUnavailableError when the engine does not answer. */
   ping(): Promise<void>;
   ensureNetwork(
     name: string,
     labels?: Record<string, string>,
   ): Promise<{ gatewayIp: string | undefined }>;
-  ensureVolume(name: string, labels: Record<string, string>): Promise<void>;
+  /**
+   * Creates the volume when missing. `placement` says what the instance it belongs to will
+   * reserve: a multi-node driver places a new state volume (and so the instance) by it.
+   */
+  ensureVolume(
+    name: string,
+    labels: Record<string, string>,
+    placement?: { limits: ResourceLimits },
+  ): Promise<void>;
   removeVolume(name: string): Promise<void>;
   volumeExists(name: string): Promise<boolean>;
   /** Creates the container (not started); returns its id. */
@@ -185,6 +195,17 @@ export class RuntimeUnavailableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "RuntimeUnavailableError";
+  }
+}
+
+/**
+ * No node has room for an instance (free memory and CPU against what is reserved there): the
+ * lifecycle API maps this to 503.
+ */
+export class NoCapacityError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "NoCapacityError";
   }
 }
 

@@ -35,7 +35,7 @@ export type ObservedState = (typeof OBSERVED_STATES)[number];
 export interface InstanceRow {
   id: string;
   user_id: string;
-  driver: "docker" | "process";
+  driver: "docker" | "process" | "swarm";
   plan: string;
   container_id: string | null;
   container_name: string;
@@ -180,6 +180,15 @@ export function contractStatus(row: InstanceRow): string {
   }
 }
 
+/** An agent's status is its instance's (one gateway runs all of a user's agents). */
+export function agentStatus(instance: InstanceRow | undefined): string {
+  if (!instance) return "provisioning";
+  if (instance.observed_state === "new" && instance.desired_state === "running") {
+    return "provisioning";
+  }
+  return contractStatus(instance);
+}
+
 /** The instance's address: its owner's id names the gateway that runs all their agents. */
 export function addressOf(row: InstanceRow): { subdomain: string; url: string } {
   return agentAddress(row.user_id);
@@ -242,8 +251,9 @@ export type LifecycleAction = (typeof LIFECYCLE_ACTIONS)[number];
 /** What the instance-action job returns (stored as the job's output). */
 export const actionOutcomeSchema = z.object({
   ok: z.boolean(),
-  /** unavailable: Docker or the gateway did not answer (502); internal: anything else (500). */
-  failure: z.enum(["unavailable", "internal"]).optional(),
+  /** unavailable: Docker or the gateway did not answer (502); capacity: no node has room for
+   * the instance (503); internal: anything else (500). */
+  failure: z.enum(["unavailable", "capacity", "internal"]).optional(),
   message: z.string().optional(),
   status: z.string().optional(),
 });
@@ -251,6 +261,11 @@ export type ActionOutcome = z.infer<typeof actionOutcomeSchema>;
 
 const backendUnavailable = () =>
   new DomainError(502, "Instance backend unavailable", { success: false, status: "error" });
+const noCapacity = () =>
+  new DomainError(503, "No capacity for this instance right now; try again later", {
+    success: false,
+    status: "error",
+  });
 const internalFailure = () =>
   new DomainError(500, "Instance operation failed", { success: false, status: "error" });
 
@@ -321,7 +336,12 @@ export async function runLifecycle(
     const parsed = actionOutcomeSchema.safeParse(done.output);
     if (done.state !== "completed" || !parsed.success) throw internalFailure();
     if (!parsed.data.ok) {
-      throw parsed.data.failure === "unavailable" ? backendUnavailable() : internalFailure();
+      const failure = parsed.data.failure;
+      throw failure === "unavailable"
+        ? backendUnavailable()
+        : failure === "capacity"
+          ? noCapacity()
+          : internalFailure();
     }
     await audit("success");
     return parsed.data;

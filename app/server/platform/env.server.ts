@@ -155,7 +155,13 @@ const schema = z.object({
   /** Runtime driver: docker, process (gateways as local processes; laptops without Docker) or
    * auto (Docker when its engine answers, else process; production never picks process
    * unless told). docs/decisions/0037-process-driver.md */
-  RUNTIME_DRIVER: z.enum(["auto", "docker", "process"]).default("auto"),
+  RUNTIME_DRIVER: z.enum(["auto", "docker", "process", "swarm"]).default("auto"),
+  /** Swarm driver: each node's engine, JSON {"<node id or hostname>": "unix:///… | tcp://…"}
+   * (the manager's own node needs none). docs/decisions/0145-swarm-driver-and-placement.md */
+  SWARM_NODE_ENGINES: z.preprocess(
+    (v) => (typeof v === "string" && v.trim() ? JSON.parse(v) : undefined),
+    z.record(z.string(), z.string()).optional(),
+  ),
   /** The process driver's OpenClaw package folder (default: installed under DATA_DIR). */
   RUNTIME_OPENCLAW_DIR: optionalString,
   /** Gateway image the worker runs (built by gateway/build.sh). */
@@ -235,6 +241,8 @@ const schema = z.object({
     .transform((v) => v === "on"),
   /** How long POST /api/agents/provision waits for a new instance (warm pool: it is running). */
   AGENT_PROVISION_WAIT_MS: z.coerce.number().int().min(0).default(10_000),
+  /** How long a chat sent while the agent is starting waits for it (decision 0137). */
+  AGENT_CHAT_START_WAIT_MS: z.coerce.number().int().min(0).default(120_000),
   /** How long PUT /api/agents/:id/config waits for the gateway to take the change (`applied`). */
   AGENT_CONFIG_APPLY_WAIT_MS: z.coerce.number().int().min(0).default(5_000),
   /** Worker's chat recorder: gateway connections per running instance (0 disables). */
