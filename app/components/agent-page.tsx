@@ -5,6 +5,7 @@ import type { FormReply } from "../server/platform/form-action.server.ts";
 import { AgentProgress } from "./agent-progress.tsx";
 import { AgentTabs } from "./agent-tabs.tsx";
 import { LifecycleButtons, StatusBadge, useLivePoll } from "./agents.tsx";
+import { BackupsPanel } from "./backups-panel.tsx";
 import { Card, Notice } from "./forms.tsx";
 import { VerificationPanel } from "./verification-panel.tsx";
 
@@ -26,6 +27,10 @@ const notices: Record<string, string> = {
   "config-refused": "Configuration saved, but the gateway refused it (see the configuration).",
   verified: "Agent verified.",
   unverified: "Verification removed.",
+  backup: "Backup started: it is listed as ready when it is stored.",
+  restored: "Backup restored: the gateway runs on the restored state.",
+  "restore-running": "The restore is still running: its outcome shows next to the backup.",
+  "backup-deleted": "Backup deleted.",
 };
 
 function Row({ label, children }: { label: string; children: ReactNode }) {
@@ -194,6 +199,10 @@ export function AgentPage({
         </Link>{" "}
         tab.
       </p>
+
+      <Card title="Backups">
+        <BackupsPanel agentId={agent.id} backups={page.backups} />
+      </Card>
 
       <Card title="Delete agent">
         {searchParams.get("confirm") === "delete" ? (

@@ -7,6 +7,7 @@ import {
   agentPage,
   agentPageActions,
   agentPageQuery,
+  backupFromPage,
   deleteAgentFromPage,
   pageError,
   unverifyAgent,
@@ -43,6 +44,10 @@ export const action = /* @__PURE__ */ formAction({
       case "unverify":
         await unverifyAgent(user.id, agentId);
         return back(agentId, "unverified");
+      case "backup":
+      case "restore":
+      case "delete-backup":
+        return back(agentId, await backupFromPage(user.id, agentId, value));
       case "delete":
         if (value.confirm !== "yes") return redirect("?confirm=delete", 303);
         await deleteAgentFromPage(user.id, agentId);

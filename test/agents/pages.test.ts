@@ -174,6 +174,55 @@ describe("agent page", () => {
     expect((oddLogs.body as { logs: { level: unknown } }).logs.level).toBeNull();
   });
 
+  it("takes, lists and deletes backups from the backups section; refusals land on the form", async () => {
+    const who = await agentUser("solo");
+    const id = await provisionThroughPage(who);
+    const taken = await page(agentRoute, `/agents/${id}`, who, { intent: "backup" }, { id });
+    expect(taken.location).toBe(`/agents/${id}?notice=backup`);
+    const shown = await page(agentRoute, `/agents/${id}`, who, undefined, { id });
+    const backups = (shown.body as { backups: Array<{ id: string; status: string }> }).backups;
+    expect(backups).toEqual([expect.objectContaining({ reason: "manual", status: "pending" })]);
+    // No worker runs here: the first is still being taken, so a second is refused.
+    const again = await page(agentRoute, `/agents/${id}`, who, { intent: "backup" }, { id });
+    expect(again.status).toBe(409);
+    expect((again.body as { error: string }).error).toMatch(/already being taken/);
+    const notReady = await page(
+      agentRoute,
+      `/agents/${id}`,
+      who,
+      { intent: "restore", backupId: backups[0]?.id as string },
+      { id },
+    );
+    expect(notReady.status).toBe(409);
+    const bad = await page(
+      agentRoute,
+      `/agents/${id}`,
+      who,
+      { intent: "restore", backupId: "../etc" },
+      { id },
+    );
+    expect(bad.status).toBe(400);
+    const intruder = await agentUser("solo");
+    const foreign = await page(
+      agentRoute,
+      `/agents/${id}`,
+      intruder,
+      { intent: "delete-backup", backupId: backups[0]?.id as string },
+      { id },
+    );
+    expect(foreign.status).toBe(404);
+    const deleted = await page(
+      agentRoute,
+      `/agents/${id}`,
+      who,
+      { intent: "delete-backup", backupId: backups[0]?.id as string },
+      { id },
+    );
+    expect(deleted.location).toBe(`/agents/${id}?notice=backup-deleted`);
+    const after = await page(agentRoute, `/agents/${id}`, who, undefined, { id });
+    expect((after.body as { backups: unknown[] }).backups).toEqual([]);
+  });
+
   it("removes a verification, checks the EAS form, and refuses unknown intents", async () => {
     const who = await agentUser("solo");
     const id = await provisionThroughPage(who);

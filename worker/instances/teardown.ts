@@ -4,8 +4,10 @@ import {
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
 import { revokeInstanceTokens } from "../../app/server/ai/instance-tokens.server.ts";
+import { backupStore } from "../../app/server/platform/backup-store.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { LABELS } from "../runtime/index.ts";
+import { takePendingBeforeTeardown } from "./backup.ts";
 import { deploymentLabels, rt } from "./engine.ts";
 import { withInstanceLock } from "./lock.ts";
 
@@ -65,6 +67,8 @@ export async function teardown(userId: string, instanceId?: string) {
   const run = async () => {
     for (const c of containers) await rt().remove(c.id);
     if (!row) return { userId, instancesFound: 0, containersRemoved: containers.length };
+    // The gateway is stopped: the deleted agent's backup copies a consistent volume.
+    if (instanceId) await takePendingBeforeTeardown(userId, row);
     const removed = await removeInstance(
       row,
       containers.map((c) => c.id),
@@ -77,5 +81,9 @@ export async function teardown(userId: string, instanceId?: string) {
       tokensRevoked: removed.tokensRevoked,
     };
   };
-  return row ? withInstanceLock(row.id, run) : run();
+  const result = await (row ? withInstanceLock(row.id, run) : run());
+  // An erased account's backups go with it (their rows went with the user); never a live one's.
+  const [alive] = await db()`select 1 from users where id = ${userId}`;
+  if (!instanceId && !alive) await backupStore().deletePrefix(`${userId}/`);
+  return result;
 }

@@ -5,6 +5,7 @@ import {
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
+import { backupInstanceAgents } from "./backup.ts";
 import { ensureContainer } from "./container.ts";
 import { log, ownerLabels, rt, volumeLabels } from "./engine.ts";
 import { waitHealthy } from "./health.ts";
@@ -72,6 +73,24 @@ async function rollBack(row: InstanceRow, previous: Previous, reason: string) {
 }
 
 /**
+ * A backup of every agent before the update (decision 0140). When it cannot be taken the update
+ * does not start: the gateway comes back as it was and why is recorded.
+ */
+async function backUpBeforeUpdate(row: InstanceRow, previous: Previous, target: string) {
+  try {
+    await backupInstanceAgents(row, "pre-update", previous.image);
+    return true;
+  } catch (error) {
+    const reason = `update to ${target} not started: the pre-update backup failed: ${(error as Error).message}`;
+    const info = await ensureContainer(row, { image: previous.tag, imageId: previous.id });
+    await waitHealthy(info).catch(() => {});
+    await observe((await getInstance(row.id)) as InstanceRow);
+    await recordError(row.id, reason);
+    return { failed: reason };
+  }
+}
+
+/**
  * Recreates the container on the newest build of the configured image tag, keeping the volume.
  * Images are compared by id, so a tag rebuilt in place (new plugins, a new base) is an update
  * too. The state is snapshotted first (the gateway stopped, so the copy is consistent); when the
@@ -98,6 +117,8 @@ export async function updateImage(instanceId: string) {
     await updateInstance(row.id, { observed_state: "updating", desired_state: "running" });
     if (current?.running) await rt().stop(current.id, 10); // releases the state lease
     await snapshotVolume(row, previous.image, "save");
+    const backedUp = await backUpBeforeUpdate(row, previous, target);
+    if (backedUp !== true) return backedUp;
     try {
       const info = await ensureContainer(row, { image: target, recreate: true });
       await waitHealthy(info);

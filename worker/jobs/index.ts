@@ -1,4 +1,5 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
+import { backupAgent } from "./backup-agent.ts";
 import type { JobContext } from "./context.ts";
 import { deliverWebhook } from "./deliver-webhook.ts";
 import { fillPoolJob } from "./fill-pool.ts";
@@ -8,6 +9,8 @@ import { provisionInstance } from "./provision-instance.ts";
 import { purgeAuditLog } from "./purge-audit-log.ts";
 import { reconcile } from "./reconcile.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
+import { restoreBackupJob } from "./restore-backup.ts";
+import { scheduledBackupsJob } from "./scheduled-backups.ts";
 import { sendEmail } from "./send-email.ts";
 import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
 import { syncAgentsJob } from "./sync-agents.ts";
@@ -32,5 +35,8 @@ export const handlers: Handlers = {
   "stop-unpaid-instance": stopUnpaidInstance,
   "sync-agents": syncAgentsJob,
   "warm-up-instance": warmUpInstance,
+  "backup-agent": backupAgent,
+  "restore-backup": restoreBackupJob,
+  "scheduled-backups": scheduledBackupsJob,
   "purge-audit-log": purgeAuditLog,
 };

@@ -1,4 +1,4 @@
-import { PassThrough } from "node:stream";
+import { finished, PassThrough } from "node:stream";
 import Docker from "dockerode";
 import {
   type AgentRuntime,
@@ -411,6 +411,57 @@ export class DockerRuntime implements AgentRuntime {
       state: r.State,
       labels: r.Labels ?? {},
     }));
+  }
+
+  /**
+   * A created, never started container with the volume at /state: Docker's archive API reads
+   * it. A one-shot by role, so a dead job's leftover is found and removed like the others.
+   */
+  private async volumeHelper(volume: string, image: string, labels: Record<string, string> = {}) {
+    return call(() =>
+      this.docker.createContainer({
+        Image: image,
+        Entrypoint: ["true"],
+        Cmd: [],
+        Labels: { ...labels, [LABELS.managed]: "1", [LABELS.role]: "one-shot" },
+        HostConfig: {
+          NetworkMode: "none",
+          Mounts: [{ Type: "volume", Source: volume, Target: "/state" }],
+        },
+      }),
+    );
+  }
+
+  async exportVolume(
+    volume: string,
+    image: string,
+    labels?: Record<string, string>,
+  ): Promise<NodeJS.ReadableStream> {
+    const helper = await this.volumeHelper(volume, image, labels);
+    try {
+      const archive = await call(() => helper.getArchive({ path: "/state" }));
+      finished(archive, () => {
+        helper.remove({ force: true }).catch(() => {});
+      });
+      return archive;
+    } catch (error) {
+      await helper.remove({ force: true }).catch(() => {});
+      throw error;
+    }
+  }
+
+  async importVolume(
+    volume: string,
+    image: string,
+    tar: NodeJS.ReadableStream,
+    labels?: Record<string, string>,
+  ): Promise<void> {
+    const helper = await this.volumeHelper(volume, image, labels);
+    try {
+      await call(() => helper.putArchive(tar, { path: "/" }));
+    } finally {
+      await helper.remove({ force: true }).catch(() => {});
+    }
   }
 
   async volumeHolders(volume: string): Promise<ContainerSummary[]> {

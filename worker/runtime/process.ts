@@ -3,6 +3,9 @@ import { closeSync, existsSync, openSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { extract as tarExtract, pack as tarPack } from "tar-fs";
 import { linkPluginRoot } from "./openclaw-install.ts";
 import {
   type AgentRuntime,
@@ -48,6 +51,9 @@ interface ProcessSpec {
   finishedAt?: string;
   exitCode?: number;
 }
+
+/** importVolume's name for tar entries that are not under state/ (skipped). */
+const OUTSIDE = ".not-state";
 
 export interface ProcessRuntimeOptions {
   /** Where specs, logs and volumes live (default <DATA_DIR>/runtime). */
@@ -179,6 +185,38 @@ export class ProcessRuntime implements AgentRuntime {
 
   async removeVolume(name: string): Promise<void> {
     await rm(this.volumePath(name), { recursive: true, force: true });
+  }
+
+  async exportVolume(volume: string): Promise<NodeJS.ReadableStream> {
+    const root = this.volumePath(volume);
+    if (!existsSync(root)) throw new Error(`volume ${volume} does not exist`);
+    // tar-fs's pack is a streamx stream; Readable.from gives callers a Node stream.
+    return Readable.from(
+      tarPack(root, {
+        map: (header) => ({
+          ...header,
+          name: header.name === "." ? "state" : `state/${header.name}`,
+        }),
+      }),
+    );
+  }
+
+  async importVolume(volume: string, _image: string, tar: NodeJS.ReadableStream): Promise<void> {
+    const root = this.volumePath(volume);
+    await mkdir(root, { recursive: true, mode: 0o700 });
+    await pipeline(
+      tar,
+      tarExtract(root, {
+        // tar-fs maps before it filters: entries outside state/ (not the volume's) are renamed
+        // into a marker folder that `ignore` then skips.
+        map: (header) => {
+          const inside = /^state(\/|$)/.test(header.name);
+          const name = header.name.replace(/^state\/?/, "") || ".";
+          return { ...header, name: inside ? name : `${OUTSIDE}/${header.name}` };
+        },
+        ignore: (_name, header) => !header || header.name.startsWith(`${OUTSIDE}/`),
+      }),
+    );
   }
 
   async volumeExists(name: string): Promise<boolean> {

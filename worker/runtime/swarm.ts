@@ -699,6 +699,31 @@ export class SwarmRuntime implements AgentRuntime {
     return holders;
   }
 
+  /** The volume's tar, read on the node that holds it. */
+  async exportVolume(
+    volume: string,
+    image: string,
+    labels?: Record<string, string>,
+  ): Promise<NodeJS.ReadableStream> {
+    return (await this.#engineOfVolume(volume)).exportVolume(volume, image, labels);
+  }
+
+  /** Writes into the volume on the node that holds it (ensureVolume placed it). */
+  async importVolume(
+    volume: string,
+    image: string,
+    tar: NodeJS.ReadableStream,
+    labels?: Record<string, string>,
+  ): Promise<void> {
+    return (await this.#engineOfVolume(volume)).importVolume(volume, image, tar, labels);
+  }
+
+  async #engineOfVolume(volume: string): Promise<DockerRuntime> {
+    const nodeId = await this.#nodeOfVolume(volume);
+    if (!nodeId) throw new Error(`volume ${volume} is on no ready node`);
+    return this.engineOf(nodeId);
+  }
+
   /** A one-shot container on the node that holds the volume (its state lives there). */
   async runOnce(spec: Parameters<AgentRuntime["runOnce"]>[0]): Promise<ExecResult> {
     const nodeId = await this.#nodeOfVolume(spec.volume);

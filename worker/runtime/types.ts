@@ -159,6 +159,23 @@ export interface AgentRuntime {
     timeoutMs?: number;
   }): Promise<ExecResult>;
   /**
+   * The volume's files as a tar stream, every entry under `state/` (owners and modes kept). The
+   * image only hosts a helper that is never started (Docker); the process driver reads the
+   * folder. Take it with the gateway stopped for a consistent copy.
+   */
+  exportVolume(
+    volume: string,
+    image: string,
+    labels?: Record<string, string>,
+  ): Promise<NodeJS.ReadableStream>;
+  /** Writes a tar stream of the exportVolume shape (entries under `state/`) into the volume. */
+  importVolume(
+    volume: string,
+    image: string,
+    tar: NodeJS.ReadableStream,
+    labels?: Record<string, string>,
+  ): Promise<void>;
+  /**
    * The id of the image a reference (tag or id) names now, or undefined when there is none. A
    * rebuilt tag names a new id: instances are pinned to ids, so only an update moves them.
    */

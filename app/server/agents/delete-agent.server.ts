@@ -4,6 +4,7 @@ import { db } from "../platform/db.server.ts";
 import { txExecutor } from "../platform/db-helpers.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
+import { backupBeforeDeletion } from "./backups.server.ts";
 import { deleteChannelCredentials } from "./channels.server.ts";
 import type { InstanceRow } from "./instances.server.ts";
 import { retireInstance } from "./instances.server.ts";
@@ -26,6 +27,15 @@ export async function deleteAgent(userId: string, agentId: string): Promise<Dele
   const retired = await db().begin(async (tx) => {
     // The user's row lock orders this against agent creation (which counts under it).
     await tx`select id from users where id = ${userId} for update`;
+    const [owned] = await tx<{ count: number }[]>`
+      select count(*)::int as count from agents where user_id = ${userId}`;
+    const [found] = await tx`select 1 from agents where id = ${agentId} and user_id = ${userId}`;
+    if (!found) throw new DomainError(404, "Agent not found");
+    // Its state and records first (decision 0140), while its rows are still there.
+    const [hasInstance] = await tx`select 1 from instances where user_id = ${userId}`;
+    if (hasInstance) {
+      await backupBeforeDeletion({ id: agentId, user_id: userId }, tx, (owned?.count ?? 0) > 1);
+    }
     const [agent] = await tx<{ id: string; name: string }[]>`
       delete from agents where id = ${agentId} and user_id = ${userId} returning id, name`;
     if (!agent) throw new DomainError(404, "Agent not found");

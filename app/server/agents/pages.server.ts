@@ -18,6 +18,13 @@ import {
 } from "./agent-verification.server.ts";
 import { agentDetail, agentSummaries } from "./agent-views.server.ts";
 import { getOwnedAgent, TIER_LIMITS, type Tier, tierOfUser } from "./agents.server.ts";
+import {
+  backupParams,
+  deleteBackup,
+  listBackups,
+  requestBackup,
+  requestRestore,
+} from "./backups.server.ts";
 import { deleteAgent } from "./delete-agent.server.ts";
 import {
   agentStatus,
@@ -173,6 +180,7 @@ export async function agentPage(
     listWebauthnCredentials(userId),
     modelSource(userId),
   ]);
+  const { backups } = await listBackups(userId, agentId);
   return {
     agent: {
       ...agent,
@@ -186,6 +194,7 @@ export async function agentPage(
     // The verification panel's security-key proof asks for one of these credentials.
     securityKeyIds: securityKeys.map((k) => k.id),
     messages,
+    backups,
     /** Which model source serves the agent, or what is missing (before a chat fails on it). */
     modelSource: models,
   };
@@ -233,6 +242,27 @@ export async function unverifyAgent(userId: string, agentId: string) {
   return removeAgentVerification(userId, agentId);
 }
 
+/** The backups section's forms: the API's services and budgets (a restore is a lifecycle step). */
+export async function backupFromPage(
+  userId: string,
+  agentId: string,
+  action: { intent: "backup" } | { intent: "restore" | "delete-backup"; backupId: string },
+): Promise<string> {
+  await limitPageAction(userId, action.intent === "delete-backup" ? "agents" : "instance");
+  switch (action.intent) {
+    case "backup":
+      await requestBackup(userId, agentId);
+      return "backup";
+    case "restore": {
+      const outcome = await requestRestore(userId, agentId, action.backupId);
+      return outcome instanceof Response ? "restore-running" : "restored";
+    }
+    case "delete-backup":
+      await deleteBackup(userId, agentId, action.backupId);
+      return "backup-deleted";
+  }
+}
+
 /** A loader's 404 (another user's agent included) as the page's "not found"; others rethrown. */
 export function pageError(error: unknown): never {
   if (error instanceof DomainError && error.status === 404) {
@@ -247,6 +277,11 @@ export const agentPageActions = z.discriminatedUnion("intent", [
   // The service checks the UID's form (one message for the API and the page).
   z.object({ intent: z.literal("verify-eas"), attestationUid: z.string().max(200).optional() }),
   z.object({ intent: z.literal("unverify") }),
+  z.object({ intent: z.literal("backup") }),
+  z.object({
+    intent: z.enum(["restore", "delete-backup"]),
+    backupId: backupParams.shape.backupId,
+  }),
   // Only the confirm step's form carries confirm=yes (the page works without JavaScript).
   z.object({ intent: z.literal("delete"), confirm: z.literal("yes").optional() }),
 ]);

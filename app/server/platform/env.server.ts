@@ -190,6 +190,40 @@ const schema = z.object({
   AUDIT_PURGE_CRON: z.string().default("41 3 * * *"),
   /** How old an instance's measured storage may get before reconcile measures again (ms). */
   STORAGE_MEASURE_INTERVAL_MS: z.coerce.number().int().min(0).default(600_000),
+  /** Where backups are stored: a local folder (BACKUP_DIR, default DATA_DIR/backups) or S3. */
+  BACKUP_STORE: z.enum(["local", "s3"]).default("local"),
+  BACKUP_DIR: z.preprocess(blank, z.string().optional()),
+  /** S3-compatible storage (any endpoint: AWS, MinIO, R2, …); path-style by default. */
+  BACKUP_S3_ENDPOINT: z.preprocess(blank, z.url().optional()),
+  BACKUP_S3_REGION: z.string().default("us-east-1"),
+  BACKUP_S3_BUCKET: z.preprocess(blank, z.string().optional()),
+  BACKUP_S3_PREFIX: z.preprocess(blank, z.string().optional()),
+  BACKUP_S3_ACCESS_KEY_ID: z.preprocess(blank, z.string().optional()),
+  BACKUP_S3_SECRET_ACCESS_KEY: z.preprocess(blank, z.string().optional()),
+  BACKUP_S3_FORCE_PATH_STYLE: z
+    .enum(["true", "false"])
+    .default("true")
+    .transform((v) => v === "true"),
+  /** pg-boss cron of the scheduled backups (each plan's interval and retention: decision 0140). */
+  BACKUP_CRON: z.string().default("17 * * * *"),
+  /** Largest agent export archive an import accepts (bytes). */
+  EXPORT_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(512 * 1024 ** 2),
+  /** Public keys (base64url, comma-separated) of other installations whose exports are trusted. */
+  EXPORT_TRUSTED_KEYS: z
+    .string()
+    .default("")
+    .transform((v) =>
+      v
+        .split(",")
+        .map((k) => k.trim())
+        .filter(Boolean),
+    ),
+  /** How long POST …/restore waits for the worker before answering 202 (still running). */
+  BACKUP_RESTORE_WAIT_MS: z.coerce.number().int().min(0).default(300_000),
   /** Worker's live-sample interval (container stats and state into the instances table). */
   INSTANCE_SAMPLE_INTERVAL_MS: z.coerce.number().int().min(0).default(10_000),
   /** Worker's check of the container engine (recorded in runtime_engines; 0 disables). */
@@ -277,6 +311,9 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
     throw new Error(
       "WEBHOOK_ENDPOINTS is set but WEBHOOK_SIGNING_SECRET is not (see .env.example)",
     );
+  }
+  if (env.BACKUP_STORE === "s3" && !env.BACKUP_S3_BUCKET) {
+    throw new Error("BACKUP_STORE=s3 needs BACKUP_S3_BUCKET (see .env.example)");
   }
   if (env.STRIPE_SECRET_KEY && env.DEFAULT_PLAN && env.DEFAULT_PLAN !== "none") {
     // With a processor plans are bought; a free default plan would give away what it sells.

@@ -120,6 +120,19 @@ export const jobCatalog = {
   "fill-pool": defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
   reconcile: defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
+  // Backups (issue 26, decision 0140): take one pending backup (its row names the agent), restore
+  // one, and the periodic pass that schedules each plan's backups and prunes past retention.
+  "backup-agent": defineRuntimeJob(z.object({ backupId: z.string().min(1) }), {
+    retryLimit: 2,
+    retryDelay: 30,
+    expireInSeconds: 1800,
+  }),
+  // Awaited by the web; no retry (a failed restore has already put the old state back).
+  "restore-backup": defineRuntimeJob(z.object({ backupId: z.string().min(1) }), {
+    retryLimit: 0,
+    expireInSeconds: 1800,
+  }),
+  "scheduled-backups": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 600 }),
   // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user),
   // or one instance by id (the user's last agent was deleted: DELETE /api/agents/:id).
   "teardown-instance": defineRuntimeJob(
@@ -168,6 +181,7 @@ export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
   reconcile: () => env().RECONCILE_CRON,
   "fill-pool": () => env().RUNTIME_POOL_CRON,
+  "scheduled-backups": () => env().BACKUP_CRON,
   "purge-audit-log": () => env().AUDIT_PURGE_CRON,
 };
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]["schema"]>;

@@ -1,0 +1,492 @@
+import { createPublicKey, generateKeyPairSync, type KeyObject, sign } from "node:crypto";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { extract, pack } from "tar-stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as downloadRoute from "../../app/routes/api.agents.$id.backups.$backupId.download.ts";
+import * as exportRoute from "../../app/routes/api.agents.$id.backups.$backupId.export.ts";
+import * as restoreRoute from "../../app/routes/api.agents.$id.backups.$backupId.restore.ts";
+import * as backupRoute from "../../app/routes/api.agents.$id.backups.$backupId.ts";
+import * as backupsRoute from "../../app/routes/api.agents.$id.backups.ts";
+import * as importRoute from "../../app/routes/api.agents.$id.import.ts";
+import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
+import { insertPendingBackup } from "../../app/server/agents/backups.server.ts";
+import { deleteAgent } from "../../app/server/agents/delete-agent.server.ts";
+import {
+  ensureInstanceRecord,
+  getInstance,
+  type InstanceRow,
+} from "../../app/server/agents/instances.server.ts";
+import { seal } from "../../app/server/platform/crypto.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { platformPublicKey } from "../../app/server/platform/signing.server.ts";
+import { pruneBackups, queueDueBackups } from "../../worker/instances/backup-schedule.ts";
+import { ensureContainer } from "../../worker/instances/container.ts";
+import { updateImage } from "../../worker/instances/update-image.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
+import { DockerRuntime } from "../../worker/runtime/docker.ts";
+import { setRuntime } from "../../worker/runtime/index.ts";
+import {
+  allowDockerNetworks,
+  buildImage,
+  cleanupTestObjects,
+  describeDocker,
+  ensureHealthzImage,
+  HEALTHZ_IMAGE,
+  removeImages,
+  testRun,
+  waitFor,
+} from "../runtime/docker-support.ts";
+import { agentUser, asUser } from "./support.ts";
+
+// Backups end to end: routes → pg-boss job → in-process worker → Docker volume → encrypted
+// object in the local store, and back through a restore. The gateway is the /healthz stand-in.
+
+const base = (agentId: string) => `/api/agents/${agentId}/backups`;
+
+async function untar(bytes: Buffer): Promise<Map<string, Buffer>> {
+  const files = new Map<string, Buffer>();
+  const reader = extract();
+  Readable.from([bytes]).pipe(reader);
+  for await (const entry of reader) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of entry) chunks.push(chunk as Buffer);
+    files.set(entry.header.name, Buffer.concat(chunks));
+  }
+  return files;
+}
+
+/** A GET route's body as bytes (the call helper reads text). */
+async function bytesOf(
+  module: { loader: unknown },
+  path: string,
+  params: Record<string, string>,
+  who: { cookie: string },
+): Promise<{ status: number; bytes: Buffer }> {
+  const res = await (module.loader as (args: unknown) => Promise<Response>)({
+    request: new Request(`http://localhost${path}`, { headers: { cookie: who.cookie } }),
+    params,
+    context: { remoteAddress: "127.0.0.1" },
+  });
+  return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()) };
+}
+
+/** An archive of the export layout with this manifest, signed by `privateKey`. */
+async function forgedArchive(manifest: object, privateKey: KeyObject): Promise<Buffer> {
+  const manifestBytes = Buffer.from(JSON.stringify(manifest));
+  const signature = Buffer.from(sign(null, manifestBytes, privateKey).toString("base64url"));
+  const archive = pack();
+  archive.entry({ name: "manifest.json", size: manifestBytes.length }, manifestBytes);
+  archive.entry({ name: "manifest.sig", size: signature.length }, signature);
+  archive.entry({ name: "payload.tar", size: 3 }, Buffer.from("abc"));
+  archive.finalize();
+  const chunks: Buffer[] = [];
+  for await (const chunk of archive) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+describe("backup routes without Docker work", () => {
+  it("404 for another user's agent on every route, 400 for a bad id, 409 without an instance", async () => {
+    const owner = await agentUser("solo");
+    const intruder = await agentUser("solo");
+    const agent = await createAgentRecord(owner.id, { name: "Ada", model: "m" });
+    const backup = await insertPendingBackup(agent, "manual");
+    const params = { id: agent.id, backupId: backup.id };
+    const calls: Array<[unknown, string, string]> = [
+      [backupsRoute, "GET", base(agent.id)],
+      [backupsRoute, "POST", base(agent.id)],
+      [backupRoute, "DELETE", `${base(agent.id)}/${backup.id}`],
+      [downloadRoute, "GET", `${base(agent.id)}/${backup.id}/download`],
+      [restoreRoute, "POST", `${base(agent.id)}/${backup.id}/restore`],
+    ];
+    for (const [m, method, path] of calls) {
+      const res = await asUser(intruder, m, path, { method, params });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.json).toEqual({ error: "Agent not found" });
+    }
+    const bad = await asUser(owner, downloadRoute, "/x", {
+      params: { id: agent.id, backupId: "nope" },
+    });
+    expect(bad.status).toBe(400);
+    const noInstance = await asUser(owner, backupsRoute, base(agent.id), {
+      method: "POST",
+      params: { id: agent.id },
+    });
+    expect(noInstance.status).toBe(409);
+    expect(noInstance.json.error).toMatch(/no instance/);
+    const notReady = await asUser(owner, downloadRoute, "/x", { params });
+    expect(notReady.status).toBe(409);
+    const list = await asUser(owner, backupsRoute, base(agent.id), { params: { id: agent.id } });
+    expect(list.json.backups).toEqual([
+      expect.objectContaining({ id: backup.id, reason: "manual", status: "pending" }),
+    ]);
+  });
+
+  it("keeps each reason's number of backups and queues those due by plan", async () => {
+    const owner = await agentUser("solo");
+    const agent = await createAgentRecord(owner.id, { name: "Kept", model: "m" });
+    for (let i = 0; i < 9; i++) {
+      const row = await insertPendingBackup(agent, "scheduled");
+      await db()`update agent_backups set status = 'ready',
+        created_at = now() - ${`${i} hours`}::interval where id = ${row.id}`;
+    }
+    for (let i = 0; i < 4; i++) {
+      const row = await insertPendingBackup(agent, "pre-update");
+      await db()`update agent_backups set status = 'ready' where id = ${row.id}`;
+    }
+    const stale = await insertPendingBackup(agent, "manual");
+    await db()`update agent_backups set created_at = now() - interval '2 days' where id = ${stale.id}`;
+    await pruneBackups();
+    const [dead] = await db()`select status, error from agent_backups where id = ${stale.id}`;
+    expect(dead).toEqual({ status: "failed", error: "the backup job never finished" });
+    await db()`delete from agent_backups where id = ${stale.id}`;
+    const left = await db()<{ reason: string; n: number }[]>`
+      select reason, count(*)::int as n from agent_backups where agent_id = ${agent.id}
+      group by reason order by reason`;
+    expect(left).toEqual([
+      { reason: "pre-update", n: 3 },
+      { reason: "scheduled", n: 7 }, // solo: daily, seven kept
+    ]);
+    // The newest scheduled one is new: a daily plan is not due; a day later it is.
+    await ensureInstanceRecord(owner.id, { plan: "solo" });
+    const pending = async () =>
+      (
+        await db()`select 1 from agent_backups
+          where agent_id = ${agent.id} and reason = 'scheduled' and status = 'pending'`
+      ).length;
+    await queueDueBackups();
+    expect(await pending()).toBe(0);
+    await queueDueBackups(new Date(Date.now() + 24 * 3_600_000));
+    expect(await pending()).toBe(1);
+  });
+});
+
+describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
+  const rt = new DockerRuntime({ maxCpus: 1 });
+  const marker = "/home/node/.openclaw/workspace/MEMORY.md";
+  let owner: { id: string; cookie: string };
+  let agentId: string;
+  let row: InstanceRow;
+
+  const readMarker = async () => (await rt.exec(row.container_name, ["cat", marker])).stdout;
+
+  beforeAll(async () => {
+    process.env.RUNTIME_DEPLOYMENT = testRun;
+    process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
+    process.env.AGENT_GATEWAY_IMAGE = ensureHealthzImage();
+    process.env.GATEWAY_HEALTH_TIMEOUT_MS = "60000";
+    process.env.RECONCILE_CRON = "0 0 1 1 *";
+    process.env.BACKUP_CRON = "0 0 1 1 *";
+    process.env.AGENT_MESSAGE_RECORDER = "off";
+    resetEnvCache();
+    setRuntime(rt);
+    allowDockerNetworks();
+    await startWorker({ concurrency: 1 });
+    owner = await agentUser("solo");
+    const agent = await createAgentRecord(owner.id, { name: "Keeper", model: "m" });
+    agentId = agent.id;
+    row = await ensureInstanceRecord(owner.id);
+    await ensureContainer(row);
+    await rt.exec(row.container_name, [
+      "sh",
+      "-c",
+      `mkdir -p $(dirname ${marker}) && echo "- the user likes green tea" > ${marker}`,
+    ]);
+    await db()`insert into agent_messages (id, agent_id, user_id, sender, content, platform,
+      session_key, dedupe_key, created_at)
+      values ('msg_bk1', ${agentId}, ${owner.id}, 'user', 'remember green tea', 'web',
+        'agent:main:web', 'd1', now())`;
+    await db()`insert into channel_credentials (user_id, channel, sealed)
+      values (${owner.id}, 'chatapp1', ${seal("123:bot-token-secret")})`;
+  }, 240_000);
+
+  afterAll(async () => {
+    await stopWorker(5_000);
+    setRuntime(undefined);
+    await cleanupTestObjects(rt);
+  });
+
+  async function takeBackup(): Promise<{ id: string }> {
+    const accepted = await asUser(owner, backupsRoute, base(agentId), {
+      method: "POST",
+      params: { id: agentId },
+    });
+    expect(accepted.status).toBe(202);
+    const id = accepted.json.backup.id as string;
+    return waitFor(
+      async () => {
+        const list = await asUser(owner, backupsRoute, base(agentId), { params: { id: agentId } });
+        const found = list.json.backups.find((b: { id: string }) => b.id === id);
+        if (found?.status === "failed") throw new Error(found.error);
+        return found?.status === "ready" ? found : undefined;
+      },
+      { timeoutMs: 120_000, what: "the backup to be ready" },
+    );
+  }
+
+  it("backs up the volume and records encrypted, downloads them, restores a file and a message", async () => {
+    const backup = await takeBackup();
+    expect(backup).toMatchObject({
+      reason: "manual",
+      sizeBytes: expect.any(Number),
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    // At rest: not the plaintext (neither the memory line nor the sealed token's envelope).
+    const root = join(process.env.DATA_DIR as string, "backups");
+    const files = readdirSync(root, { recursive: true, withFileTypes: true }).filter((f) =>
+      f.isFile(),
+    );
+    const stored = Buffer.concat(files.map((f) => readFileSync(join(f.parentPath, f.name))));
+    expect(stored.includes(Buffer.from("green tea"))).toBe(false);
+
+    const download = await asUser(owner, downloadRoute, `${base(agentId)}/${backup.id}/download`, {
+      params: { id: agentId, backupId: backup.id },
+    });
+    expect(download.status).toBe(200);
+    expect(download.headers.get("content-type")).toBe("application/x-tar");
+    const res = await downloadRoute.loader({
+      request: new Request(`http://localhost${base(agentId)}/${backup.id}/download`, {
+        headers: { cookie: owner.cookie },
+      }),
+      params: { id: agentId, backupId: backup.id },
+      context: { remoteAddress: "127.0.0.1" },
+    } as never);
+    const tar = await untar(Buffer.from(await res.arrayBuffer()));
+    const records = JSON.parse(tar.get("records.json")?.toString() ?? "{}");
+    expect(records.messages).toEqual([expect.objectContaining({ content: "remember green tea" })]);
+    expect(records.channels[0].sealed).toMatch(/^v1\./); // sealed as at rest, not the token
+    expect(JSON.stringify(records)).not.toContain("bot-token-secret");
+    expect(tar.get("state/workspace/MEMORY.md")?.toString()).toBe("- the user likes green tea\n");
+
+    // Things change after the backup…
+    await rt.exec(row.container_name, ["sh", "-c", `echo "- forgotten" > ${marker}`]);
+    await db()`delete from agent_messages where id = 'msg_bk1'`;
+    const oldVolume = row.volume_name;
+    // …and the restore brings them back on a fresh volume, booted and healthy.
+    const restored = await asUser(owner, restoreRoute, `${base(agentId)}/${backup.id}/restore`, {
+      method: "POST",
+      params: { id: agentId, backupId: backup.id },
+    });
+    expect(restored.status, restored.text).toBe(200);
+    expect(restored.json.backup.restore).toMatchObject({ status: "restored" });
+    row = (await getInstance(row.id)) as InstanceRow;
+    expect(row.volume_name).not.toBe(oldVolume);
+    expect(await rt.volumeExists(oldVolume)).toBe(false);
+    expect(await readMarker()).toBe("- the user likes green tea\n");
+    const mode = await rt.exec(row.container_name, ["stat", "-c", "%u %a", "/home/node/.openclaw"]);
+    expect(mode.stdout).toBe("1000 700\n");
+    expect((await rt.inspect(row.container_name))?.running).toBe(true);
+    const [message] = await db()`select content from agent_messages where id = 'msg_bk1'`;
+    expect(message?.content).toBe("remember green tea");
+    // The state before the restore was kept as a backup of its own.
+    const list = await asUser(owner, backupsRoute, base(agentId), { params: { id: agentId } });
+    expect(list.json.backups.map((b: { reason: string }) => b.reason)).toContain("pre-restore");
+  }, 300_000);
+
+  it("refuses a backup whose stored bytes were altered and leaves the agent as it was", async () => {
+    const backup = await takeBackup();
+    await rt.exec(row.container_name, ["sh", "-c", `echo "- current" > ${marker}`]);
+    const [stored] = await db()<{ object_key: string }[]>`
+      select object_key from agent_backups where id = ${backup.id}`;
+    const path = join(process.env.DATA_DIR as string, "backups", stored?.object_key as string);
+    const bytes = readFileSync(path);
+    bytes[bytes.length - 40] = (bytes[bytes.length - 40] as number) ^ 0x01;
+    writeFileSync(path, bytes);
+    const volume = ((await getInstance(row.id)) as InstanceRow).volume_name;
+    const res = await asUser(owner, restoreRoute, `${base(agentId)}/${backup.id}/restore`, {
+      method: "POST",
+      params: { id: agentId, backupId: backup.id },
+    });
+    expect(res.status).toBe(409);
+    expect(res.json.error).toMatch(/as it was.*checksum/);
+    expect(((await getInstance(row.id)) as InstanceRow).volume_name).toBe(volume);
+    expect(await readMarker()).toBe("- current\n");
+    const download = await asUser(owner, downloadRoute, "/x", {
+      params: { id: agentId, backupId: backup.id },
+    });
+    expect(download.status).toBe(409);
+    const gone = await asUser(owner, backupRoute, "/x", {
+      method: "DELETE",
+      params: { id: agentId, backupId: backup.id },
+    });
+    expect(gone.json).toEqual({ success: true });
+    expect(() => readFileSync(path)).toThrow();
+  }, 300_000);
+
+  it("exports a signed archive and imports it into another account's agent; refuses bad archives and changes nothing", async () => {
+    const memory = await readMarker();
+    const backup = await takeBackup();
+    const exported = await bytesOf(
+      exportRoute,
+      `${base(agentId)}/${backup.id}/export`,
+      { id: agentId, backupId: backup.id },
+      owner,
+    );
+    expect(exported.status).toBe(200);
+    const entries = await untar(exported.bytes);
+    expect([...entries.keys()]).toEqual(["manifest.json", "manifest.sig", "payload.tar"]);
+    const manifest = JSON.parse(entries.get("manifest.json")?.toString() ?? "{}");
+    expect(manifest).toMatchObject({ version: 1, signer: platformPublicKey() });
+
+    // Another account, its own agent and gateway.
+    const other = await agentUser("solo");
+    const target = await createAgentRecord(other.id, { name: "Heir", model: "m" });
+    const otherRow = await ensureInstanceRecord(other.id);
+    await ensureContainer(otherRow);
+    const importInto = (bytes: Buffer) =>
+      asUser(other, importRoute, `/api/agents/${target.id}/import`, {
+        method: "POST",
+        params: { id: target.id },
+        rawBody: bytes,
+        headers: { "content-type": "application/x-tar" },
+      });
+    const otherMarker = async () =>
+      (await rt.exec(otherRow.container_name, ["sh", "-c", `cat ${marker} 2>&1 || true`])).stdout;
+    const before = await otherMarker();
+    const { privateKey: stranger } = generateKeyPairSync("ed25519");
+    const strangerKey = Buffer.from(
+      createPublicKey(stranger).export({ format: "der", type: "spki" }).subarray(-32),
+    ).toString("base64url");
+    const tampered = Buffer.from(exported.bytes);
+    tampered[tampered.length - 3000] = (tampered[tampered.length - 3000] as number) ^ 0x01;
+    const cases: Array<[string, Buffer, number, RegExp]> = [
+      ["tampered", tampered, 400, /altered/],
+      [
+        "truncated",
+        exported.bytes.subarray(0, Math.floor(exported.bytes.length / 2)),
+        400,
+        /truncated/,
+      ],
+      [
+        "unknown version",
+        await forgedArchive({ ...manifest, version: 2 }, stranger),
+        400,
+        /Unknown archive version 2/,
+      ],
+      [
+        "untrusted signer",
+        await forgedArchive({ ...manifest, signer: strangerKey }, stranger),
+        400,
+        /does not trust/,
+      ],
+      ["not an archive", Buffer.from("hello"), 400, /truncated or malformed|Not an agent export/],
+    ];
+    for (const [what, bytes, status, error] of cases) {
+      const res = await importInto(bytes);
+      expect(res.status, what).toBe(status);
+      expect(res.json.error, what).toMatch(error);
+    }
+    process.env.EXPORT_MAX_BYTES = String(exported.bytes.length - 1);
+    resetEnvCache();
+    const tooLarge = await importInto(exported.bytes);
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.json.error).toMatch(/too large/);
+    delete process.env.EXPORT_MAX_BYTES;
+    resetEnvCache();
+    // Nothing changed: no backup kept, the gateway's state and records as they were.
+    const kept = await db()`select 1 from agent_backups where agent_id = ${target.id}`;
+    expect(kept.length).toBe(0);
+    expect(await otherMarker()).toBe(before);
+
+    const imported = await importInto(exported.bytes);
+    expect(imported.status, imported.text).toBe(200);
+    expect(await otherMarker()).toBe(memory);
+    const [message] = await db()<{ id: string }[]>`
+      select id from agent_messages where agent_id = ${target.id} and content = 'remember green tea'`;
+    expect(message?.id).toMatch(/^msg_/);
+    expect(message?.id).not.toBe("msg_bk1");
+    const [agentRow] = await db()<
+      { name: string }[]
+    >`select name from agents where id = ${target.id}`;
+    expect(agentRow?.name).toBe("Keeper");
+  }, 300_000);
+
+  it("backs up an agent before its deletion; the backup stays listable and exportable, not restorable", async () => {
+    const leaving = await agentUser("solo");
+    const agent = await createAgentRecord(leaving.id, { name: "Leaving", model: "m" });
+    const leavingRow = await ensureInstanceRecord(leaving.id);
+    await ensureContainer(leavingRow);
+    await rt.exec(leavingRow.container_name, [
+      "sh",
+      "-c",
+      `mkdir -p $(dirname ${marker}) && echo "- last words" > ${marker}`,
+    ]);
+    await db()`insert into agent_messages (id, agent_id, user_id, sender, content, platform,
+      session_key, dedupe_key, created_at)
+      values ('msg_bye', ${agent.id}, ${leaving.id}, 'user', 'goodbye', 'web', 'agent:main:web',
+        'bye', now())`;
+    expect(await deleteAgent(leaving.id, agent.id)).toMatchObject({ instanceRemoved: true });
+    // The teardown takes the backup before it removes the volume.
+    const backup = await waitFor(
+      async () => {
+        const list = await asUser(leaving, backupsRoute, base(agent.id), {
+          params: { id: agent.id },
+        });
+        const found = list.json?.backups?.[0];
+        if (found?.status === "failed") throw new Error(found.error);
+        return found?.status === "ready" ? found : undefined;
+      },
+      { timeoutMs: 120_000, what: "the pre-delete backup" },
+    );
+    expect(backup.reason).toBe("pre-delete");
+    await waitFor(async () => !(await rt.volumeExists(leavingRow.volume_name)), {
+      what: "the volume to be removed",
+    });
+    const download = await bytesOf(
+      downloadRoute,
+      `${base(agent.id)}/${backup.id}/download`,
+      { id: agent.id, backupId: backup.id },
+      leaving,
+    );
+    const files = await untar(download.bytes);
+    expect(files.get("state/workspace/MEMORY.md")?.toString()).toBe("- last words\n");
+    const records = JSON.parse(files.get("records.json")?.toString() ?? "{}");
+    expect(records.messages).toEqual([expect.objectContaining({ content: "goodbye" })]);
+    const [cleared] = await db()`select records from agent_backups where id = ${backup.id}`;
+    expect(cleared?.records).toBeNull();
+    const restore = await asUser(leaving, restoreRoute, "/x", {
+      method: "POST",
+      params: { id: agent.id, backupId: backup.id },
+    });
+    expect(restore.status).toBe(409);
+    expect(restore.json.error).toMatch(/deleted: export this backup/);
+    const exported = await bytesOf(
+      exportRoute,
+      "/x",
+      { id: agent.id, backupId: backup.id },
+      leaving,
+    );
+    expect(exported.status).toBe(200);
+    const exportedManifest = JSON.parse(
+      (await untar(exported.bytes)).get("manifest.json")?.toString() ?? "{}",
+    );
+    expect(exportedManifest.agent).toEqual({ name: "Leaving", model: "m" });
+    // Still nobody else's.
+    const intruder = await agentUser("solo");
+    const foreign = await asUser(intruder, backupsRoute, base(agent.id), {
+      params: { id: agent.id },
+    });
+    expect(foreign.status).toBe(404);
+  }, 300_000);
+
+  it("backs up every agent before an update", async () => {
+    const tag = `agent-platform-test-backup:${testRun}`;
+    buildImage(tag, HEALTHZ_IMAGE, [`LABEL agent-platform.test-build=${testRun}`]);
+    process.env.AGENT_GATEWAY_IMAGE = tag;
+    resetEnvCache();
+    try {
+      const result = await updateImage(row.id);
+      expect(result).toMatchObject({ updated: tag });
+      const [pre] = await db()<{ status: string }[]>`
+        select status from agent_backups where agent_id = ${agentId} and reason = 'pre-update'`;
+      expect(pre?.status).toBe("ready");
+    } finally {
+      process.env.AGENT_GATEWAY_IMAGE = HEALTHZ_IMAGE;
+      resetEnvCache();
+      await cleanupTestObjects(rt);
+      removeImages(tag);
+    }
+  }, 300_000);
+});

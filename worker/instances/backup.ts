@@ -1,0 +1,131 @@
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { pack } from "tar-stream";
+import { readAgentRecords } from "../../app/server/agents/backup-records.server.ts";
+import {
+  type BackupReason,
+  type BackupRow,
+  completeBackup,
+  failBackup,
+  getBackup,
+  insertPendingBackup,
+} from "../../app/server/agents/backups.server.ts";
+import { getInstanceByUser, type InstanceRow } from "../../app/server/agents/instances.server.ts";
+import { backupStore, digest } from "../../app/server/platform/backup-store.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import { sealStream } from "../../app/server/platform/sealed-stream.server.ts";
+import { log, ownerLabels, rt } from "./engine.ts";
+import { withInstanceLock } from "./lock.ts";
+
+// backup-agent: the agent's gateway state volume and its platform records, as one tar
+// (records.json first, then the volume under state/), encrypted, checksummed and stored.
+
+/** A tar entry without the end-of-archive blocks, so the volume's own tar can follow it. */
+async function recordsEntry(records: unknown): Promise<Buffer> {
+  const body = Buffer.from(JSON.stringify(records));
+  const p = pack();
+  p.entry({ name: "records.json", size: body.length, mode: 0o600, mtime: new Date() }, body);
+  p.finalize();
+  const chunks: Buffer[] = [];
+  for await (const chunk of p) chunks.push(chunk as Buffer);
+  const whole = Buffer.concat(chunks);
+  return whole.subarray(0, whole.length - 1024); // tar-stream ends with two 512-byte zero blocks
+}
+
+async function* plaintext(records: unknown, volumeTar: NodeJS.ReadableStream) {
+  yield await recordsEntry(records);
+  for await (const chunk of volumeTar) yield Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
+}
+
+/** The image a helper container for the instance's volume is created from. */
+export const helperImage = (row: Partial<Pick<InstanceRow, "image" | "image_id">>) =>
+  row.image_id ?? row.image ?? env().AGENT_GATEWAY_IMAGE;
+
+/** What taking a backup needs of an instance (a torn-down one has no image recorded). */
+export type BackupSource = Pick<InstanceRow, "id" | "volume_name"> &
+  Partial<Pick<InstanceRow, "image" | "image_id">>;
+
+/**
+ * Takes the pending backup `id` of an instance's agent (the caller holds the instance lock).
+ * Returns the finished row; a failure is recorded on the row and rethrown.
+ */
+export async function takeBackup(id: string, row: BackupSource, image = helperImage(row)) {
+  const backup = await getBackup(id);
+  if (!backup) throw new Error(`backup ${id} is gone`);
+  if (backup.status === "ready") return backup; // a second delivery of the job
+  const tmpDir = join(env().DATA_DIR, "backups-tmp");
+  const tmp = join(tmpDir, `${id}.part`);
+  try {
+    await mkdir(tmpDir, { recursive: true, mode: 0o700 });
+    // A deletion captured the records before the rows went; otherwise they are read now.
+    const records = backup.records ?? (await readAgentRecords(backup.agent_id));
+    const volume = await rt().exportVolume(row.volume_name, image, ownerLabels(row.id));
+    await pipeline(
+      Readable.from(sealStream(plaintext(records, volume))),
+      createWriteStream(tmp, { mode: 0o600 }),
+    );
+    const { sha256 } = await digest(createReadStream(tmp));
+    const { size } = await stat(tmp);
+    await backupStore().putFile(backup.object_key, tmp);
+    await completeBackup(id, size, sha256);
+    return (await getBackup(id)) as BackupRow;
+  } catch (error) {
+    await rm(tmp, { force: true });
+    await failBackup(id, (error as Error).message);
+    throw error;
+  }
+}
+
+/**
+ * The pending pre-delete backups of a user's agents on this instance, taken before teardown
+ * removes its volume. A failure is recorded on the backup and does not stop the teardown.
+ */
+export async function takePendingBeforeTeardown(userId: string, source: BackupSource) {
+  const pending = await db()<{ id: string }[]>`
+    select id from agent_backups
+    where user_id = ${userId} and reason = 'pre-delete' and status = 'pending'`;
+  for (const { id } of pending) {
+    await takeBackup(id, source).catch((error) =>
+      log().warn({ backupId: id, err: error }, "pre-delete backup failed"),
+    );
+  }
+  return pending.length;
+}
+
+/** The backup-agent job: under the instance lock (an update or restore is not half-copied). */
+export async function runBackupJob(id: string) {
+  const backup = await getBackup(id);
+  if (!backup) return { skipped: "no such backup" };
+  const row = await getInstanceByUser(backup.user_id);
+  if (!row) {
+    await failBackup(id, "the agent has no instance");
+    return { failed: "no instance" };
+  }
+  const done = await withInstanceLock(row.id, () => takeBackup(id, row));
+  return { backupId: id, sizeBytes: Number(done.size_bytes), sha256: done.sha256 };
+}
+
+/**
+ * One backup per agent of the instance's user (the volume is the user's gateway, shared by
+ * their agents), for a reason such as pre-update. The caller holds the instance lock.
+ */
+export async function backupInstanceAgents(
+  row: InstanceRow,
+  reason: BackupReason,
+  image?: string,
+): Promise<string[]> {
+  const agents = await db()<{ id: string; user_id: string }[]>`
+    select id, user_id from agents where user_id = ${row.user_id} order by created_at, id`;
+  const ids: string[] = [];
+  for (const agent of agents) {
+    const pending = await insertPendingBackup(agent, reason);
+    await takeBackup(pending.id, row, image);
+    ids.push(pending.id);
+  }
+  log().info({ instanceId: row.id, reason, backups: ids.length }, "instance backed up");
+  return ids;
+}
