@@ -6,6 +6,7 @@ import { processPaymentEvent } from "./process-payment-event.ts";
 import { provisionInstance } from "./provision-instance.ts";
 import { reconcile } from "./reconcile.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
+import { removeSkillFolder } from "./remove-skill-folder.ts";
 import { sendEmail } from "./send-email.ts";
 import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
 import { syncAgentsJob } from "./sync-agents.ts";
@@ -32,6 +33,7 @@ export const handlers: Handlers = {
   "update-image": updateImageJob,
   "instance-action": instanceAction,
   reconcile,
+  "remove-skill-folder": removeSkillFolder,
   "fill-pool": fillPoolJob,
   "stop-unpaid-instance": stopUnpaidInstance,
   "sync-agents": syncAgentsJob,
