@@ -34,7 +34,7 @@ export const catalogQuerySchema = z.object({
 export const publishSchema = z.object({
   action: z.literal("publish"),
   /** A zip of the skill folder (SKILL.md at its root or in one top folder), base64. */
-  archive: z.string().max(720_000).optional(),
+  archive: z.string().max(1_000_000).optional(),
   /** Or the SKILL.md text alone. */
   skillMd: z.string().max(70_000).optional(),
   visibility: z.enum(["public", "private"]).default("private"),
