@@ -39,7 +39,11 @@ export const frontmatterSchema = z
   .object({
     name: z.string().regex(SKILL_NAME, "must be 1-48 lower-case letters, digits and dashes"),
     description: z.string().trim().min(1).max(500),
-    version: z.string().regex(SEMVER, "must be a semantic version MAJOR.MINOR.PATCH"),
+    // YAML reads `1.0` as a number; it gets the same message as any other non-semver.
+    version: z.preprocess(
+      (v) => (typeof v === "number" ? String(v) : v),
+      z.string().regex(SEMVER, "must be a semantic version MAJOR.MINOR.PATCH"),
+    ),
     homepage: z.string().url().max(500).optional(),
     "user-invocable": z.boolean().optional(),
     metadata: z
