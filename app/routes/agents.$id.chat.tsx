@@ -34,6 +34,11 @@ import {
   whatsappStatus,
 } from "../server/agents/whatsapp-link.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
+import {
+  installedOnAgent,
+  removeSkill,
+  updateSkillVersion,
+} from "../server/skills/installs.server.ts";
 
 // The chat page of an agent: sessions, the conversation (streamed over the live agent socket
 // when JavaScript runs, a plain form post otherwise), memory, skills, credentials and channels
@@ -63,12 +68,13 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
   const sessions = await attempt(() => listSessions(user.id, agent.id));
   const sessionId =
     selected ?? (await activeSessionId(user.id, agent.id)) ?? sessions.value?.sessions.at(0)?.id;
-  const [conversation, mem, skills, creds, stream] = await Promise.all([
+  const [conversation, mem, skills, creds, stream, installed] = await Promise.all([
     sessionId ? attempt(() => getSession(user.id, sessionId, agent.id)) : Promise.resolve({}),
     attempt(() => memory(user.id, agent.id)),
     attempt(() => listSkills(user.id, agent.id)),
     credentials(user.id),
     liveStreamOf(user.id),
+    installedOnAgent(user.id, agent.id),
   ]);
   // WhatsApp's link state, once chatapp3 is set up (the gateway is asked only then).
   const whatsapp = creds.credentials.chatapp3 ? await attempt(() => whatsappStatus(user.id)) : null;
@@ -86,6 +92,7 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
       ).value?.messages ?? [],
     memory: mem.value?.memory ?? [],
     skills: skills.value?.skills ?? [],
+    installed,
     credentials: creds.credentials,
     stream: stream ?? null,
     whatsapp: whatsapp ? { status: whatsapp.value ?? null, error: whatsapp.error ?? null } : null,
@@ -134,6 +141,19 @@ export async function action({ request, params, context }: ActionFunctionArgs) {
         const skillId = text("skillId") ?? "";
         await updateSkill(user.id, skillId, form.get("enabled") === "true", agentId);
         return { ok: true, message: `Skill ${skillId} updated` } satisfies ActionResult;
+      }
+      case "skill-update": {
+        const name = text("name") ?? "";
+        const done = await updateSkillVersion(user.id, { name, agentId });
+        return {
+          ok: true,
+          message: `${name} is at version ${done.version}`,
+        } satisfies ActionResult;
+      }
+      case "skill-remove": {
+        const name = text("name") ?? "";
+        await removeSkill(user.id, { name, agentId });
+        return { ok: true, message: `${name} removed` } satisfies ActionResult;
       }
       case "credential": {
         const key = CREDENTIAL_KEYS.find((k) => k === form.get("key")) as CredentialKey;
@@ -402,6 +422,47 @@ export default function AgentChat() {
             </li>
           ))}
         </ul>
+      </Card>
+
+      <Card title="Marketplace skills">
+        {d.installed.length === 0 ? (
+          <p className="text-sm">
+            None installed yet. <a href="/skills">Browse the skills marketplace</a>.
+          </p>
+        ) : (
+          <ul className="space-y-1 text-sm" data-testid="installed-skills">
+            {d.installed.map((s) => (
+              <li key={s.name} className="flex flex-wrap items-center justify-between gap-2">
+                <span>
+                  <a href={`/skills/${s.name}`}>{s.name}</a> {s.version}
+                  {s.updateAvailable ? ` (${s.updateAvailable} available)` : ""}
+                </span>
+                <span className="flex gap-2">
+                  {s.updateAvailable ? (
+                    <Form method="post">
+                      <input type="hidden" name="intent" value="skill-update" />
+                      <input type="hidden" name="name" value={s.name} />
+                      <button type="submit" className="rounded border px-2 text-xs">
+                        Update
+                      </button>
+                    </Form>
+                  ) : null}
+                  <Form method="post">
+                    <input type="hidden" name="intent" value="skill-remove" />
+                    <input type="hidden" name="name" value={s.name} />
+                    <button
+                      type="submit"
+                      aria-label={`Remove ${s.name}`}
+                      className="rounded border px-2 text-xs"
+                    >
+                      Remove
+                    </button>
+                  </Form>
+                </span>
+              </li>
+            ))}
+          </ul>
+        )}
       </Card>
 
       <Card title="Credentials">
