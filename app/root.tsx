@@ -1,3 +1,5 @@
+// First: configures zod in the browser before any route module builds a schema.
+import "./zod-browser.ts";
 import {
   data,
   type LinksFunction,
@@ -18,6 +20,7 @@ import {
   useRouteLoaderData,
 } from "@remix-run/react";
 import type { ReactNode } from "react";
+import { useNonce } from "./components/nonce.ts";
 import { pageSession } from "./server/accounts/pages.server.ts";
 import styles from "./tailwind.css";
 
@@ -143,6 +146,7 @@ function Shell({ children }: { children: ReactNode }) {
 }
 
 export function Layout({ children }: { children: ReactNode }) {
+  const nonce = useNonce();
   return (
     <html lang="en">
       <head>
@@ -153,8 +157,8 @@ export function Layout({ children }: { children: ReactNode }) {
       </head>
       <body>
         <Shell>{children}</Shell>
-        <ScrollRestoration />
-        <Scripts />
+        <ScrollRestoration nonce={nonce} />
+        <Scripts nonce={nonce} />
       </body>
     </html>
   );

@@ -63,9 +63,13 @@ if (skip) {
   const { ensureInstanceRecord, getInstance } = await import(
     "../app/server/agents/instances.server.ts"
   );
-  const w = await import("../worker/instances.ts");
-  const { fillPool, WARMUP_CYCLES } = await import("../worker/pool.ts");
-  const { warmUpAfterBoot } = await import("../worker/warm-up.ts");
+  const { DEPLOYMENT_LABEL } = await import("../worker/instances/engine.ts");
+  const { provision } = await import("../worker/instances/provision.ts");
+  const { runAction } = await import("../worker/instances/actions.ts");
+  const { teardown } = await import("../worker/instances/teardown.ts");
+  const { waitHealthy } = await import("../worker/instances/health.ts");
+  const { fillPool, WARMUP_CYCLES } = await import("../worker/instances/pool-fill.ts");
+  const { warmUpAfterBoot } = await import("../worker/instances/warm-up.ts");
   const { resetEnvCache } = await import("../app/server/platform/env.server.ts");
   const { stopBoss } = await import("../app/server/platform/jobs.server.ts");
   const { createSession } = await import("../app/server/accounts/sessions.server.ts");
@@ -89,14 +93,14 @@ if (skip) {
   };
   try {
     const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK as string, {
-      [w.DEPLOYMENT_LABEL]: run,
+      [DEPLOYMENT_LABEL]: run,
     });
     // 1. bare docker run of the same image: token only, same network, same CPU cap.
     let t = Date.now();
     const bare = await rt.docker.createContainer({
       Image: image,
       Env: [`OPENCLAW_GATEWAY_TOKEN=${randomBytes(32).toString("hex")}`],
-      Labels: { [w.DEPLOYMENT_LABEL]: run },
+      Labels: { [DEPLOYMENT_LABEL]: run },
       HostConfig: {
         NetworkMode: process.env.RUNTIME_NETWORK,
         NanoCpus: 1e9,
@@ -114,7 +118,7 @@ if (skip) {
     // 2. provision (cold: empty volume): config, hardened container, healthy, paired.
     await addUser(`usr_${run}`);
     const row = await ensureInstanceRecord(`usr_${run}`, { plan: "solo" });
-    const p = (await w.provision(row.id)) as { healthyMs: number; readyMs: number };
+    const p = (await provision(row.id)) as { healthyMs: number; readyMs: number };
     await new Promise((r) => setTimeout(r, 10_000));
     const current = (await getInstance(row.id)) as NonNullable<
       Awaited<ReturnType<typeof getInstance>>
@@ -123,21 +127,21 @@ if (skip) {
 
     // 3. stop, start (to healthy), restart (to healthy), through the worker's actions.
     t = Date.now();
-    await w.runAction(current, "stop");
+    await runAction(current, "stop");
     const stopMs = Date.now() - t;
     t = Date.now();
-    await w.runAction((await getInstance(row.id)) as typeof current, "start");
+    await runAction((await getInstance(row.id)) as typeof current, "start");
     const startCallMs = Date.now() - t;
     const afterStart = await rt.inspect(current.container_name);
     await untilHealthy(`${afterStart?.address}:18789`);
     const startHealthyMs = Date.now() - t;
     t = Date.now();
-    await w.runAction((await getInstance(row.id)) as typeof current, "restart");
+    await runAction((await getInstance(row.id)) as typeof current, "restart");
     const restartCallMs = Date.now() - t;
     const afterRestart = await rt.inspect(current.container_name);
     await untilHealthy(`${afterRestart?.address}:18789`);
     const restartHealthyMs = Date.now() - t;
-    await w.teardown(current.user_id);
+    await teardown(current.user_id);
 
     rows.push(
       ["bare docker run → /healthz", secs(bareMs)],
@@ -186,7 +190,7 @@ if (skip) {
         const postAgent = agentPoster(web.url, cookie);
         const tenant = await ensureInstanceRecord(userId, { plan: "solo" });
         const t0 = Date.now();
-        const p = await w.provision(tenant.id);
+        const p = await provision(tenant.id);
         if (!("adopted" in p)) throw new Error("provisioning did not adopt a pooled gateway");
         const adoptMs = Date.now() - t0;
         await postAgent({ message: "Hello!" });
@@ -217,7 +221,7 @@ if (skip) {
       const coldCookie = (await createSession(coldUser)).setCookie.split(";")[0] as string;
       const coldTenant = await ensureInstanceRecord(coldUser, { plan: "solo" });
       t = Date.now();
-      await w.provision(coldTenant.id);
+      await provision(coldTenant.id);
       const coldReadyMs = Date.now() - t;
       await agentPoster(web.url, coldCookie)({ message: "Hello!" });
       const coldFirstMs = Date.now() - t;
@@ -229,9 +233,9 @@ if (skip) {
           Awaited<ReturnType<typeof getInstance>>
         >;
         const t0 = Date.now();
-        await w.runAction(row, "restart");
+        await runAction(row, "restart");
         const info = await rt.inspect(row.container_name);
-        if (info) await w.waitHealthy(info);
+        if (info) await waitHealthy(info);
         const healthyMs = Date.now() - t0;
         if (dryRun) await warmUpAfterBoot(row.id);
         const readyMs = Date.now() - t0;
@@ -276,7 +280,7 @@ if (skip) {
     }
   } finally {
     await Promise.all(children.map((c) => c.stop()));
-    await removeRunObjects(rt, w.DEPLOYMENT_LABEL, run, process.env.RUNTIME_NETWORK as string);
+    await removeRunObjects(rt, DEPLOYMENT_LABEL, run, process.env.RUNTIME_NETWORK as string);
     // An adoption enqueues a pool refill, which starts a job client: it would keep this alive.
     await stopBoss({ graceful: false });
     await closeDb();

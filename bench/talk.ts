@@ -65,12 +65,14 @@ if (skip) {
   );
   const { createSession } = await import("../app/server/accounts/sessions.server.ts");
   const { runTurn } = await import("../app/server/agents/talk.server.ts");
-  const w = await import("../worker/instances.ts");
+  const { DEPLOYMENT_LABEL } = await import("../worker/instances/engine.ts");
+  const { provision } = await import("../worker/instances/provision.ts");
+  const { connectPaired } = await import("../worker/instances/pairing.ts");
   const children: Array<{ stop(): Promise<void> }> = [];
   let figures: { direct: number; api: number; socket: number } | undefined;
   try {
     const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK as string, {
-      [w.DEPLOYMENT_LABEL]: run,
+      [DEPLOYMENT_LABEL]: run,
     });
     const provider = await startNode("bench/fake-openai.ts", await freePort(), "/v1/models");
     children.push(provider);
@@ -102,10 +104,10 @@ if (skip) {
               'openai/gpt-4o-mini', 'starter')`;
     const cookie = (await createSession(userId)).setCookie.split(";")[0] as string;
     const row = await ensureInstanceRecord(userId, { plan: "solo", model: "openai/gpt-4o-mini" });
-    await w.provision(row.id);
+    await provision(row.id);
     const instance = await getInstance(row.id);
     if (!instance?.gateway_address) throw new Error("the gateway has no address");
-    const direct = await w.connectPaired(instance, instance.gateway_address);
+    const direct = await connectPaired(instance, instance.gateway_address);
 
     const postAgent = agentPoster(web.url, cookie);
     const socket = new WebSocket(`ws://127.0.0.1:${port}/agent/${userId}`, {
@@ -174,7 +176,7 @@ if (skip) {
     };
   } finally {
     await Promise.all(children.map((c) => c.stop()));
-    await removeRunObjects(rt, w.DEPLOYMENT_LABEL, run, process.env.RUNTIME_NETWORK as string);
+    await removeRunObjects(rt, DEPLOYMENT_LABEL, run, process.env.RUNTIME_NETWORK as string);
     await closeDb();
     await cluster.stop();
     await rm(cluster.dir, { recursive: true, force: true });

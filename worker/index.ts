@@ -3,9 +3,9 @@ import { env } from "../app/server/platform/env.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
 import { onStopSignal } from "../app/server/platform/supervisor.server.ts";
 import { migrate } from "../db/migrate.ts";
-import { startRecorder } from "./recorder.ts";
-import { startSampler } from "./sampler.ts";
-import { startWorker, stopWorker } from "./worker.ts";
+import { startRecorder } from "./instances/recorder.ts";
+import { startSampler } from "./instances/sampler.ts";
+import { startWorker, stopWorker } from "./jobs/worker.ts";
 
 // The worker process: `npm run start:worker`. Any number may run against one database.
 env();

@@ -6,7 +6,7 @@ import * as user from "../../app/routes/api.user.ts";
 import { verifyWebhook } from "../../app/server/accounts/events.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { as, newUser } from "./helpers.ts";
 
 // Operator endpoints are real HTTP servers in this test; deliveries go web → pg-boss → worker.

@@ -9,7 +9,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { sha256 } from "../../app/server/platform/ids.server.ts";
 import { rateLimitScopes } from "../../app/server/platform/rate-limit.server.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { call } from "../helpers/api.ts";
 import { as, cookieOf, newUser, signInUser, uniqueEmail } from "./helpers.ts";
 

@@ -5,7 +5,7 @@ import * as user from "../../app/routes/api.user.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
 import { rateLimitScopes } from "../../app/server/platform/rate-limit.server.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { as, cookieOf, newUser, signInUser } from "./helpers.ts";
 
 describe("PATCH /api/settings", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AgentRow } from "../../app/server/agents/agents.server.ts";
 import { messagesOfHistory, textOf } from "../../app/server/agents/history.server.ts";
-import { agentsPatch } from "../../worker/agents.ts";
+import { agentsPatch } from "../../worker/instances/agents-patch.ts";
 
 // The pure parts of the worker's agents sync and chat recorder (the real gateway runs them in
 // agents-gateway.test.ts).

@@ -9,14 +9,12 @@ import { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { deviceIdentityFromPrivateKey } from "../../app/server/openclaw/device-identity.server.ts";
 import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import {
-  connectPaired,
-  provision,
-  runAction,
-  STATE_DIR,
-  updateImage,
-  waitHealthy,
-} from "../../worker/instances.ts";
+import { runAction } from "../../worker/instances/actions.ts";
+import { STATE_DIR } from "../../worker/instances/engine.ts";
+import { waitHealthy } from "../../worker/instances/health.ts";
+import { connectPaired } from "../../worker/instances/pairing.ts";
+import { provision } from "../../worker/instances/provision.ts";
+import { updateImage } from "../../worker/instances/update-image.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import type { ContainerInfo } from "../../worker/runtime/types.ts";

@@ -16,20 +16,16 @@ import {
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
-import {
-  DEPLOYMENT_LABEL,
-  deployment,
-  ensureContainer,
-  reconcileAll,
-  reconcileOne,
-  sampleAll,
-  teardown,
-  updateImage,
-} from "../../worker/instances.ts";
+import { ensureContainer } from "../../worker/instances/container.ts";
+import { DEPLOYMENT_LABEL, deployment } from "../../worker/instances/engine.ts";
+import { reconcileAll, reconcileOne } from "../../worker/instances/reconcile.ts";
+import { sampleAll } from "../../worker/instances/sampler.ts";
+import { teardown } from "../../worker/instances/teardown.ts";
+import { updateImage } from "../../worker/instances/update-image.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { LABELS } from "../../worker/runtime/types.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import {

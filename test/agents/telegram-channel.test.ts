@@ -20,8 +20,9 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { connectPaired, provision } from "../../worker/instances.ts";
-import { ChatRecorder } from "../../worker/recorder.ts";
+import { connectPaired } from "../../worker/instances/pairing.ts";
+import { provision } from "../../worker/instances/provision.ts";
+import { ChatRecorder } from "../../worker/instances/recorder.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { configureAi, giveCredits } from "../ai/support.ts";

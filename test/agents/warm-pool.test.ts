@@ -11,19 +11,17 @@ import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { sendResponse, toRequest } from "../../app/server/platform/web/node-http.server.ts";
-import {
-  connectPaired,
-  connectWithPairing,
-  provision,
-  reconcileAll,
-  STATE_DIR,
-  teardown,
-} from "../../worker/instances.ts";
+import { STATE_DIR } from "../../worker/instances/engine.ts";
+import { connectPaired, connectWithPairing } from "../../worker/instances/pairing.ts";
+import type { PoolRow } from "../../worker/instances/pool.ts";
+import { fillPool } from "../../worker/instances/pool-fill.ts";
+import { provision } from "../../worker/instances/provision.ts";
+import { reconcileAll } from "../../worker/instances/reconcile.ts";
+import { teardown } from "../../worker/instances/teardown.ts";
+import { WARMUP_MESSAGE, warmUpAfterBoot } from "../../worker/instances/warm-up.ts";
 import { instanceAction } from "../../worker/jobs/instance-action.ts";
-import { fillPool, type PoolRow } from "../../worker/pool.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
-import { WARMUP_MESSAGE, warmUpAfterBoot } from "../../worker/warm-up.ts";
 import { configureAi, giveCredits } from "../ai/support.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";

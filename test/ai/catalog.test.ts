@@ -8,7 +8,7 @@ import { loadCatalog, resolveModel } from "../../app/server/ai/catalog.server.ts
 import { db } from "../../app/server/platform/db.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
 import { refreshModelCatalog } from "../../worker/jobs/refresh-model-catalog.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { call } from "../helpers/api.ts";
 import { createAnthropicFake } from "../msw/handlers/anthropic.ts";
 import { createGoogleFake } from "../msw/handlers/google.ts";

@@ -16,7 +16,7 @@ import {
 import { db } from "../../app/server/platform/db.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
 import { stopUnpaidInstance } from "../../worker/jobs/stop-unpaid-instance.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { as, newUser, type TestUser } from "../accounts/helpers.ts";
 import { call } from "../helpers/api.ts";
 import { type StripeFake, signedEvent } from "../msw/handlers/stripe.ts";

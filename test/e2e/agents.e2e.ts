@@ -3,10 +3,11 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
-import { reconcileAll, sampleAll } from "../../worker/instances.ts";
+import { reconcileAll } from "../../worker/instances/reconcile.ts";
+import { sampleAll } from "../../worker/instances/sampler.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
 import {
   allowDockerNetworks,

@@ -274,6 +274,31 @@ describe("smart wallets", () => {
 });
 
 describe("nonces", () => {
+  it("are unpredictable: no two of 200 in a row share 8 characters, and all fit EIP-4361", async () => {
+    const nonces: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      // Spread over client IPs so the per-IP limit does not end the run.
+      const res = await call(nonceRoute, "/api/auth/wallet/nonce", {
+        remoteAddress: `203.0.113.${Math.floor(i / 50) + 1}`,
+      });
+      expect(res.status).toBe(200);
+      nonces.push(res.json.nonce);
+    }
+    for (const n of nonces) expect(n).toMatch(/^[A-Za-z0-9]{8,}$/);
+    // Every 8-character window of every nonce, and which nonce it came from.
+    const seen = new Map<string, number>();
+    const shared: string[] = [];
+    nonces.forEach((n, i) => {
+      for (let k = 0; k + 8 <= n.length; k++) {
+        const window = n.slice(k, k + 8);
+        const first = seen.get(window);
+        if (first === undefined) seen.set(window, i);
+        else if (first !== i) shared.push(`${window}: nonces ${first} and ${i}`);
+      }
+    });
+    expect(shared).toEqual([]);
+  });
+
   it("are rate limited per client IP (60 a minute)", async () => {
     const from = (ip: string) => call(nonceRoute, "/api/auth/wallet/nonce", { remoteAddress: ip });
     const statuses: number[] = [];

@@ -5,7 +5,7 @@ import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { getBoss, sendJob } from "../../app/server/platform/jobs.server.ts";
-import { startWorker, stopWorker } from "../../worker/worker.ts";
+import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 
 // A real SMTP server in the test; the job travels through pg-boss to an in-process worker.
 describe("the send-email job", () => {

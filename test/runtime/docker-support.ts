@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { http, passthrough, ws } from "msw";
 import { describe } from "vitest";
-import { GATEWAY_PORT } from "../../worker/instances.ts";
+import { GATEWAY_PORT } from "../../worker/instances/engine.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { LABELS } from "../../worker/runtime/types.ts";
 import { mswServer } from "../msw/server.ts";

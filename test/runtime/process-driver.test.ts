@@ -7,15 +7,13 @@ import {
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import {
-  connectPaired,
-  measureStorage,
-  observe,
-  provision,
-  runAction,
-  sampleAll,
-  teardown,
-} from "../../worker/instances.ts";
+import { runAction } from "../../worker/instances/actions.ts";
+import { observe } from "../../worker/instances/observe.ts";
+import { connectPaired } from "../../worker/instances/pairing.ts";
+import { provision } from "../../worker/instances/provision.ts";
+import { sampleAll } from "../../worker/instances/sampler.ts";
+import { measureStorage } from "../../worker/instances/storage.ts";
+import { teardown } from "../../worker/instances/teardown.ts";
 import { processRuntime, setRuntime } from "../../worker/runtime/index.ts";
 import { installOpenclaw, PINNED_OPENCLAW, repo } from "../../worker/runtime/openclaw-install.ts";
 import type { ProcessRuntime } from "../../worker/runtime/process.ts";

@@ -1,6 +1,6 @@
 import { db } from "../../app/server/platform/db.server.ts";
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
-import { fillPool } from "../pool.ts";
+import { fillPool } from "../instances/pool-fill.ts";
 
 /** Keeps RUNTIME_POOL_SIZE warm gateways; one filler at a time across workers. */
 export async function fillPoolJob(_payload: JobPayload<"fill-pool">) {

@@ -1,4 +1,5 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
+import type { JobContext } from "./context.ts";
 import { deliverWebhook } from "./deliver-webhook.ts";
 import { fillPoolJob } from "./fill-pool.ts";
 import { instanceAction } from "./instance-action.ts";
@@ -13,12 +14,6 @@ import { syncAgentsJob } from "./sync-agents.ts";
 import { teardownInstance } from "./teardown-instance.ts";
 import { updateImageJob } from "./update-image.ts";
 import { warmUpInstance } from "./warm-up-instance.ts";
-
-export interface JobContext {
-  jobId: string;
-  retryCount: number;
-  signal: AbortSignal;
-}
 
 type Handlers = { [N in JobName]: (payload: JobPayload<N>, ctx: JobContext) => Promise<unknown> };
 

@@ -1,8 +1,10 @@
 import { type ActionOutcome, getInstance } from "../../app/server/agents/instances.server.ts";
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
-import { queueAgentSync } from "../agents.ts";
-import { isUnavailable, log, runAction, withInstanceLock } from "../instances.ts";
-import { queueWarmUp } from "../warm-up.ts";
+import { runAction } from "../instances/actions.ts";
+import { queueAgentSync } from "../instances/agents-sync.ts";
+import { isUnavailable, log } from "../instances/engine.ts";
+import { withInstanceLock } from "../instances/lock.ts";
+import { queueWarmUp } from "../instances/warm-up.ts";
 
 /**
  * A lifecycle request the web awaits. The outcome (never a throw) is the job's output, so the

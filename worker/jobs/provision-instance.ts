@@ -1,6 +1,6 @@
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
-import { syncAfterProvision } from "../agents.ts";
-import { provision } from "../instances.ts";
+import { syncAfterProvision } from "../instances/agents-sync.ts";
+import { provision } from "../instances/provision.ts";
 
 /**
  * Volume, config (the platform's AI endpoint as model provider), container, pairing, healthy;

@@ -1,6 +1,6 @@
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
-import { queueAgentSync } from "../agents.ts";
-import { reconcileAll } from "../instances.ts";
+import { queueAgentSync } from "../instances/agents-sync.ts";
+import { reconcileAll } from "../instances/reconcile.ts";
 
 /** Periodic: desired vs observed state of every instance; heals, records OOM kills, removes orphans. */
 export async function reconcile(_payload: JobPayload<"reconcile">) {

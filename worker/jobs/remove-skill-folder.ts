@@ -1,6 +1,6 @@
 import { getInstance } from "../../app/server/agents/instances.server.ts";
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
-import { isUnavailable, log, rt, STATE_DIR } from "../instances.ts";
+import { isUnavailable, log, rt, STATE_DIR } from "../instances/engine.ts";
 
 /** What the web awaits: done, or why not (unavailable: the container or Docker did not answer). */
 export type RemoveSkillOutcome =

@@ -5,7 +5,8 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { hasActiveSubscription } from "../../app/server/billing/subscriptions.server.ts";
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
-import { runAction, withInstanceLock } from "../instances.ts";
+import { runAction } from "../instances/actions.ts";
+import { withInstanceLock } from "../instances/lock.ts";
 
 /**
  * Stops the instance of a user whose plan was canceled, at the end of the paid period. The

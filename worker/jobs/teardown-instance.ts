@@ -1,5 +1,5 @@
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
-import { teardown } from "../instances.ts";
+import { teardown } from "../instances/teardown.ts";
 
 /** Removes a deleted user's instance: container, state volume, model-endpoint tokens, record. */
 export async function teardownInstance(payload: JobPayload<"teardown-instance">) {

@@ -1,7 +1,7 @@
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
-import { queueAgentSync } from "../agents.ts";
-import { updateImage } from "../instances.ts";
-import { queueWarmUp } from "../warm-up.ts";
+import { queueAgentSync } from "../instances/agents-sync.ts";
+import { updateImage } from "../instances/update-image.ts";
+import { queueWarmUp } from "../instances/warm-up.ts";
 
 /** Recreates the container on the newest built image, keeping the volume; rolls back on failure. */
 export async function updateImageJob(payload: JobPayload<"update-image">) {

@@ -1,6 +1,7 @@
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import type { ApiSecurity } from "../platform/openapi.server.ts";
+import { isCrossSite, isUnsafeMethod } from "../platform/web/same-origin.server.ts";
 import { resolveApiKey } from "./api-keys.server.ts";
 import type { User } from "./model.server.ts";
 import { looksLikeJwt, verifySessionJwt } from "./session-jwt.server.ts";
@@ -61,32 +62,20 @@ export const authSecurity: ApiSecurity<AuthMode> = {
   default: [{ session: [] }, { apiKey: [] }],
 };
 
-const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-
-/**
- * True when a browser says the request comes from another site: an Origin whose host is
- * neither APP_URL's nor the request's own, or (without Origin) Sec-Fetch-Site other than
- * same-origin/none. Sibling subdomains (agents' own sites) count as other sites.
- */
+/** True when a browser says the request comes from another site (platform/web/same-origin). */
 export function isForeignOrigin(request: Request): boolean {
-  const origin = request.headers.get("origin");
-  if (origin) {
-    if (origin === "null") return true;
-    let host: string;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      return true;
-    }
-    if (host === new URL(env().APP_URL).host) return false;
-    return host !== (request.headers.get("host") ?? new URL(request.url).host);
-  }
-  const site = request.headers.get("sec-fetch-site");
-  return site === "cross-site" || site === "same-site";
+  return isCrossSite(
+    {
+      origin: request.headers.get("origin"),
+      host: request.headers.get("host") ?? new URL(request.url).host,
+      secFetchSite: request.headers.get("sec-fetch-site"),
+    },
+    new URL(env().APP_URL).host,
+  );
 }
 
 export function assertSameOrigin(request: Request): void {
-  if (!SAFE_METHODS.has(request.method) && isForeignOrigin(request)) {
+  if (isUnsafeMethod(request.method) && isForeignOrigin(request)) {
     throw new DomainError(403, "Cross-site request refused");
   }
 }

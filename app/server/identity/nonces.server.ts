@@ -1,4 +1,4 @@
-import { generateSiweNonce } from "viem/siwe";
+import { randomBytes } from "node:crypto";
 import { db } from "../platform/db.server.ts";
 
 // Server-issued SIWE nonces: random, short-lived, single use. `consumeNonce` is the atomic
@@ -7,8 +7,15 @@ import { db } from "../platform/db.server.ts";
 
 export const NONCE_TTL_SECONDS = 10 * 60;
 
+/**
+ * 128 bits from the OS CSPRNG, as 32 hex digits (EIP-4361: at least 8 alphanumerics). Not viem's
+ * `generateSiweNonce`: it slides a window over a Math.random buffer, so each nonce is the
+ * previous one shifted by a digit.
+ */
+export const newSiweNonce = (): string => randomBytes(16).toString("hex");
+
 export async function issueNonce(): Promise<{ nonce: string; expiresAt: Date }> {
-  const nonce = generateSiweNonce();
+  const nonce = newSiweNonce();
   const [row] = await db()<{ expires_at: Date }[]>`
     insert into siwe_nonces (nonce, expires_at)
     values (${nonce}, now() + make_interval(secs => ${NONCE_TTL_SECONDS}))

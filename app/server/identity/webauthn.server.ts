@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import {
   generateRegistrationOptions,
   type RegistrationResponseJSON,
@@ -49,6 +50,8 @@ export async function startWebauthnRegistration(user: { id: string; email: strin
     rpID: rp.id,
     userName: user.email,
     userID: new TextEncoder().encode(user.id),
+    // Our own CSPRNG bytes rather than the library's default source (one source for every token).
+    challenge: new Uint8Array(randomBytes(32)),
     attestationType: "none",
     excludeCredentials: existing.map((c) => ({ id: c.id })),
     authenticatorSelection: { residentKey: "preferred", userVerification: "preferred" },

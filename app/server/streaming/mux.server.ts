@@ -7,6 +7,8 @@ import { DomainError } from "../platform/errors.server.ts";
 
 export const RTMP_SERVER = "rtmps://global-live.mux.com:443/app";
 export const playbackUrlOf = (playbackId: string) => `https://stream.mux.com/${playbackId}.m3u8`;
+/** Where a player fetches the playlist, its renditions and segments (CSP source expressions). */
+export const MEDIA_SOURCES = ["https://*.mux.com"] as const;
 
 export interface LiveStream {
   id: string;

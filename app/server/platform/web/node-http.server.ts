@@ -132,8 +132,17 @@ export function toRequest(
   return request;
 }
 
-export async function sendResponse(res: ServerResponse, response: Response, head: boolean) {
-  const headers: Record<string, string | string[]> = {};
+/**
+ * Writes `response` to `res`. `defaults` (the server's constant headers, built once) go out with
+ * every answer unless the response sets the same header itself.
+ */
+export async function sendResponse(
+  res: ServerResponse,
+  response: Response,
+  head: boolean,
+  defaults?: Readonly<Record<string, string>>,
+) {
+  const headers: Record<string, string | string[]> = { ...defaults };
   response.headers.forEach((value, key) => {
     if (key !== "set-cookie") headers[key] = value;
   });

@@ -25,6 +25,7 @@ export async function serveStatic(
   req: IncomingMessage,
   res: ServerResponse,
   pathname: string,
+  headers?: Readonly<Record<string, string>>,
 ): Promise<boolean> {
   if (req.method !== "GET" && req.method !== "HEAD") return false;
   let decoded: string;
@@ -38,6 +39,7 @@ export async function serveStatic(
   const info = await stat(file).catch(() => undefined);
   if (!info?.isFile()) return false;
   res.writeHead(200, {
+    ...headers,
     "Content-Type": types[path.extname(file)] ?? "application/octet-stream",
     "Content-Length": info.size,
     "Cache-Control": pathname.startsWith("/build/")

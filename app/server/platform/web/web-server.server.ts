@@ -1,10 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import path from "node:path";
 import { type AppLoadContext, createRequestHandler, type ServerBuild } from "@remix-run/node";
+import { env } from "../env.server.ts";
 import { MAX_BODY_BYTES } from "../http.server.ts";
 import { logger } from "../logger.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
+import { crossSitePage } from "./cross-site-page.server.ts";
 import { readSmallBody, sendResponse, toRequest } from "./node-http.server.ts";
+import { isCrossSite, isUnsafeMethod } from "./same-origin.server.ts";
+import { constantSecurityHeaders, STATIC_PAGE_POLICY } from "./security-headers.server.ts";
 import { serveStatic } from "./static-files.server.ts";
 
 export interface WebServerOptions {
@@ -13,6 +17,17 @@ export interface WebServerOptions {
   mode?: string;
   /** Call /api builder routes directly instead of through Remix (default on; off for benchmarks). */
   apiFastPath?: boolean;
+}
+
+/** The app's stylesheet (from the root route's links), for the server's own small pages. */
+function stylesheetOf(build: ServerBuild): string | undefined {
+  const links = build.routes.root?.module.links?.() ?? [];
+  for (const link of links) {
+    if ("rel" in link && link.rel === "stylesheet" && typeof link.href === "string") {
+      return link.href;
+    }
+  }
+  return undefined;
 }
 
 /** The web tier: static files, the /api fast path, and Remix for everything else. */
@@ -24,13 +39,38 @@ export function createWebServer({
   const remix = createRequestHandler(build, mode);
   const matchApi = compileApiRoutes(build);
   const root = path.resolve(publicDir);
+  // Built once: the fast path only copies them into each answer's header object.
+  const appHost = new URL(env().APP_URL).host;
+  const securityHeaders = constantSecurityHeaders(env().APP_URL);
+  const stylesheet = stylesheetOf(build);
+  const refusalHeaders = {
+    ...securityHeaders,
+    "content-security-policy": STATIC_PAGE_POLICY,
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+  };
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const pathname = q === -1 ? url : url.slice(0, q);
     const isApi = pathname === "/api" || pathname.startsWith("/api/");
-    if (!isApi && (await serveStatic(root, req, res, pathname))) return;
+    if (!isApi && (await serveStatic(root, req, res, pathname, securityHeaders))) return;
+    // A form posted to a page from another site: refused here with a page that says why
+    // (Remix's own origin check would throw, and Remix answers that with an empty 500). /api
+    // routes decide themselves: only cookie-authenticated calls are refused (403 {error}).
+    if (!isApi && isUnsafeMethod(req.method)) {
+      const origin = req.headers.origin;
+      const crossSite = isCrossSite(
+        { origin, host: req.headers.host, secFetchSite: req.headers["sec-fetch-site"] as string },
+        appHost,
+      );
+      if (crossSite) {
+        res.writeHead(403, refusalHeaders);
+        res.end(crossSitePage(origin, stylesheet));
+        return;
+      }
+    }
 
     const origin = `http://${req.headers.host ?? "localhost"}`;
     const match = isApi ? matchApi(pathname) : undefined;
@@ -48,14 +88,14 @@ export function createWebServer({
     const response = match
       ? await match.handler({ request, params: match.params, context })
       : await remix(request, context);
-    await sendResponse(res, response, req.method === "HEAD");
+    await sendResponse(res, response, req.method === "HEAD", securityHeaders);
   }
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       logger().error({ err: error, url: req.url }, "request failed outside a route");
       if (!res.headersSent) {
-        res.writeHead(500, { "Content-Type": "application/json" });
+        res.writeHead(500, { ...securityHeaders, "Content-Type": "application/json" });
         res.end(JSON.stringify({ error: "Internal server error" }));
       } else {
         res.destroy();

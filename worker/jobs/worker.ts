@@ -5,9 +5,10 @@ import {
   jobNames,
   jobSchedules,
   stopBoss,
-} from "../app/server/platform/jobs.server.ts";
-import { logger } from "../app/server/platform/logger.server.ts";
-import { handlers, type JobContext } from "./jobs/index.ts";
+} from "../../app/server/platform/jobs.server.ts";
+import { logger } from "../../app/server/platform/logger.server.ts";
+import type { JobContext } from "./context.ts";
+import { handlers } from "./index.ts";
 
 export interface WorkerOptions {
   /** Jobs of one queue processed at once by this process. */

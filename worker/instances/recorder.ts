@@ -1,16 +1,16 @@
-import { recordMessages } from "../app/server/agents/agent-messages.server.ts";
-import { agentOfSessionKey } from "../app/server/agents/agents.server.ts";
-import { type HistoryMessage, messagesOfHistory } from "../app/server/agents/history.server.ts";
+import { recordMessages } from "../../app/server/agents/agent-messages.server.ts";
+import { agentOfSessionKey } from "../../app/server/agents/agents.server.ts";
+import { type HistoryMessage, messagesOfHistory } from "../../app/server/agents/history.server.ts";
 import {
   gatewayTokenOf,
   type InstanceRow,
   listInstances,
-} from "../app/server/agents/instances.server.ts";
-import { GatewayClient } from "../app/server/openclaw/client.server.ts";
-import { deviceIdentityFromPrivateKey } from "../app/server/openclaw/device-identity.server.ts";
-import { unseal } from "../app/server/platform/crypto.server.ts";
-import { env } from "../app/server/platform/env.server.ts";
-import { logger } from "../app/server/platform/logger.server.ts";
+} from "../../app/server/agents/instances.server.ts";
+import { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { deviceIdentityFromPrivateKey } from "../../app/server/openclaw/device-identity.server.ts";
+import { unseal } from "../../app/server/platform/crypto.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import { logger } from "../../app/server/platform/logger.server.ts";
 
 // The chat recorder: one gateway connection per running, paired instance. When a chat turn
 // ends (`chat` event, state final or error) it reads that session's history (`chat.history`)

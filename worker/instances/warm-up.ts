@@ -1,17 +1,20 @@
-import { getInstance, type InstanceRow } from "../app/server/agents/instances.server.ts";
-import { runTurn } from "../app/server/agents/talk.server.ts";
-import { warmUpTag } from "../app/server/ai/warmup-tag.server.ts";
-import type { GatewayClient } from "../app/server/openclaw/client.server.ts";
-import { env } from "../app/server/platform/env.server.ts";
-import { sendJob } from "../app/server/platform/jobs.server.ts";
-import { connectPaired, forgetSession, gatewayAddress, log, rt, waitHealthy } from "./instances.ts";
+import { getInstance, type InstanceRow } from "../../app/server/agents/instances.server.ts";
+import { runTurn } from "../../app/server/agents/talk.server.ts";
+import { warmUpTag } from "../../app/server/ai/warmup-tag.server.ts";
+import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import { sendJob } from "../../app/server/platform/jobs.server.ts";
+import { gatewayAddress, log, rt } from "./engine.ts";
+import { forgetSession } from "./forget-session.ts";
+import { waitHealthy } from "./health.ts";
+import { connectPaired } from "./pairing.ts";
 
 // The dry run (decisions 0038, 0087): a gateway's first agent turn after a boot pays its
 // first-run cost (20–22 s at 1 CPU here) or fails on OpenClaw's state-lock contention, so the
 // platform runs one turn itself first, answered by its own model endpoint, and forgets it.
-// Pooled gateways do it before they are ready (pool.ts); a tenant's gateway after provisioning
-// and after every boot (start, restart, repair, update, a crash healed), under the tenant's own
-// token with a tagged prompt (app/server/ai/warmup-tag.server.ts).
+// Pooled gateways do it before they are ready (pool-fill.ts); a tenant's gateway after
+// provisioning and after every boot (start, restart, repair, update, a crash healed), under the
+// tenant's own token with a tagged prompt (app/server/ai/warmup-tag.server.ts).
 
 export const WARMUP_MESSAGE = "Warm-up: reply with OK.";
 const WARMUP_ATTEMPTS = 3;

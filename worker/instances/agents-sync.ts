@@ -1,111 +1,25 @@
-import { CUSTOM_MODEL } from "../app/schemas/agents.ts";
-import {
-  GATEWAY_CONFIG_KEYS,
-  gatewayEntryOf,
-  gatewayPartOf,
-} from "../app/server/agents/agent-config.server.ts";
-import {
-  type AgentRow,
-  FIRST_GATEWAY_AGENT_ID,
-  listAgents,
-} from "../app/server/agents/agents.server.ts";
+import { gatewayPartOf } from "../../app/server/agents/agent-config.server.ts";
+import { type AgentRow, listAgents } from "../../app/server/agents/agents.server.ts";
 import {
   getInstance,
   getInstanceByUser,
   type InstanceRow,
-} from "../app/server/agents/instances.server.ts";
-import type { GatewayClient } from "../app/server/openclaw/client.server.ts";
-import { GatewayRequestError } from "../app/server/openclaw/errors.server.ts";
-import { db } from "../app/server/platform/db.server.ts";
-import { env } from "../app/server/platform/env.server.ts";
-import { sendJob } from "../app/server/platform/jobs.server.ts";
-import {
-  connectPaired,
-  GATEWAY_PORT,
-  log,
-  rt,
-  waitHealthy,
-  withInstanceLock,
-} from "./instances.ts";
+} from "../../app/server/agents/instances.server.ts";
+import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { GatewayRequestError } from "../../app/server/openclaw/errors.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { sendJob } from "../../app/server/platform/jobs.server.ts";
+import { agentsPatch, type GatewayConfigSnapshot, REPLACE_PATHS } from "./agents-patch.ts";
+import { GATEWAY_PORT, log, rt } from "./engine.ts";
+import { waitHealthy } from "./health.ts";
+import { withInstanceLock } from "./lock.ts";
+import { connectPaired } from "./pairing.ts";
 
 // sync-agents: writes ALL of a user's agents into their gateway's config
 // (agents.entries.<gateway_agent_id>) with config.get + config.patch over the paired
-// connection. The platform's rows are the truth: the patch is computed from them alone, so
-// running it again changes nothing, and it is re-run whenever an instance (re)starts.
-
-interface GatewayConfigSnapshot {
-  hash: string;
-  config?: {
-    agents?: { entries?: Record<string, unknown>; ownership?: string };
-    models?: { providers?: { platform?: { models?: Array<{ id: string }> } } };
-  };
-}
-
-/** Gateway agent ids the platform created (`main`, `agt-…`); others are left alone. */
-const isPlatformAgentId = (id: string) => id === FIRST_GATEWAY_AGENT_ID || id.startsWith("agt-");
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
-
-/**
- * The merge patch (RFC 7386, what config.patch applies) turning `current` into `desired`:
- * keys that are gone become null, nested objects are diffed, anything else is replaced.
- */
-export function mergeDiff(current: unknown, desired: unknown): unknown {
-  if (!isObject(current) || !isObject(desired)) return desired;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(desired)) out[k] = mergeDiff(current[k], v);
-  for (const k of Object.keys(current)) if (!(k in desired)) out[k] = null;
-  return out;
-}
-
-/** Keys of an entry the platform owns (the gateway adds its own, e.g. workspace). */
-const OWNED_KEYS = new Set<string>(["name", "model", ...GATEWAY_CONFIG_KEYS]);
-
-/** Arrays the patch replaces (config.patch refuses destructive array changes elsewhere). */
-export const REPLACE_PATHS = [
-  "models.providers.platform.models",
-  "agents.entries.*.skills",
-  "agents.entries.*.groupChat.mentionPatterns",
-];
-
-/** The config.patch that makes the gateway's agents exactly the user's agents. */
-export function agentsPatch(
-  agents: AgentRow[],
-  instance: Pick<InstanceRow, "model">,
-  current: GatewayConfigSnapshot["config"],
-) {
-  const entries: Record<string, unknown> = {};
-  for (const agent of agents) {
-    const existing = current?.agents?.entries?.[agent.gateway_agent_id];
-    const owned = Object.fromEntries(
-      Object.entries(isObject(existing) ? existing : {}).filter(([k]) => OWNED_KEYS.has(k)),
-    );
-    // A key removed from the stored configuration is removed from the gateway too.
-    entries[agent.gateway_agent_id] = mergeDiff(owned, gatewayEntryOf(agent));
-  }
-  // A deleted agent's entry goes (merge-patch null); entries not made by us are kept.
-  for (const id of Object.keys(current?.agents?.entries ?? {})) {
-    if (!(id in entries) && isPlatformAgentId(id) && id !== FIRST_GATEWAY_AGENT_ID) {
-      entries[id] = null;
-    }
-  }
-  // Every agent's model must be one the platform provider declares.
-  const declared = new Set((current?.models?.providers?.platform?.models ?? []).map((m) => m.id));
-  const wanted = [
-    instance.model ?? env().RUNTIME_DEFAULT_MODEL,
-    ...agents.map((a) => a.model).filter((m) => m !== CUSTOM_MODEL),
-  ];
-  const models = [...new Set([...declared, ...wanted])].map((id) => ({ id, name: id }));
-  return {
-    agents: {
-      entries,
-      // Several agents in one gateway are an explicit fleet: no implicit default owner.
-      ...(agents.length > 1 ? { ownership: "explicit" as const } : {}),
-    },
-    models: { providers: { platform: { models } } },
-  };
-}
+// connection. The platform's rows are the truth: the patch is computed from them alone
+// (agents-patch.ts), so running it again changes nothing, and it is re-run whenever an
+// instance (re)starts.
 
 async function recordApplied(agents: AgentRow[], error?: string) {
   for (const agent of agents) {

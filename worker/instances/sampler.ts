@@ -1,8 +1,48 @@
-import { env } from "../app/server/platform/env.server.ts";
-import { logger } from "../app/server/platform/logger.server.ts";
-import { sampleAll } from "./instances.ts";
-import { selectRuntime } from "./runtime/index.ts";
-import { installOpenclaw, PINNED_OPENCLAW, resolveOpenclaw } from "./runtime/openclaw-install.ts";
+import {
+  type InstanceRow,
+  listInstances,
+  updateInstance,
+} from "../../app/server/agents/instances.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import { logger } from "../../app/server/platform/logger.server.ts";
+import { selectRuntime } from "../runtime/index.ts";
+import { installOpenclaw, PINNED_OPENCLAW, resolveOpenclaw } from "../runtime/openclaw-install.ts";
+import { isUnavailable, log, rt } from "./engine.ts";
+import { observe } from "./observe.ts";
+
+/** Writes one live sample (stats) of a running instance into its row. */
+async function sample(row: InstanceRow): Promise<void> {
+  if (!row.container_id) return;
+  const info = await rt().inspect(row.container_id);
+  if (!info?.running) return;
+  const s = await rt().stats(info.id);
+  await updateInstance(row.id, {
+    cpu_percent: s.cpuPercent,
+    memory_bytes: s.memoryBytes,
+    memory_limit_bytes: s.memoryLimitBytes,
+    pids: s.pids,
+    network_rx_bytes: s.rxBytes,
+    network_tx_bytes: s.txBytes,
+    sampled_at: new Date(),
+  });
+}
+
+/** Live samples for every instance with a container (the worker runs this every few seconds). */
+export async function sampleAll(): Promise<number> {
+  let n = 0;
+  for (const row of await listInstances()) {
+    if (!row.container_id) continue;
+    try {
+      const seen = await observe(row);
+      await sample(seen);
+      n++;
+    } catch (error) {
+      if (isUnavailable(error)) throw error;
+      log().warn({ err: error, instanceId: row.id }, "sampling failed");
+    }
+  }
+  return n;
+}
 
 /**
  * Records every instance's observed state and live figures (CPU, memory, pids) into its row

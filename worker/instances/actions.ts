@@ -1,0 +1,81 @@
+import {
+  getInstance,
+  type InstanceRow,
+  updateInstance,
+} from "../../app/server/agents/instances.server.ts";
+import { ensureContainer } from "./container.ts";
+import { gatewayAddress, rt } from "./engine.ts";
+import { reapplyConfig } from "./gateway-config.ts";
+import { waitHealthy } from "./health.ts";
+import { observe } from "./observe.ts";
+import { resetMemory } from "./reset-memory.ts";
+
+// Lifecycle actions (the instance-action job; the caller holds the instance's lock). Each
+// records the desired state first, so reconcile heals towards it if the action is cut short.
+
+export type InstanceAction = "start" | "stop" | "restart" | "repair" | "reset-memory";
+export type ActionResult = { ok: true; status?: string; message?: string };
+
+/** Desired running again, with a clean crash backoff (the user asked for it). */
+const wantRunning = (row: InstanceRow) =>
+  updateInstance(row.id, { desired_state: "running", crash_restarts: 0 });
+
+async function start(row: InstanceRow): Promise<ActionResult> {
+  await ensureContainer(await wantRunning(row));
+  return { ok: true, status: "running" };
+}
+
+async function stop(row: InstanceRow): Promise<ActionResult> {
+  const wanted = await updateInstance(row.id, { desired_state: "stopped" });
+  const info = await rt().inspect(wanted.container_name);
+  if (info?.running) await rt().stop(info.id, 10);
+  await updateInstance(row.id, {
+    observed_state: "stopped",
+    health: "unknown",
+    observed_at: new Date(),
+  });
+  return { ok: true, status: "stopped" };
+}
+
+/** A running container restarts in place; one that is not running is (re)created and started. */
+async function restart(row: InstanceRow): Promise<ActionResult> {
+  const wanted = await wantRunning(row);
+  const info = await rt().inspect(wanted.container_name);
+  if (!info?.running) {
+    await ensureContainer(wanted);
+    return { ok: true, status: "running" };
+  }
+  await rt().restart(info.id, 10);
+  const now = await rt().inspect(info.id);
+  await updateInstance(row.id, {
+    observed_state: "starting",
+    health: "unknown",
+    gateway_address: gatewayAddress(now) ?? wanted.gateway_address,
+    started_at: now?.startedAt ? new Date(now.startedAt) : wanted.started_at,
+    observed_at: new Date(),
+  });
+  return { ok: true, status: "running" };
+}
+
+/** Recreates the container from the same volume, then re-applies the platform's config. */
+async function repair(row: InstanceRow): Promise<ActionResult> {
+  const info = await ensureContainer(await wantRunning(row), { recreate: true });
+  await waitHealthy(info);
+  const fresh = (await getInstance(row.id)) as InstanceRow;
+  await reapplyConfig(fresh, gatewayAddress(info) as string);
+  await observe(fresh);
+  return { ok: true, message: "Instance repaired: container recreated, configuration re-applied" };
+}
+
+const actions: Record<InstanceAction, (row: InstanceRow) => Promise<ActionResult>> = {
+  start,
+  stop,
+  restart,
+  repair,
+  "reset-memory": resetMemory,
+};
+
+/** Runs one lifecycle action; throws when the engine or gateway fails (the job classes it). */
+export async function runAction(row: InstanceRow, action: InstanceAction): Promise<ActionResult> {
+  return actions[action](row);
+}

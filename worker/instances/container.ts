@@ -1,0 +1,101 @@
+import {
+  gatewayTokenOf,
+  type InstanceRow,
+  updateInstance,
+} from "../../app/server/agents/instances.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import { type ContainerInfo, limitsForPlan } from "../runtime/index.ts";
+import {
+  deploymentLabels,
+  ensureNetwork,
+  gatewayAddress,
+  rt,
+  STATE_DIR,
+  volumeLabels,
+} from "./engine.ts";
+import { writeInitialConfig } from "./gateway-config.ts";
+
+// An instance's container: created when missing (its volume and first config with it) and
+// started, on the image the instance is pinned to (decision 0089).
+
+interface ContainerOptions {
+  /** The tag to move to (update); otherwise the instance stays on its pinned image id. */
+  image?: string;
+  /** An image id to pin again (rollback). */
+  imageId?: string;
+  /** Remove and create the container even when it exists (repair, update). */
+  recreate?: boolean;
+}
+
+/**
+ * The image to create from: by tag while the tag still names the pinned id (readable in
+ * `docker ps`), else by id; a pinned id that is gone (pruned by an operator) falls back to the
+ * tag. `wantedId` is the id a container must run to be kept.
+ */
+async function imageFor(row: InstanceRow, options: ContainerOptions) {
+  const tag = options.image ?? row.image ?? env().AGENT_GATEWAY_IMAGE;
+  const pin = options.imageId ?? (options.image ? undefined : row.image_id);
+  const tagId = await rt().imageId(tag);
+  const pinned = pin && pin !== tagId ? await rt().imageId(pin) : undefined;
+  return { tag, image: pinned ?? tag, wantedId: pinned ?? tagId };
+}
+
+async function createContainer(row: InstanceRow, image: string): Promise<string> {
+  return rt().create({
+    instanceId: row.id,
+    userId: row.user_id,
+    image,
+    name: row.container_name,
+    hostname: row.container_name,
+    volume: row.volume_name,
+    volumeTarget: STATE_DIR,
+    network: env().RUNTIME_NETWORK,
+    limits: limitsForPlan(row.plan),
+    env: { OPENCLAW_GATEWAY_TOKEN: gatewayTokenOf(row) },
+    labels: deploymentLabels(),
+    restartPolicy: "on-failure",
+  });
+}
+
+/**
+ * Creates (when missing) and starts the container; returns its inspect data. An instance stays
+ * on the image id it runs (`image_id`) even when its tag is rebuilt (gateway/build.sh keeps the
+ * tag, the OpenClaw version): start, restart, repair and a healed crash never change the
+ * gateway under a tenant; only `update` moves it (`image` names the tag to move to), and a
+ * rollback pins the previous id again (`imageId`).
+ */
+export async function ensureContainer(
+  row: InstanceRow,
+  options: ContainerOptions = {},
+): Promise<ContainerInfo> {
+  const { tag, image, wantedId } = await imageFor(row, options);
+  const { gatewayIp } = await ensureNetwork();
+  await rt().ensureVolume(row.volume_name, volumeLabels(row));
+  let info = await rt().inspect(row.container_name);
+  if (info && (options.recreate || (wantedId !== undefined && info.imageId !== wantedId))) {
+    // Graceful stop first: the gateway releases its state lease (gateway/README.md).
+    if (info.running) await rt().stop(info.id, 10);
+    await rt().remove(info.id);
+    info = undefined;
+  }
+  if (!info) {
+    await writeInitialConfig(row, image, gatewayIp);
+    info = await rt().inspect(await createContainer(row, image));
+  }
+  if (!info) throw new Error("container vanished after create");
+  if (!info.running) {
+    await rt().start(info.id);
+    info = (await rt().inspect(info.id)) ?? info;
+  }
+  await updateInstance(row.id, {
+    driver: rt().driver,
+    container_id: info.id,
+    image: tag,
+    image_id: info.imageId,
+    gateway_address: gatewayAddress(info) ?? null,
+    started_at: info.startedAt ? new Date(info.startedAt) : null,
+    observed_state: "starting",
+    observed_at: new Date(),
+  });
+  return info;
+}

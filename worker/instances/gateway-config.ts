@@ -1,0 +1,181 @@
+import { channelSettings, channelsPatch } from "../../app/server/agents/channels.server.ts";
+import { PLATFORM_HEARTBEAT } from "../../app/server/agents/heartbeat.server.ts";
+import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
+import {
+  issueInstanceToken,
+  revokeInstanceTokens,
+} from "../../app/server/ai/instance-tokens.server.ts";
+import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import {
+  CONFIG_PATH,
+  deploymentLabels,
+  ensureNetwork,
+  GATEWAY_PORT,
+  rt,
+  STATE_DIR,
+} from "./engine.ts";
+import { connectPaired } from "./pairing.ts";
+
+// The platform's part of a gateway's config: written into an empty volume before the first
+// start, patched over the control protocol afterwards (hot reload).
+
+/** The platform's AI endpoint as a container sees it (the network's gateway IP by default). */
+export async function platformAiBaseUrl(gatewayIp: string | undefined): Promise<string> {
+  const { RUNTIME_PLATFORM_AI_URL, PORT } = env();
+  if (RUNTIME_PLATFORM_AI_URL) return RUNTIME_PLATFORM_AI_URL.replace(/\/$/, "");
+  return `http://${gatewayIp ?? "127.0.0.1"}:${PORT}/api/ai/v1`;
+}
+
+/**
+ * The gateway's config: token auth, device auth on, no extra origins, the platform as provider.
+ * `initial`: the config a new gateway starts from, which also carries the platform's defaults of
+ * settings users own afterwards (the heartbeat); later patches leave those alone.
+ */
+export function gatewayConfig(options: {
+  aiBaseUrl: string;
+  aiToken: string;
+  model: string;
+  initial?: boolean;
+}) {
+  const [vendor, ...rest] = options.model.split("/");
+  const modelId = rest.length ? options.model : `${vendor}`;
+  return {
+    gateway: {
+      mode: "local",
+      bind: "lan",
+      port: GATEWAY_PORT,
+      auth: { mode: "token" },
+      http: { endpoints: { chatCompletions: { enabled: true } } },
+      // The platform serves its own UI; OpenClaw's Control UI would add ~53 MB per volume.
+      controlUi: { enabled: false },
+      // No host PTY over the control protocol: the platform never opens one, so nobody can.
+      terminal: { enabled: false },
+    },
+    agents: {
+      defaults: {
+        skipBootstrap: true,
+        model: { primary: `platform/${modelId}` },
+        ...(options.initial ? { heartbeat: { ...PLATFORM_HEARTBEAT } } : {}),
+      },
+    },
+    // Each chat-channel sender gets their own session (OpenClaw's default shares one "main"
+    // session across every DM): people do not see each other's context, and the platform can
+    // tell a conversation's channel from its session key (agent:<id>:telegram:direct:<peer>).
+    session: { dmScope: "per-channel-peer" },
+    // Skill folders arrive as archives the platform checked (app/server/skills, decision 0111).
+    skills: { install: { allowUploadedArchives: true } },
+    models: {
+      mode: "merge",
+      providers: {
+        platform: {
+          baseUrl: options.aiBaseUrl,
+          apiKey: options.aiToken,
+          api: "openai-completions",
+          models: [{ id: modelId, name: modelId }],
+        },
+      },
+    },
+  };
+}
+
+/** Writes `config` as the gateway's config file into `volume` unless one is there already. */
+export async function writeConfigIfAbsent(
+  volume: string,
+  image: string,
+  config: () => Promise<unknown>,
+): Promise<boolean> {
+  const labels = deploymentLabels();
+  const exists = await rt().runOnce({
+    image,
+    volume,
+    volumeTarget: STATE_DIR,
+    entrypoint: ["sh", "-c"],
+    cmd: [`test -s ${CONFIG_PATH}`],
+    labels,
+  });
+  if (exists.exitCode === 0) return false;
+  // The config travels base64-encoded in the one-shot container's environment; that
+  // container is removed at once. umask 077: the file is the gateway user's only.
+  const written = await rt().runOnce({
+    image,
+    volume,
+    volumeTarget: STATE_DIR,
+    entrypoint: ["sh", "-c"],
+    cmd: [
+      `umask 077 && echo "$CONFIG_B64" | base64 -d > ${CONFIG_PATH}.tmp && mv ${CONFIG_PATH}.tmp ${CONFIG_PATH}`,
+    ],
+    env: { CONFIG_B64: Buffer.from(JSON.stringify(await config())).toString("base64") },
+    labels,
+  });
+  if (written.exitCode !== 0) {
+    throw new Error(`writing the gateway config failed: ${written.stderr.slice(0, 500)}`);
+  }
+  return true;
+}
+
+/** An instance's first config, with a fresh model-endpoint token (any earlier one revoked). */
+export async function writeInitialConfig(
+  row: InstanceRow,
+  image: string,
+  gatewayIp: string | undefined,
+) {
+  // Only on an empty volume: an existing config (and the token inside it) is kept; later changes
+  // go through config.patch.
+  await writeConfigIfAbsent(row.volume_name, image, async () => {
+    await revokeInstanceTokens(row.id);
+    return gatewayConfig({
+      aiBaseUrl: await platformAiBaseUrl(gatewayIp),
+      aiToken: await issueInstanceToken(row.user_id, row.id),
+      model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
+      initial: true,
+    });
+  });
+}
+
+/** Merges `config` into the gateway's config (hot reload; the base hash guards a race). */
+export async function patchConfig(
+  client: GatewayClient,
+  config: Record<string, unknown>,
+): Promise<void> {
+  const current = await client.request<{ hash: string }>("config.get");
+  await client.request(
+    "config.patch",
+    { baseHash: current.hash, raw: JSON.stringify(config) },
+    { timeoutMs: 30_000 },
+  );
+}
+
+/**
+ * Patches the platform's part of a gateway's config over a paired connection: the gateway
+ * settings, the platform AI endpoint with a fresh model-endpoint token (older ones revoked), and
+ * the instance's model.
+ */
+export async function applyPlatformConfig(
+  client: GatewayClient,
+  row: Pick<InstanceRow, "id" | "user_id" | "model">,
+): Promise<void> {
+  const { gatewayIp } = await ensureNetwork();
+  await revokeInstanceTokens(row.id);
+  const config = {
+    ...gatewayConfig({
+      aiBaseUrl: await platformAiBaseUrl(gatewayIp),
+      aiToken: await issueInstanceToken(row.user_id, row.id),
+      model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
+    }),
+    // The user's messaging channels (and their plugins' enablement) survive repair and pool
+    // adoption.
+    ...channelsPatch(await channelSettings(row.user_id)),
+  };
+  await patchConfig(client, config);
+}
+
+/** Re-applies the platform's part of the config (repair, reset). */
+export async function reapplyConfig(row: InstanceRow, address: string): Promise<void> {
+  const { client } = await connectPaired(row, address);
+  try {
+    await applyPlatformConfig(client, row);
+  } finally {
+    client.close();
+  }
+}

@@ -1,0 +1,29 @@
+import { GatewayUnavailableError } from "../../app/server/openclaw/errors.server.ts";
+import { gatewayHealthy } from "../../app/server/openclaw/health.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import type { ContainerInfo } from "../runtime/index.ts";
+import { gatewayAddress, rt } from "./engine.ts";
+
+/** Waits for the gateway's /healthz; returns how long it took. */
+export async function waitHealthy(
+  info: ContainerInfo,
+  timeoutMs = env().GATEWAY_HEALTH_TIMEOUT_MS,
+) {
+  const address = gatewayAddress(info);
+  if (!address) throw new GatewayUnavailableError("the container has no network address");
+  // Fail early when the container stops instead of waiting for the whole bound.
+  const started = Date.now();
+  for (;;) {
+    if (await gatewayHealthy(address, 2_000)) return Date.now() - started;
+    const now = await rt().inspect(info.id);
+    if (!now?.running) {
+      throw new GatewayUnavailableError(
+        `the gateway container stopped before /healthz answered (exit ${now?.exitCode}${now?.oomKilled ? ", OOMKilled" : ""})`,
+      );
+    }
+    if (Date.now() - started > timeoutMs) {
+      throw new GatewayUnavailableError(`no /healthz within ${timeoutMs} ms`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

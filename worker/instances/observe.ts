@@ -1,0 +1,39 @@
+import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
+import { gatewayHealthy } from "../../app/server/openclaw/health.server.ts";
+import type { ContainerInfo } from "../runtime/index.ts";
+import { gatewayAddress, rt } from "./engine.ts";
+
+/** The observed state of a container that exists; a running one by its gateway's /healthz. */
+async function observedState(
+  row: InstanceRow,
+  info: ContainerInfo,
+  address: string | undefined,
+): Promise<Pick<InstanceRow, "observed_state" | "health">> {
+  if (info.running) {
+    const ok = address ? await gatewayHealthy(address, 2_000) : false;
+    return { observed_state: ok ? "running" : "starting", health: ok ? "healthy" : "unhealthy" };
+  }
+  if (info.oomKilled) return { observed_state: "oom_killed", health: "unknown" };
+  const crashed = info.state === "exited" && row.desired_state === "running" && info.exitCode !== 0;
+  return { observed_state: crashed ? "crashed" : "stopped", health: "unknown" };
+}
+
+/** Reads the container and gateway state into the row (used after every action). */
+export async function observe(row: InstanceRow): Promise<InstanceRow> {
+  const info = await rt().inspect(row.container_name);
+  if (!info) {
+    return updateInstance(row.id, {
+      observed_state: row.container_id ? "missing" : "new",
+      health: "unknown",
+      observed_at: new Date(),
+    });
+  }
+  const address = gatewayAddress(info);
+  return updateInstance(row.id, {
+    container_id: info.id,
+    ...(await observedState(row, info, address)),
+    gateway_address: address ?? row.gateway_address,
+    started_at: info.startedAt ? new Date(info.startedAt) : row.started_at,
+    observed_at: new Date(),
+  });
+}

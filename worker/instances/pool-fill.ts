@@ -1,0 +1,234 @@
+import { randomBytes } from "node:crypto";
+import { newGatewayToken } from "../../app/server/agents/instances.server.ts";
+import {
+  issueWarmupToken,
+  revokeInstanceTokens,
+} from "../../app/server/ai/instance-tokens.server.ts";
+import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";
+import { seal } from "../../app/server/platform/crypto.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import { limitsForPlan } from "../runtime/index.ts";
+import { deploymentLabels, ensureNetwork, gatewayAddress, log, rt, STATE_DIR } from "./engine.ts";
+import {
+  gatewayConfig,
+  patchConfig,
+  platformAiBaseUrl,
+  writeConfigIfAbsent,
+} from "./gateway-config.ts";
+import { waitHealthy } from "./health.ts";
+import { connectWithPairing } from "./pairing.ts";
+import { connectPooled, discardPooled, type PoolRow } from "./pool.ts";
+import { dryRunTurn, WARMUP_MESSAGE } from "./warm-up.ts";
+
+// Filling the warm pool: pooled gateways started, paired and warmed up (pool.ts).
+
+/** A 'starting' row this old belongs to a filler that died (the fill-pool job expires at 15 min). */
+const ORPHAN_AFTER_MINUTES = 20;
+
+/**
+ * Starts pooled gateways until RUNTIME_POOL_SIZE are ready or starting, after discarding the
+ * gateways of fillers that died and the ready ones on an image other than the configured tag's
+ * current build, and warming up again those ready for RUNTIME_POOL_REWARM_MINUTES.
+ * `warmUpCycles` other than WARMUP_CYCLES: the benchmark's comparison only.
+ */
+export async function fillPool(
+  options: { warmUpCycles?: number } = {},
+): Promise<{ started: string[]; rewarmed: string[]; discarded: string[]; size: number }> {
+  const size = env().RUNTIME_POOL_SIZE;
+  const started: string[] = [];
+  const orphans = await db()<{ id: string; container_name: string }[]>`
+    select id, container_name from gateway_pool
+    where state = 'starting' and state_since < now() - make_interval(mins => ${ORPHAN_AFTER_MINUTES})`;
+  const current = await rt().imageId(env().AGENT_GATEWAY_IMAGE);
+  const outdated = await db()<{ id: string; container_name: string }[]>`
+    select id, container_name from gateway_pool
+    where state = 'ready' and image_id is distinct from ${current ?? null}`;
+  for (const row of [...orphans, ...outdated]) await discardPooled(row.id, row.container_name);
+  const rewarmed = await rewarmStale();
+  for (;;) {
+    const [{ n } = { n: 0 }] = await db()<{ n: number }[]>`
+      select count(*)::int as n from gateway_pool`;
+    if (n >= size) break;
+    started.push(await startPooledGateway(options.warmUpCycles ?? WARMUP_CYCLES));
+  }
+  const discarded = [...orphans, ...outdated].map((o) => o.id);
+  return { started, rewarmed, discarded, size };
+}
+
+/**
+ * Warms up again, one at a time, the pooled gateways that have been ready for
+ * RUNTIME_POOL_REWARM_MINUTES: OpenClaw retires its idle SQLite workers and re-plans session
+ * maintenance after 30 minutes, which a tenant's first turn would pay again (decision 0038).
+ * A gateway being re-warmed is 'starting', so no provisioning adopts it meanwhile; one that
+ * fails is discarded (the next fill replaces it).
+ */
+async function rewarmStale(): Promise<string[]> {
+  const minutes = env().RUNTIME_POOL_REWARM_MINUTES;
+  const rewarmed: string[] = [];
+  if (minutes <= 0) return rewarmed;
+  for (;;) {
+    const [row] = await db()<PoolRow[]>`
+      update gateway_pool set state = 'starting', state_since = now() where id = (
+        select id from gateway_pool
+        where state = 'ready' and state_since < now() - make_interval(mins => ${minutes})
+        order by state_since limit 1 for update skip locked)
+      returning *`;
+    if (!row) return rewarmed;
+    try {
+      const { info, client } = await connectPooled(row);
+      const { gatewayIp } = await ensureNetwork();
+      try {
+        const aiBaseUrl = await platformAiBaseUrl(gatewayIp);
+        await warmUp(client, { id: row.id, containerId: info.id, aiBaseUrl });
+      } finally {
+        client.close();
+      }
+      await db()`update gateway_pool set state = 'ready', state_since = now(), ready_at = now()
+        where id = ${row.id}`;
+      rewarmed.push(row.id);
+    } catch (error) {
+      log().warn(
+        { err: error, pooled: row.id },
+        "re-warming a pooled gateway failed; discarding it",
+      );
+      await discardPooled(row.id, row.container_name);
+    }
+  }
+}
+
+/** A new pool row ('starting') with its name, token and device identity. */
+async function insertPooled() {
+  const id = `gwp_${randomBytes(9).toString("base64url").replace(/[-_]/g, "x").toLowerCase()}`;
+  const pooled = {
+    id,
+    name: `agent-${id}`,
+    volume: `agent-${id}-state`,
+    image: env().AGENT_GATEWAY_IMAGE,
+    token: newGatewayToken(),
+    device: generateDeviceIdentity(),
+  };
+  await db()`insert into gateway_pool (id, container_name, volume_name, image,
+      gateway_token_sealed, device_id, device_private_key_sealed)
+    values (${id}, ${pooled.name}, ${pooled.volume}, ${pooled.image}, ${seal(pooled.token)},
+      ${pooled.device.deviceId}, ${seal(pooled.device.privateKeyPem)})`;
+  return pooled;
+}
+
+/** Volume, generic config and container of a pooled gateway, started; returns its inspect. */
+async function createPooledContainer(
+  pooled: Awaited<ReturnType<typeof insertPooled>>,
+  gatewayIp: string | undefined,
+) {
+  const labels = { ...deploymentLabels(), "agent-platform.pool": "1" };
+  await rt().ensureVolume(pooled.volume, labels);
+  // Generic config: the platform provider without a tenant token (patched at adoption).
+  await writeConfigIfAbsent(pooled.volume, pooled.image, async () =>
+    gatewayConfig({
+      aiBaseUrl: await platformAiBaseUrl(gatewayIp),
+      aiToken: "unassigned",
+      model: env().RUNTIME_DEFAULT_MODEL,
+      initial: true,
+    }),
+  );
+  const containerId = await rt().create({
+    instanceId: pooled.id,
+    userId: "pool",
+    image: pooled.image,
+    name: pooled.name,
+    hostname: pooled.name,
+    volume: pooled.volume,
+    volumeTarget: STATE_DIR,
+    network: env().RUNTIME_NETWORK,
+    limits: limitsForPlan("solo"),
+    env: { OPENCLAW_GATEWAY_TOKEN: pooled.token },
+    labels,
+    restartPolicy: "on-failure",
+  });
+  await rt().start(containerId);
+  const info = await rt().inspect(containerId);
+  if (!info) throw new Error("pooled container vanished");
+  await db()`update gateway_pool set image_id = ${info.imageId} where id = ${pooled.id}`;
+  return info;
+}
+
+/** Starts one pooled gateway, pairs and warms it up, and marks it ready (discarded on failure). */
+async function startPooledGateway(cycles: number): Promise<string> {
+  const pooled = await insertPooled();
+  try {
+    const { gatewayIp } = await ensureNetwork();
+    const info = await createPooledContainer(pooled, gatewayIp);
+    await waitHealthy(info);
+    const address = gatewayAddress(info) as string;
+    const { client, hello } = await connectWithPairing({
+      container: info.id,
+      address,
+      token: pooled.token,
+      device: pooled.device,
+    });
+    try {
+      if (cycles > 0) {
+        const aiBaseUrl = await platformAiBaseUrl(gatewayIp);
+        await warmUp(client, { id: pooled.id, containerId: info.id, aiBaseUrl }, cycles);
+      }
+    } finally {
+      client.close();
+    }
+    await db()`update gateway_pool set state = 'ready', container_id = ${info.id},
+        gateway_address = ${address}, gateway_version = ${hello.server.version},
+        device_token_sealed = ${hello.auth?.deviceToken ? seal(hello.auth.deviceToken) : null},
+        ready_at = now(), state_since = now()
+      where id = ${pooled.id}`;
+    return pooled.id;
+  } catch (error) {
+    await discardPooled(pooled.id, pooled.name);
+    throw error;
+  }
+}
+
+/**
+ * Dry-run cycles per pooled gateway. One takes the tenant's first reply (provision start →
+ * reply) from 21–44 s to 1.4–2.2 s at 1 CPU; a second measured no better (decision 0038).
+ */
+export const WARMUP_CYCLES = 1;
+
+/**
+ * The dry-run cycles of a pooled gateway, each as an adoption and a first chat do it: a config
+ * patch pointing the provider at the platform's endpoint with a fresh warm-up token of this
+ * gateway, then one dry-run turn (warm-up.ts). Afterwards the gateway must list no session at
+ * all. Throws otherwise (the caller discards the gateway).
+ */
+export async function warmUp(
+  client: GatewayClient,
+  pooled: { id: string; containerId: string; aiBaseUrl: string },
+  cycles = WARMUP_CYCLES,
+): Promise<{ ms: number; attempts: number }> {
+  const t0 = Date.now();
+  let attempts = 0;
+  for (let cycle = 0; cycle < cycles; cycle++) {
+    await revokeInstanceTokens(pooled.id);
+    await patchConfig(
+      client,
+      gatewayConfig({
+        aiBaseUrl: pooled.aiBaseUrl,
+        aiToken: await issueWarmupToken(pooled.id),
+        model: env().RUNTIME_DEFAULT_MODEL,
+      }),
+    );
+    attempts += await dryRunTurn(client, pooled.containerId, WARMUP_MESSAGE, {
+      pooled: pooled.id,
+    });
+  }
+  const left = await client.request<{ sessions?: Array<{ key: string }> }>(
+    "sessions.list",
+    {},
+    { timeoutMs: 60_000 },
+  );
+  if ((left.sessions ?? []).length > 0) {
+    throw new Error(`warm-up left sessions behind: ${left.sessions?.map((s) => s.key).join(", ")}`);
+  }
+  const ms = Date.now() - t0;
+  log().info({ pooled: pooled.id, ms, attempts }, "pooled gateway warmed up");
+  return { ms, attempts };
+}

@@ -1,0 +1,60 @@
+import { revokeInstanceTokens } from "../../app/server/ai/instance-tokens.server.ts";
+import { deviceIdentityFromPrivateKey } from "../../app/server/openclaw/device-identity.server.ts";
+import { unseal } from "../../app/server/platform/crypto.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { gatewayAddress, rt } from "./engine.ts";
+import { connectWithPairing } from "./pairing.ts";
+
+// Warm pool (RUNTIME_POOL_SIZE, 0 = off): gateways started, healthy and paired before anyone
+// asks, so provisioning only patches the tenant's config over the control protocol instead of
+// waiting 15–30 s for a cold start. A pooled gateway has never served a tenant; once claimed it
+// belongs to that instance for good (it never returns to the pool). Before it is ready it runs
+// one dry-run chat turn (answered by the platform's endpoint for its warm-up token, decision
+// 0038), so the tenant's first chat does not pay the gateway's first-run cost (~8–10 s).
+
+export interface PoolRow {
+  id: string;
+  container_name: string;
+  volume_name: string;
+  container_id: string | null;
+  image: string;
+  /** The image id it runs (set once its container exists). */
+  image_id: string | null;
+  state: "starting" | "ready";
+  gateway_token_sealed: string;
+  device_id: string | null;
+  device_private_key_sealed: string | null;
+  device_token_sealed: string | null;
+  gateway_address: string | null;
+  gateway_version: string | null;
+  ready_at: Date | null;
+  state_since: Date;
+}
+
+/** Removes a pooled gateway: its tokens, container, volume and row. */
+export async function discardPooled(id: string, name: string): Promise<void> {
+  await revokeInstanceTokens(id);
+  await rt().remove(name);
+  await rt().removeVolume(`${name}-state`);
+  await db()`delete from gateway_pool where id = ${id}`;
+}
+
+/** A paired control connection to a running pooled gateway (throws when it is not running). */
+export async function connectPooled(row: PoolRow) {
+  const info = await rt().inspect(row.container_name);
+  if (!info?.running || !info.address) throw new Error("pooled gateway is not running");
+  const address = gatewayAddress(info) as string;
+  const { client, hello } = await connectWithPairing({
+    container: info.id,
+    address,
+    token: unseal(row.gateway_token_sealed),
+    device: deviceIdentityFromPrivateKey(unseal(row.device_private_key_sealed as string)),
+  });
+  return { info, address, client, hello };
+}
+
+/** Container names of pooled gateways (reconcile must not take them for orphans). */
+export async function pooledContainerNames(): Promise<Set<string>> {
+  const rows = await db()<{ container_name: string }[]>`select container_name from gateway_pool`;
+  return new Set(rows.map((r) => r.container_name));
+}

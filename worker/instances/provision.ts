@@ -1,0 +1,82 @@
+import { applyChannels, channelSettings } from "../../app/server/agents/channels.server.ts";
+import {
+  getInstance,
+  type InstanceRow,
+  recordError,
+  updateInstance,
+} from "../../app/server/agents/instances.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import { sendJob } from "../../app/server/platform/jobs.server.ts";
+import type { ContainerInfo } from "../runtime/index.ts";
+import { ensureContainer } from "./container.ts";
+import { gatewayAddress } from "./engine.ts";
+import { waitHealthy } from "./health.ts";
+import { withInstanceLock } from "./lock.ts";
+import { connectPaired } from "./pairing.ts";
+import { adoptFromPool } from "./pool-adopt.ts";
+import { warmUpTenant } from "./warm-up.ts";
+
+// provision-instance: a ready pooled gateway when there is one, else volume, config,
+// container, healthy, pairing (and the first dry run). Idempotent.
+
+/**
+ * Over a first paired connection: the channels the user provisioned before the container
+ * existed (POST /api/provision) and, for a gateway paired just now, its dry run.
+ */
+async function pairAndPrepare(row: InstanceRow, info: ContainerInfo) {
+  // A gateway paired now is new (a retried or repeated provisioning finds it paired).
+  const fresh = !row.paired_at;
+  const { client, hello, row: paired } = await connectPaired(row, gatewayAddress(info) as string);
+  try {
+    await client.request("health");
+    const channels = await channelSettings(paired.user_id);
+    if (Object.keys(channels).length > 0) await applyChannels(client, channels);
+    if (fresh && env().RUNTIME_COLD_WARMUP === "on") await warmUpTenant(client, paired, info.id);
+  } finally {
+    client.close();
+  }
+  await updateInstance(paired.id, {
+    observed_state: "running",
+    health: "healthy",
+    observed_at: new Date(),
+    crash_restarts: 0,
+    last_error: null,
+  });
+  return hello;
+}
+
+/** A cold start: the container created and started, healthy, paired and prepared. */
+async function provisionCold(instanceId: string, row: InstanceRow, t0: number) {
+  try {
+    const info = await ensureContainer(row);
+    await waitHealthy(info);
+    const healthyMs = Date.now() - t0;
+    const hello = await pairAndPrepare((await getInstance(instanceId)) as InstanceRow, info);
+    return { instanceId, healthyMs, readyMs: Date.now() - t0, version: hello.server.version };
+  } catch (error) {
+    await recordError(instanceId, `provision: ${(error as Error).message}`, {
+      observed_state: "error",
+    });
+    throw error;
+  }
+}
+
+/** provision-instance: volume, config, container, pairing, healthy. Idempotent. */
+export async function provision(instanceId: string) {
+  return withInstanceLock(instanceId, async () => {
+    const row = await getInstance(instanceId);
+    if (!row) return { skipped: "no such instance" };
+    const t0 = Date.now();
+    await updateInstance(row.id, { observed_state: "provisioning", desired_state: "running" });
+    const adopted = row.container_id ? undefined : await adoptFromPool(row);
+    if (!adopted) return provisionCold(instanceId, row, t0);
+    await sendJob("fill-pool", {}).catch(() => {}); // refill in the background
+    return {
+      instanceId,
+      adopted: adopted.container_name,
+      healthyMs: Date.now() - t0,
+      readyMs: Date.now() - t0,
+      version: adopted.gateway_version,
+    };
+  });
+}

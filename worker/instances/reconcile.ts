@@ -1,0 +1,122 @@
+import {
+  getInstance,
+  type InstancePatch,
+  type InstanceRow,
+  listInstances,
+  recordError,
+  updateInstance,
+} from "../../app/server/agents/instances.server.ts";
+import { type ContainerInfo, LABELS } from "../runtime/index.ts";
+import { ensureContainer } from "./container.ts";
+import { deploymentLabels, isUnavailable, log, rt } from "./engine.ts";
+import { tryInstanceLock } from "./lock.ts";
+import { observe } from "./observe.ts";
+import { pooledContainerNames } from "./pool.ts";
+import { measureStorageWhenDue } from "./storage.ts";
+import { queueWarmUp } from "./warm-up.ts";
+
+// reconcile: desired vs observed state of every instance. A container that should run and
+// does not is recorded (crash, OOM kill, gone) and restarted with exponential backoff;
+// containers of this deployment that belong to no instance or pooled gateway are removed.
+
+const BACKOFF_BASE_MS = 10_000;
+const BACKOFF_MAX_MS = 10 * 60_000;
+
+/** Why a container that should run does not, as a row patch (each exit counted once). */
+function downPatch(row: InstanceRow, info: ContainerInfo | undefined): InstancePatch {
+  const patch: InstancePatch = { observed_at: new Date(), health: "unknown" };
+  if (!info) {
+    patch.observed_state = "missing";
+    patch.last_error = "container missing";
+    return patch;
+  }
+  patch.observed_state = info.oomKilled ? "oom_killed" : "crashed";
+  const finished = info.finishedAt ? new Date(info.finishedAt) : new Date();
+  // A later pass sees the same finishedAt: record it once.
+  if (row.last_error_at && row.last_error_at >= finished) return patch;
+  patch.last_error_at = new Date();
+  if (info.oomKilled) {
+    patch.oom_kills = row.oom_kills + 1;
+    patch.last_error = `out of memory: the gateway was killed at its ${Math.round(info.limits.memoryBytes / 1024 ** 2)} MiB limit (OOMKilled)`;
+  } else {
+    patch.last_error = `gateway exited with code ${info.exitCode}`;
+  }
+  return patch;
+}
+
+/** Records why the gateway is down, then restarts it unless its backoff is still running. */
+async function heal(row: InstanceRow, info: ContainerInfo | undefined): Promise<string> {
+  const patch = downPatch(row, info);
+  const now = Date.now();
+  if (row.next_restart_at && row.next_restart_at.getTime() > now) {
+    await updateInstance(row.id, patch);
+    return `${patch.observed_state}, restart due ${row.next_restart_at.toISOString()}`;
+  }
+  const delay = Math.min(BACKOFF_BASE_MS * 2 ** row.crash_restarts, BACKOFF_MAX_MS);
+  patch.crash_restarts = row.crash_restarts + 1;
+  patch.next_restart_at = new Date(now + delay);
+  const recorded = await updateInstance(row.id, patch);
+  await ensureContainer(recorded);
+  await queueWarmUp(row.id);
+  return `${patch.observed_state}, restarted`;
+}
+
+/** One instance towards its desired state; returns what was seen or done. */
+export async function reconcileOne(row: InstanceRow): Promise<string> {
+  if (!row.container_id) return "not provisioned";
+  const info = await rt().inspect(row.container_name);
+  if (row.desired_state === "stopped") {
+    if (info?.running) await rt().stop(info.id, 10);
+    await observe(row);
+    return info?.running ? "stopped" : "ok";
+  }
+  if (!info?.running) return heal(row, info);
+  const seen = await observe(row);
+  if (seen.health === "healthy" && row.crash_restarts > 0) {
+    await updateInstance(row.id, { crash_restarts: 0, next_restart_at: null });
+  }
+  return "ok";
+}
+
+/** Removes this deployment's gateway containers that no instance or pooled gateway owns. */
+async function removeOrphans(rows: InstanceRow[]): Promise<string[]> {
+  const byId = new Set(rows.map((r) => r.id));
+  const known = new Set([...rows.map((r) => r.container_name), ...(await pooledContainerNames())]);
+  const orphans: string[] = [];
+  for (const c of await rt().list({
+    [LABELS.managed]: "1",
+    [LABELS.role]: "gateway",
+    ...deploymentLabels(),
+  })) {
+    const instanceId = c.labels[LABELS.instanceId];
+    if ((instanceId && byId.has(instanceId)) || known.has(c.name)) continue;
+    await rt().remove(c.id);
+    orphans.push(c.name);
+  }
+  if (orphans.length) log().warn({ orphans }, "reconcile removed orphan containers");
+  return orphans;
+}
+
+/** reconcileOne under the instance's lock; "busy" when another operation holds it. */
+async function reconcileLocked(row: InstanceRow): Promise<string> {
+  try {
+    const outcome = await tryInstanceLock(row.id, async () => {
+      const fresh = await getInstance(row.id);
+      return fresh ? reconcileOne(fresh) : "gone";
+    });
+    return outcome ?? "busy";
+  } catch (error) {
+    if (isUnavailable(error)) throw error; // the engine is down: nothing else will work either
+    await recordError(row.id, `reconcile: ${(error as Error).message}`);
+    return `error: ${(error as Error).message}`;
+  }
+}
+
+export async function reconcileAll() {
+  const rows = await listInstances();
+  const orphans = await removeOrphans(rows);
+  const results: Record<string, string> = {};
+  for (const row of rows) results[row.id] = await reconcileLocked(row);
+  const storageMeasured = await measureStorageWhenDue(rows);
+  return { instances: results, orphansRemoved: orphans, storageMeasured };
+}
