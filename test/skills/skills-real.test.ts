@@ -30,6 +30,7 @@ import {
   cleanupTestObjects,
   describeDocker,
   testRun,
+  waitFor,
 } from "../runtime/docker-support.ts";
 import { skillMd } from "./support.ts";
 
@@ -211,7 +212,16 @@ describeDocker("skills marketplace (real gateway)", () => {
 
   it("keeps the installed skill across a restart", async () => {
     const row = (await getInstance(instance.id)) as InstanceRow;
-    await timed("restartMs", () => runAction(row, "restart"));
+    await timed("restartMs", async () => {
+      await runAction(row, "restart");
+      // The gateway takes control connections a while after the restart answers.
+      await waitFor(
+        async () =>
+          (await call(agentRoute, "/api/agent?action=skills", { headers: await headers() }))
+            .status === 200,
+        { timeoutMs: 240_000, intervalMs: 1_000, what: "the gateway after the restart" },
+      );
+    });
     expect(await gatewaySkill("unit-converter")).toMatchObject({ eligible: true, enabled: true });
     expect((await use("unit-converter", { input: "1 mi in km" })).json.reply).toBe(
       "SKILL-USED unit-converter",

@@ -5,23 +5,14 @@ import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { missingOf, skillsStatus } from "./gateway-skills.server.ts";
 
-// Using a skill (POST /api/skills/:name): one chat turn of the caller's agent that starts with
-// the skill's command (`/<command> <input>`), which OpenClaw expands into "use this skill"
-// instructions for the model. It is an ordinary agent turn: the active session (or the one
-// named), recorded, and metered by the platform's AI endpoint like any other.
+// Using a skill (POST /api/skills/:name): one chat turn of the caller's agent whose message
+// names the skill and its SKILL.md the way OpenClaw's own explicit skill references do ("Use the
+// following explicitly referenced skills … Read each skill's SKILL.md before acting"). The
+// gateway's `/<command>` expansion is not applied to control-protocol chat.send turns (measured:
+// the model got the raw text), so the platform writes the same instruction itself. It is an
+// ordinary agent turn: the active session (or the one named), recorded, and metered by the
+// platform's AI endpoint like any other.
 // docs/decisions/0110-skills-api.md
-
-/** OpenClaw's command name of a skill: lower case, runs of other characters as `_`, ≤ 32. */
-export function skillCommand(name: string): string {
-  return (
-    name
-      .toLowerCase()
-      .replace(/[^a-z0-9_]+/g, "_")
-      .replace(/_+/g, "_")
-      .replace(/^_+|_+$/g, "")
-      .slice(0, 32) || "skill"
-  );
-}
 
 export interface UseInput {
   input: string;
@@ -61,7 +52,7 @@ export async function prepareSkillUse(userId: string, name: string, agentId?: st
     );
   }
   if (skill.disabled) throw new DomainError(400, `${name} is disabled on this agent`);
-  return { agent, version: installed?.version ?? null };
+  return { agent, version: installed?.version ?? null, skillFile: skill.filePath ?? null };
 }
 
 /** Runs the skill; `events.onDelta` receives the reply as it streams. */
@@ -72,7 +63,13 @@ export async function runSkill(
   prepared: Awaited<ReturnType<typeof prepareSkillUse>>,
   events: TurnEvents = {},
 ) {
-  const message = `/${skillCommand(name)} ${input.input}`;
+  const message = [
+    "Use the following explicitly referenced skill for this request. Read its SKILL.md before acting:",
+    prepared.skillFile ? `- ${name} (SKILL.md: ${prepared.skillFile})` : `- ${name}`,
+    "",
+    "User request:",
+    input.input,
+  ].join("\n");
   const result = await chat(
     userId,
     {
