@@ -175,7 +175,7 @@ describeDocker("skills marketplace (real gateway)", () => {
     expect(
       (await skills({ action: "install", name: "unit-converter", agentId: AGENT })).status,
     ).toBe(409);
-  });
+  }, 240_000);
 
   it("uses it: the model is told to use the skill, the reply comes back (and streams)", async () => {
     const res = await timed("useMs", () => use("unit-converter", { input: "3 km in miles" }));
@@ -208,7 +208,7 @@ describeDocker("skills marketplace (real gateway)", () => {
     // Unknown or not installed: 404.
     expect((await use("memory-notes", { input: "x" })).status).toBe(404);
     expect((await use("no-such-skill", { input: "x" })).status).toBe(404);
-  });
+  }, 240_000);
 
   it("keeps the installed skill across a restart", async () => {
     const row = (await getInstance(instance.id)) as InstanceRow;
@@ -226,7 +226,7 @@ describeDocker("skills marketplace (real gateway)", () => {
     expect((await use("unit-converter", { input: "1 mi in km" })).json.reply).toBe(
       "SKILL-USED unit-converter",
     );
-  });
+  }, 240_000);
 
   it("installs another user's approved skill, updates it to a new version and removes it", async () => {
     const v1 = skillMd("echo-skill", "1.0.0", "Echo the input back in capitals.");
@@ -274,7 +274,7 @@ describeDocker("skills marketplace (real gateway)", () => {
       installed: false,
     });
     expect((await use("echo-skill", { input: "x" })).status).toBe(404);
-  });
+  }, 240_000);
 
   it("refuses a skill whose requirements the agent does not meet, naming them", async () => {
     const needs = skillMd(
@@ -291,7 +291,7 @@ describeDocker("skills marketplace (real gateway)", () => {
     expect(res.json.error).toMatch(/binary definitely-not-a-binary/);
     expect(res.json.error).toMatch(/environment variable NEEDS_TOOLS_TOKEN/);
     expect(await gatewaySkill("needs-tools")).toBeUndefined();
-  });
+  }, 240_000);
 
   it("answers 502 when the gateway is down", async () => {
     await runAction((await getInstance(instance.id)) as InstanceRow, "stop");
@@ -300,5 +300,5 @@ describeDocker("skills marketplace (real gateway)", () => {
     expect(
       (await skills({ action: "remove", name: "unit-converter", agentId: AGENT })).status,
     ).toBe(502);
-  });
+  }, 240_000);
 });
