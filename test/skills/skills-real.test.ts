@@ -84,15 +84,19 @@ const timed = async <T>(label: string, fn: () => Promise<T>): Promise<T> => {
   }
 };
 
-/** The text of the last user message the model received. */
-function lastUserText(body: Record<string, unknown>): string {
+/** The text of the user messages the model received (OpenClaw adds its own context ones). */
+function userText(body: Record<string, unknown>): string {
   const messages = (body.messages ?? []) as Array<{ role: string; content: unknown }>;
-  const last = [...messages].reverse().find((m) => m.role === "user");
-  const content = last?.content;
-  if (typeof content === "string") return content;
-  if (Array.isArray(content))
-    return content.map((p) => (p as { text?: string }).text ?? "").join("");
-  return "";
+  return messages
+    .filter((m) => m.role === "user")
+    .map(({ content }) =>
+      typeof content === "string"
+        ? content
+        : Array.isArray(content)
+          ? content.map((p) => (p as { text?: string }).text ?? "").join("")
+          : "",
+    )
+    .join("\n");
 }
 
 describeDocker("skills marketplace (real gateway)", () => {
@@ -106,9 +110,12 @@ describeDocker("skills marketplace (real gateway)", () => {
     // The fake model says which skill its prompt told it to use (OpenClaw expands `/<command>`
     // into instructions naming the skill and its SKILL.md).
     openai.state.replyFor = (body) => {
-      const text = lastUserText(body);
-      const used = ["unit-converter", "echo-skill"].find((n) => text.includes(n));
-      return used ? `SKILL-USED ${used}` : `NO-SKILL ${text.slice(0, 200)}`;
+      // The system prompt lists every available skill; a used one is named in the user turn.
+      const text = userText(body);
+      const used = ["unit-converter", "echo-skill"].find(
+        (n) => text.includes("explicitly referenced skill") && text.includes(`- ${n} (SKILL.md:`),
+      );
+      return used ? `SKILL-USED ${used}` : `NO-SKILL ${text.slice(-300)}`;
     };
     await configureAi({ OPENAI_API_KEY: "test-key" });
     const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK, {
