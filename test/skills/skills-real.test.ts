@@ -84,8 +84,8 @@ const timed = async <T>(label: string, fn: () => Promise<T>): Promise<T> => {
   }
 };
 
-/** The text of the user messages the model received (OpenClaw adds its own context ones). */
-function userText(body: Record<string, unknown>): string {
+/** The user messages the model received (OpenClaw adds context messages of its own). */
+function userTexts(body: Record<string, unknown>): string[] {
   const messages = (body.messages ?? []) as Array<{ role: string; content: unknown }>;
   return messages
     .filter((m) => m.role === "user")
@@ -95,9 +95,12 @@ function userText(body: Record<string, unknown>): string {
         : Array.isArray(content)
           ? content.map((p) => (p as { text?: string }).text ?? "").join("")
           : "",
-    )
-    .join("\n");
+    );
 }
+
+/** The newest user request of the turn (earlier turns of the session come before it). */
+const latestRequest = (body: Record<string, unknown>) =>
+  userTexts(body).findLast((t) => t.includes("User request:")) ?? "";
 
 describeDocker("skills marketplace (real gateway)", () => {
   beforeAll(async () => {
@@ -111,7 +114,7 @@ describeDocker("skills marketplace (real gateway)", () => {
     // into instructions naming the skill and its SKILL.md).
     openai.state.replyFor = (body) => {
       // The system prompt lists every available skill; a used one is named in the user turn.
-      const text = userText(body);
+      const text = latestRequest(body);
       const used = ["unit-converter", "echo-skill"].find(
         (n) => text.includes("explicitly referenced skill") && text.includes(`- ${n} (SKILL.md:`),
       );
@@ -194,7 +197,7 @@ describeDocker("skills marketplace (real gateway)", () => {
       sessionId: expect.stringMatching(/^agent:main:/),
       reply: "SKILL-USED unit-converter",
     });
-    expect(lastUserText(openai.state.calls.at(-1)?.body as Record<string, unknown>)).toContain(
+    expect(latestRequest(openai.state.calls.at(-1)?.body as Record<string, unknown>)).toContain(
       "3 km in miles",
     );
 
