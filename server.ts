@@ -1,13 +1,16 @@
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ServerBuild } from "@remix-run/node";
-import { attachLiveSocket } from "./app/server/agents/live-socket.server.ts";
+import { agentIngressAuthority } from "./app/server/agents/agent-ingress.server.ts";
+import { liveSocketUpgrade } from "./app/server/agents/live-socket.server.ts";
 import { flushMetering } from "./app/server/ai/metering.server.ts";
 import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server.ts";
 import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
 import { logger } from "./app/server/platform/logger.server.ts";
+import { beginShutdown } from "./app/server/platform/shutdown.server.ts";
 import { onStopSignal } from "./app/server/platform/supervisor.server.ts";
+import { createIngress } from "./app/server/platform/web/ingress-proxy.server.ts";
 import { createWebServer } from "./app/server/platform/web/web-server.server.ts";
 import { migrate } from "./db/migrate.ts";
 
@@ -24,9 +27,11 @@ const server = createWebServer({
   build,
   publicDir: path.join(root, "public"),
   apiFastPath: process.env.API_FAST_PATH !== "0",
+  // Agents' own addresses (<id>.<AGENTS_DOMAIN>, /agents/<id>/ui/) to their gateways.
+  ingress: createIngress(agentIngressAuthority),
+  // The live agent socket (ws://<host>/agent/<user_id>) shares the web server's port.
+  upgrade: liveSocketUpgrade,
 });
-// The live agent socket (ws://<host>/agent/<user_id>) shares the web server's port.
-attachLiveSocket(server);
 server.keepAliveTimeout = 65_000;
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
@@ -36,6 +41,8 @@ server.listen(config.PORT, config.HOST, () => {
 
 onStopSignal((signal) => {
   logger().info({ signal }, "web stopping");
+  beginShutdown(); // requests awaiting a job answer now with what is known
+
   // In-flight answers finish, then their usage is settled and credit leases given back.
   server.close(() => {
     flushMetering().finally(() => process.exit(0));

@@ -64,7 +64,12 @@ const supervisor = supervise({
   log: say,
   children: [
     { name: "web", args: [path.join(root, "server.ts")], stopTimeoutMs: 15_000 },
-    { name: "worker", args: [path.join(root, "worker/index.ts")], stopTimeoutMs: 40_000 },
+    // Its grace period, then the release of what still runs, then the pool's close.
+    {
+      name: "worker",
+      args: [path.join(root, "worker/index.ts")],
+      stopTimeoutMs: config.WORKER_STOP_GRACE_MS + 15_000,
+    },
   ],
 });
 

@@ -38,7 +38,15 @@ export const meta: MetaFunction = () => [
 export async function loader({ request }: LoaderFunctionArgs) {
   const session = await pageSession(request);
   return data(
-    { user: session ? { name: session.user.name, email: session.user.email } : null },
+    {
+      user: session
+        ? {
+            name: session.user.name,
+            email: session.user.email,
+            isOperator: session.user.isOperator,
+          }
+        : null,
+    },
     session?.setCookie ? { headers: { "Set-Cookie": session.setCookie } } : undefined,
   );
 }
@@ -85,6 +93,13 @@ function AccountNav() {
           API keys
         </NavLink>
       </li>
+      {root.user.isOperator ? (
+        <li>
+          <NavLink to="/ops" className={linkClass}>
+            Ops
+          </NavLink>
+        </li>
+      ) : null}
       <li>
         <NavLink to="/settings" className={linkClass} title={root.user.email}>
           {root.user.name}

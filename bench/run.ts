@@ -20,6 +20,9 @@ import { type Child, root, startNode } from "./servers.ts";
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 8);
 const CONNECTIONS = 50;
+/** Issue 23's targets for every authenticated read, printed beside each row's figures. */
+const READ_TARGET_RATIO = 0.25;
+const READ_TARGET_P99_MS = 15;
 
 interface Row {
   name: string;
@@ -227,7 +230,7 @@ const children: Child[] = [];
 const rows: Row[] = [];
 const aiRows: Row[] = [];
 const authRows: Row[] = [];
-const agentRows: Row[] = [];
+const readRows: Row[] = [];
 const latency: Array<{ name: string } & Awaited<ReturnType<typeof latencyRounds>>> = [];
 const burstRows: Array<{
   name: string;
@@ -245,7 +248,9 @@ async function waitForMetering(sql: postgres.Sql, user: string, n: number) {
     await new Promise((r) => setTimeout(r, 25));
   }
 }
-const only = process.env.BENCH_ONLY; // "ai": only the AI-layer figures; "agents": no AI layer
+// "ai": only the AI-layer figures; "agents": no AI layer; "reads": bare, health and the
+// authenticated reads only (no Remix server, no AI layer, no runtime or chat turn parts)
+const only = process.env.BENCH_ONLY;
 try {
   const bare = await startNode("bench/bare-health.ts", await freePort(), "/");
   children.push(bare);
@@ -275,52 +280,40 @@ try {
   children.push(web);
 
   if (only !== "ai") {
-    const viaRemix = await startNode("server.ts", await freePort(), "/api/health", {
-      DATABASE_URL: databaseUrl,
-      API_FAST_PATH: "0",
-    });
-    children.push(viaRemix);
-    rows.push(await measure("bare node:http, same JSON (baseline)", `${bare.url}/`));
+    const viaRemix =
+      only === "reads"
+        ? undefined
+        : await startNode("server.ts", await freePort(), "/api/health", {
+            DATABASE_URL: databaseUrl,
+            API_FAST_PATH: "0",
+          });
+    if (viaRemix) children.push(viaRemix);
+    rows.push(await measure("bare node:http, same JSON (baseline)", `${bare.url}/`, 200, {}, bare));
+    if (viaRemix) {
+      rows.push(
+        await measure("GET /api/health through Remix's handler", `${viaRemix.url}/api/health`),
+      );
+    }
+    rows.push(await measure("GET /api/health (fast path)", `${web.url}/api/health`, 200, {}, web));
     rows.push(
-      await measure("GET /api/health through Remix's handler", `${viaRemix.url}/api/health`),
-    );
-    rows.push(await measure("GET /api/health (fast path)", `${web.url}/api/health`));
-    rows.push(
-      await measure("GET /api/nope (fast path, 404, no database)", `${web.url}/api/nope`, 404),
-    );
-    rows.push(
-      await measure("GET /api/nope through Remix's handler", `${viaRemix.url}/api/nope`, 404),
-    );
-
-    // The cost of authentication: GET /api/user (one indexed join per request) with an API key
-    // and with a session cookie, against GET /api/health; and sign-in (argon2id) per second.
-    const account = await prepareAccount(web.url);
-    authRows.push(rows.find((r) => r.name === "GET /api/health (fast path)")!);
-    authRows.push(
-      await measure("GET /api/user with an API key", `${web.url}/api/user`, 200, {
-        headers: { authorization: `Bearer ${account.key}` },
-      }),
-    );
-    authRows.push(
-      await measure("GET /api/user with a session cookie", `${web.url}/api/user`, 200, {
-        headers: { cookie: account.cookie },
-      }),
-    );
-    authRows.push(
       await measure(
-        "POST /api/auth/callback/credentials",
-        `${web.url}/api/auth/callback/credentials`,
-        200,
-        {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ email: account.email, password: account.password }),
-        },
+        "GET /api/nope (fast path, 404, no database)",
+        `${web.url}/api/nope`,
+        404,
+        {},
+        web,
       ),
     );
+    if (viaRemix) {
+      rows.push(
+        await measure("GET /api/nope through Remix's handler", `${viaRemix.url}/api/nope`, 404),
+      );
+    }
 
-    // The agents API (API key): the list of 20 agents and one agent's stats (ownership,
-    // instance row, message figures over 200 recorded messages) against GET /api/health.
+    // Every authenticated read of the API (issue 23), with an API key and with a session
+    // cookie, against bare node:http in this run: 20 agents, 200 recorded messages on the
+    // first, a few credit ledger entries.
+    const account = await prepareAccount(web.url);
     const agentsSql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
     const [owner] = await agentsSql<{ id: string }[]>`
       select id from users where email = ${account.email}`;
@@ -340,33 +333,57 @@ try {
                 ${`message ${i}`}, 'web', 'agent:main:main', ${`k${i}`},
                 now() - make_interval(secs => ${200 - i}))`;
     }
-    await agentsSql.end();
-    const keyHeaders = { authorization: `Bearer ${account.key}` };
-    for (const probe of ["/api/agents", `/api/agents/${agentIds[0]}/stats`]) {
-      const t0 = performance.now();
-      const res = await fetch(`${web.url}${probe}`, { headers: keyHeaders });
-      const text = await res.text();
-      if (res.status !== 200) throw new Error(`${probe}: ${res.status} ${text.slice(0, 300)}`);
-      console.warn(`${probe}: one request ${(performance.now() - t0).toFixed(1)} ms`);
+    for (let i = 0; i < 5; i++) {
+      await agentsSql`insert into credit_ledger (id, user_id, amount_micro_usd, reason)
+        values (${`led_reads_${i}`}, ${owner!.id}, ${1_000_000 * (i + 1)}, 'bench')`;
     }
-    agentRows.push(rows.find((r) => r.name === "GET /api/health (fast path)")!);
-    agentRows.push(
-      await measure("GET /api/agents (API key, 20 agents)", `${web.url}/api/agents`, 200, {
-        headers: keyHeaders,
-      }),
-    );
-    agentRows.push(
-      await measure(
-        "GET /api/agents/:id/stats (API key)",
-        `${web.url}/api/agents/${agentIds[0]}/stats`,
-        200,
-        { headers: keyHeaders },
-      ),
-    );
+    await agentsSql.end();
+    const credentials: Array<{ via: string; headers: Record<string, string> }> = [
+      { via: "API key", headers: { authorization: `Bearer ${account.key}` } },
+      // Same-origin, as a browser sends it (cookies are refused cross-site).
+      { via: "cookie", headers: { cookie: account.cookie } },
+    ];
+    const readPaths = [
+      "/api/user",
+      "/api/agents",
+      `/api/agents/${agentIds[0]}`,
+      `/api/agents/${agentIds[0]}/stats`,
+      "/api/credits",
+    ];
+    for (const probe of readPaths) {
+      for (const c of credentials) {
+        const res = await fetch(`${web.url}${probe}`, { headers: c.headers });
+        const text = await res.text();
+        if (res.status !== 200) {
+          throw new Error(`${probe} (${c.via}): ${res.status} ${text.slice(0, 300)}`);
+        }
+      }
+    }
+    for (const probe of readPaths) {
+      for (const c of credentials) {
+        const name = `GET ${probe.replace(agentIds[0]!, ":id")} (${c.via})`;
+        readRows.push(await measure(name, `${web.url}${probe}`, 200, { headers: c.headers }, web));
+      }
+    }
+    if (only !== "reads") {
+      authRows.push(rows.find((r) => r.name === "GET /api/health (fast path)")!);
+      authRows.push(
+        await measure(
+          "POST /api/auth/callback/credentials",
+          `${web.url}/api/auth/callback/credentials`,
+          200,
+          {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ email: account.email, password: account.password }),
+          },
+        ),
+      );
+    }
   }
 
   // BENCH_ONLY=agents: the platform rows and the agents API only.
-  if (only !== "agents") {
+  if (only !== "agents" && only !== "reads") {
     // The agents' endpoint against calling the same fake provider directly: an instance token
     // and plenty of credits for a bench user, metering and billing on.
     // One instance token per simulated agent (a user each), so that the figures show the layer
@@ -524,8 +541,24 @@ console.warn(
   `\n${CONNECTIONS} connections, ${DURATION} s each, ${os.cpus().length} cores, Node ${process.version}`,
 );
 if (rows.length) table("platform against bare node:http", rows, () => rows[0]!);
-if (authRows.length) table("authentication against GET /api/health", authRows, () => authRows[0]!);
-if (agentRows.length) table("agents API against GET /api/health", agentRows, () => agentRows[0]!);
+if (readRows.length) readsTable(readRows, rows[0]!);
+if (authRows.length) table("sign-in against GET /api/health", authRows, () => authRows[0]!);
+function readsTable(list: Row[], baseline: Row) {
+  console.warn(
+    `\nauthenticated reads against bare node:http (${baseline.rps.toFixed(0)} req/s; targets: ratio ≥ ${READ_TARGET_RATIO}×, p99 < ${READ_TARGET_P99_MS} ms)\n`,
+  );
+  console.warn(
+    `${pad("target", 40)} ${pad("req/s", 8)} ${pad("ratio", 7)} ${pad("target", 8)} ${pad("p99 ms", 7)} ${pad("target", 8)} ${pad("errors", 7)} ${pad("CPU ms/req", 11)} met`,
+  );
+  for (const r of list) {
+    const ratio = r.rps / baseline.rps;
+    const met = ratio >= READ_TARGET_RATIO && r.p99 < READ_TARGET_P99_MS && r.errors === 0;
+    console.warn(
+      `${pad(r.name, 40)} ${pad(r.rps.toFixed(0), 8)} ${pad(`${ratio.toFixed(2)}×`, 7)} ${pad(`≥ ${READ_TARGET_RATIO}×`, 8)} ${pad(String(r.p99), 7)} ${pad(`< ${READ_TARGET_P99_MS}`, 8)} ${pad(String(r.errors), 7)} ${pad(r.cpuPerRequest?.toFixed(3) ?? "-", 11)} ${met ? "yes" : "no"}`,
+    );
+  }
+}
+
 // Each AI row is compared with the direct call of its kind just before it.
 if (aiRows.length)
   table(
@@ -580,5 +613,6 @@ const part = (file: string) =>
       code === 0 ? resolve() : reject(new Error(`bench/${file} exited with ${code}`)),
     );
   });
-if (process.env.BENCH_RUNTIME !== "0") await part("runtime.ts");
-if (process.env.BENCH_TALK !== "0") await part("talk.ts");
+if (process.env.BENCH_RUNTIME !== "0" && only !== "reads") await part("runtime.ts");
+if (process.env.BENCH_TALK !== "0" && only !== "reads") await part("talk.ts");
+if (process.env.BENCH_INGRESS !== "0" && only !== "reads") await part("ingress.ts");

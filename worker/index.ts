@@ -3,6 +3,8 @@ import { env } from "../app/server/platform/env.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
 import { onStopSignal } from "../app/server/platform/supervisor.server.ts";
 import { migrate } from "../db/migrate.ts";
+import { ensureNetwork } from "./instances/engine.ts";
+import { startEngineWatch } from "./instances/engine-watch.ts";
 import { startRecorder } from "./instances/recorder.ts";
 import { startSampler } from "./instances/sampler.ts";
 import { startWorker, stopWorker } from "./jobs/worker.ts";
@@ -14,11 +16,17 @@ await migrate(db());
 await startWorker();
 const stopSampler = await startSampler();
 const stopRecorder = startRecorder();
+const stopEngineWatch = startEngineWatch();
+// Existing gateways reach the AI endpoint at once after a restart, not at the next reconcile.
+ensureNetwork().catch((error: unknown) =>
+  logger().warn({ err: error }, "gateways' network not ready at start"),
+);
 
 onStopSignal((signal) => {
   logger().info({ signal }, "worker stopping: finishing in-flight jobs");
   stopSampler();
   stopRecorder();
+  stopEngineWatch();
   stopWorker()
     .then(closeDb)
     .then(() => process.exit(0))

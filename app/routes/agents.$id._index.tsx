@@ -1,39 +1,19 @@
-import { getFormProps, getTextareaProps, useForm } from "@conform-to/react";
-import { parseWithZod } from "@conform-to/zod/v4";
-import {
-  type ActionFunctionArgs,
-  data,
-  type LoaderFunctionArgs,
-  type MetaFunction,
-  redirect,
-} from "@remix-run/node";
-import {
-  Form,
-  Link,
-  useActionData,
-  useLoaderData,
-  useNavigation,
-  useSearchParams,
-} from "@remix-run/react";
-import type { ReactNode } from "react";
-import type { z } from "zod";
-import { LifecycleButtons, StatusBadge, useLivePoll } from "../components/agents.tsx";
-import { Card, Errors, Notice, Submit } from "../components/forms.tsx";
-import { VerificationPanel } from "../components/verification-panel.tsx";
-import { CONFIG_MAX_BYTES, configFormSchema, LOG_LEVELS } from "../schemas/agents.ts";
-import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
+import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
+import { useActionData, useLoaderData } from "@remix-run/react";
+import { AgentPage } from "../components/agent-page.tsx";
+import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import {
   agentLifecycle,
   agentPage,
+  agentPageActions,
   agentPageQuery,
-  LIFECYCLE_INTENTS,
-  type LifecycleIntent,
+  deleteAgentFromPage,
   pageError,
   saveAgentConfig,
   unverifyAgent,
   verifyAgentWithEas,
 } from "../server/agents/pages.server.ts";
-import { DomainError } from "../server/platform/errors.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction<typeof loader> = ({ data }) => [
   { title: `${data?.agent.name ?? "Agent"} — Agent Platform` },
@@ -49,333 +29,43 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
   }
 }
 
-const notices: Record<string, string> = {
-  provisioned: "Agent provisioned: its gateway is being set up.",
-  start: "Agent started.",
-  stop: "Agent stopped.",
-  restart: "Agent restarted.",
-  update: "Image update started: the gateway is recreated in the background.",
-  repair: "Agent repaired: container recreated, configuration re-applied.",
-  "reset-memory": "Memory reset: sessions cleared.",
-  config: "Configuration saved; the gateway picks it up when it runs.",
-  "config-applied": "Configuration saved and applied.",
-  "config-refused": "Configuration saved, but the gateway refused it (see the configuration).",
-  verified: "Agent verified.",
-  unverified: "Verification removed.",
-};
-
 const back = (id: string, notice: string) =>
   redirect(`/agents/${encodeURIComponent(id)}?notice=${notice}`, 303);
 
-export async function action({ request, params }: ActionFunctionArgs) {
-  guardAction(request);
-  const { user } = await requirePageSession(request);
-  const agentId = params.id ?? "";
-  const form = await request.formData();
-  const intent = String(form.get("intent") ?? "");
-  try {
-    if ((LIFECYCLE_INTENTS as readonly string[]).includes(intent)) {
-      await agentLifecycle(user.id, agentId, intent as LifecycleIntent);
-      return back(agentId, intent);
-    }
-    if (intent === "config") {
-      const submission = parseWithZod(form, { schema: configFormSchema });
-      if (submission.status !== "success") {
-        return data({ error: null, result: submission.reply() }, { status: 400 });
+export const action = /* @__PURE__ */ formAction({
+  schema: agentPageActions,
+  access: signedIn,
+  fields: ["config"],
+  handler: async ({ session: { user }, params, value }) => {
+    const agentId = params.id ?? "";
+    switch (value.intent) {
+      case "config": {
+        const saved = await saveAgentConfig(user.id, agentId, value.config);
+        const refused = "applyError" in saved && saved.applyError;
+        return back(
+          agentId,
+          saved.applied ? "config-applied" : refused ? "config-refused" : "config",
+        );
       }
-      const saved = await saveAgentConfig(user.id, agentId, submission.value.config);
-      const outcome = saved.applied
-        ? "config-applied"
-        : "applyError" in saved && saved.applyError
-          ? "config-refused"
-          : "config";
-      return back(agentId, outcome);
+      case "verify-eas":
+        await verifyAgentWithEas(user.id, agentId, (value.attestationUid ?? "").trim());
+        return back(agentId, "verified");
+      case "unverify":
+        await unverifyAgent(user.id, agentId);
+        return back(agentId, "unverified");
+      case "delete":
+        if (value.confirm !== "yes") return redirect("?confirm=delete", 303);
+        await deleteAgentFromPage(user.id, agentId);
+        return redirect("/agents?notice=deleted", 303);
+      default:
+        await agentLifecycle(user.id, agentId, value.intent);
+        return back(agentId, value.intent);
     }
-    if (intent === "verify-eas") {
-      await verifyAgentWithEas(user.id, agentId, String(form.get("attestationUid") ?? "").trim());
-      return back(agentId, "verified");
-    }
-    if (intent === "unverify") {
-      await unverifyAgent(user.id, agentId);
-      return back(agentId, "unverified");
-    }
-    throw new DomainError(400, "Unknown action");
-  } catch (error) {
-    if (!(error instanceof DomainError)) throw error;
-    if (error.status === 404) pageError(error);
-    return data({ error: error.message, result: undefined }, { status: error.status });
-  }
-}
+  },
+});
 
-function Row({ label, children }: { label: string; children: ReactNode }) {
+export default function AgentRoute() {
   return (
-    <div className="flex gap-4 py-1 text-sm">
-      <dt className="w-36 shrink-0 text-slate-500">{label}</dt>
-      <dd className="min-w-0 break-all">{children}</dd>
-    </div>
-  );
-}
-
-type Live = ReturnType<typeof useLoaderData<typeof loader>>["live"];
-
-function StatsCard({ live }: { live: Live }) {
-  const s = live.stats;
-  if (live.statsStatus !== "ok") {
-    // The contract's mock variant: no live container figures, only what the platform recorded.
-    return (
-      <div data-testid="agent-stats">
-        <p className="pb-2 text-sm text-slate-600">
-          {live.status === "running"
-            ? "No live figures yet: the worker has not sampled the gateway."
-            : "No live figures: the gateway is not running."}
-        </p>
-        <dl>
-          <Row label="Messages">{s.messagesProcessed}</Row>
-          <Row label="Last hour">{s.messagesPerHour}</Row>
-        </dl>
-      </div>
-    );
-  }
-  return (
-    <dl data-testid="agent-stats">
-      <Row label="CPU">{s.cpu}</Row>
-      <Row label="Memory">
-        {s.memory} ({s.memoryPercent})
-      </Row>
-      <Row label="Network in / out">{s.network}</Row>
-      <Row label="Processes">{s.pids}</Row>
-      <Row label="Uptime">{s.uptimeFormatted}</Row>
-      <Row label="Messages">
-        {s.messagesProcessed} ({s.messagesPerHour} in the last hour)
-      </Row>
-      <Row label="Response time">
-        {s.averageResponseTime === "N/A" ? "N/A" : `${s.averageResponseTime} ms`}
-      </Row>
-      <Row label="Success rate">{s.successRate}</Row>
-    </dl>
-  );
-}
-
-export default function AgentPage() {
-  const page = useLoaderData<typeof loader>();
-  const actionData = useActionData<typeof action>();
-  const navigation = useNavigation();
-  const [searchParams] = useSearchParams();
-  const { agent, verification, messages, logs, config } = page;
-  const live = useLivePoll(`/agents/${agent.id}/live`, page.live);
-  // An error of this submission replaces the notice of an earlier one (still in the URL).
-  const notice = actionData?.error ? undefined : notices[searchParams.get("notice") ?? ""];
-  const [configForm, configFields] = useForm<
-    z.input<typeof configFormSchema>,
-    z.output<typeof configFormSchema>
-  >({
-    id: "config",
-    lastResult: actionData?.result,
-    defaultValue: { config: JSON.stringify(config, null, 2) },
-    // Errors clear while typing, not on blur: a blur that removes an error line moves the
-    // submit button between mousedown and mouseup, and the click is lost.
-    shouldValidate: "onSubmit",
-    shouldRevalidate: "onInput",
-    onValidate: ({ formData }) => parseWithZod(formData, { schema: configFormSchema }),
-  });
-  const pageLink = (offset: number) => {
-    const next = new URLSearchParams(searchParams);
-    next.delete("notice");
-    next.set("offset", String(offset));
-    next.set("limit", String(messages.limit));
-    return `?${next.toString()}`;
-  };
-  const shownTo = messages.offset + messages.messages.length;
-  return (
-    <div className="space-y-6">
-      <header className="flex flex-wrap items-center gap-3">
-        <h1 className="text-2xl font-semibold">{agent.name}</h1>
-        <span aria-live="polite">
-          <StatusBadge status={live.status} testId="agent-status" />
-        </span>
-        <span className="ml-auto flex gap-4 text-sm">
-          <Link to={`/agents/${agent.id}/chat`} className="text-indigo-700 underline">
-            Chat
-          </Link>
-          <Link to="/agents" className="text-indigo-700 underline">
-            All agents
-          </Link>
-        </span>
-      </header>
-      {notice ? <Notice>{notice}</Notice> : null}
-      {actionData?.error ? <Notice tone="error">{actionData.error}</Notice> : null}
-      {live.lastError ? <Notice tone="error">Last error: {live.lastError}</Notice> : null}
-      {page.modelSource.problem ? (
-        <div data-testid="model-source-problem">
-          <Notice tone="error">
-            {page.modelSource.problem.message}{" "}
-            <Link to="/billing" className="underline">
-              Billing
-            </Link>
-          </Notice>
-        </div>
-      ) : null}
-
-      <Card title="Lifecycle">
-        <LifecycleButtons status={live.status} />
-        <p className="text-xs text-slate-500">
-          Your agents share one gateway: starting or stopping it affects all of them.
-        </p>
-      </Card>
-
-      <div className="grid gap-6 md:grid-cols-2">
-        <Card title="Details">
-          <dl>
-            <Row label="Id">
-              <code>{agent.id}</code>
-            </Row>
-            <Row label="Model">
-              <code>{agent.model}</code>
-            </Row>
-            <Row label="Tier">{agent.tier}</Row>
-            <Row label="Plan">{agent.plan ?? "—"}</Row>
-            <Row label="Model source">
-              <span data-testid="model-source">
-                {[
-                  ...page.modelSource.ownKeys.map((p) => `your ${p} key`),
-                  ...page.modelSource.platform.map((p) =>
-                    p.local ? `local server (${p.provider} API)` : `server's ${p.provider} key`,
-                  ),
-                ].join(", ") || "none"}
-              </span>
-            </Row>
-            <Row label="Address">{agent.url}</Row>
-            <Row label="Gateway version">{agent.gatewayVersion}</Row>
-            <Row label="Started">
-              {agent.startedAt ? new Date(agent.startedAt).toUTCString() : "—"}
-            </Row>
-            <Row label="Created">{new Date(agent.createdAt).toUTCString()}</Row>
-          </dl>
-        </Card>
-        <Card title="Stats">
-          <StatsCard live={live} />
-          <p className="text-xs text-slate-500">Refreshes every few seconds.</p>
-        </Card>
-      </div>
-
-      <Card title="Verification">
-        <VerificationPanel
-          agentId={agent.id}
-          verification={verification}
-          securityKeyIds={page.securityKeyIds}
-        />
-      </Card>
-
-      <Card title="Configuration">
-        <Form method="post" {...getFormProps(configForm)} className="space-y-3">
-          <input type="hidden" name="intent" value="config" />
-          <Errors id={configForm.errorId} errors={configForm.errors} />
-          <label htmlFor={configFields.config.id} className="block text-sm font-medium">
-            Configuration (a JSON object, at most {CONFIG_MAX_BYTES / 1024} KiB)
-          </label>
-          <textarea
-            {...getTextareaProps(configFields.config)}
-            key={configFields.config.key}
-            rows={10}
-            spellCheck={false}
-            className="block w-full rounded-md border border-slate-300 px-3 py-2 font-mono text-xs shadow-sm focus:border-indigo-500 focus:outline-none focus:ring-1 focus:ring-indigo-500"
-          />
-          <Errors id={configFields.config.errorId} errors={configFields.config.errors} />
-          <p className="text-xs text-slate-500">
-            {agent.configApplied
-              ? "The gateway runs this configuration."
-              : agent.applyError
-                ? `Not applied: ${agent.applyError}`
-                : "Saved; the gateway picks it up when it is running."}
-          </p>
-          <Submit busy={navigation.formData?.get("intent") === "config"}>Save configuration</Submit>
-        </Form>
-      </Card>
-
-      <Card title="Logs">
-        <Form method="get" className="flex items-end gap-2">
-          <div>
-            <label htmlFor="level" className="block text-sm font-medium">
-              Level
-            </label>
-            <select
-              id="level"
-              name="level"
-              defaultValue={logs.level ?? ""}
-              className="rounded-md border border-slate-300 bg-white px-2 py-1 text-sm"
-            >
-              <option value="">all</option>
-              {LOG_LEVELS.map((l) => (
-                <option key={l} value={l}>
-                  {l}
-                </option>
-              ))}
-            </select>
-          </div>
-          <button
-            type="submit"
-            className="rounded-md border border-slate-300 bg-white px-3 py-1 text-sm"
-          >
-            Filter
-          </button>
-        </Form>
-        {logs.unavailable ? (
-          <p className="text-sm text-slate-600">{logs.unavailable}</p>
-        ) : logs.logs.length === 0 ? (
-          <p className="text-sm text-slate-600">
-            No log entries{logs.level ? ` at level ${logs.level}` : ""}.
-          </p>
-        ) : (
-          <ol className="max-h-96 overflow-y-auto font-mono text-xs" data-testid="logs">
-            {logs.logs.map((entry) => (
-              <li key={entry.id} className="py-0.5">
-                <span className="text-slate-500">{entry.timestamp}</span>{" "}
-                <span className={entry.level === "error" ? "text-red-700" : "text-slate-700"}>
-                  {entry.level}
-                </span>{" "}
-                <span className="text-slate-500">[{entry.source}]</span> {entry.message}
-              </li>
-            ))}
-          </ol>
-        )}
-      </Card>
-
-      <Card title="Messages">
-        {messages.total === 0 ? (
-          <p className="text-sm text-slate-600">No messages yet.</p>
-        ) : (
-          <>
-            <ul className="divide-y divide-slate-100 text-sm" data-testid="messages">
-              {messages.messages.map((m) => (
-                <li key={m.id} className="py-2">
-                  <span className="mr-2 text-xs text-slate-500">
-                    {new Date(m.timestamp).toUTCString()} · {m.platform} · {m.sender}
-                  </span>
-                  <span className="whitespace-pre-wrap">{m.content}</span>
-                </li>
-              ))}
-            </ul>
-            <nav aria-label="Message pages" className="flex items-center gap-4 text-sm">
-              <span className="text-slate-500">
-                {messages.offset + 1}–{shownTo} of {messages.total}
-              </span>
-              {messages.offset > 0 ? (
-                <Link
-                  to={pageLink(Math.max(0, messages.offset - messages.limit))}
-                  className="text-indigo-700 underline"
-                >
-                  Newer
-                </Link>
-              ) : null}
-              {shownTo < messages.total ? (
-                <Link to={pageLink(shownTo)} className="text-indigo-700 underline">
-                  Older
-                </Link>
-              ) : null}
-            </nav>
-          </>
-        )}
-      </Card>
-    </div>
+    <AgentPage page={useLoaderData<typeof loader>()} actionData={useActionData<typeof action>()} />
   );
 }

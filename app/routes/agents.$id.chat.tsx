@@ -1,550 +1,102 @@
-import {
-  type ActionFunctionArgs,
-  data,
-  type LoaderFunctionArgs,
-  type MetaFunction,
-} from "@remix-run/node";
-import { Form, useActionData, useLoaderData, useNavigate, useRevalidator } from "@remix-run/react";
-import { type FormEvent, useEffect, useRef, useState } from "react";
-import { Card, Notice } from "../components/forms.tsx";
-import { HlsPlayer } from "../components/hls-player.tsx";
-import { WhatsAppLinkPanel } from "../components/whatsapp-link.tsx";
-import { guardAction, limitByIp, requirePageSession } from "../server/accounts/pages.server.ts";
+import type { LoaderFunctionArgs, MetaFunction } from "@remix-run/node";
+import { useActionData, useLoaderData } from "@remix-run/react";
+import { AgentChat, type ChatAnswer } from "../components/agent-chat.tsx";
+import { InstalledSkills } from "../components/installed-skills.tsx";
+import { limitByIp, requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { getOwnedAgent } from "../server/agents/agents.server.ts";
-import { liveStreamOf, provisionChannels } from "../server/agents/channel-provisioning.server.ts";
-import {
-  CREDENTIAL_KEYS,
-  type CredentialKey,
-  setCredential,
-} from "../server/agents/channels.server.ts";
-import {
-  activeSessionId,
-  chat,
-  createSession,
-  credentials,
-  getSession,
-  listSessions,
-  listSkills,
-  memory,
-  updateSkill,
-} from "../server/agents/talk.server.ts";
-import {
-  startWhatsAppLink,
-  waitWhatsAppLink,
-  whatsappStatus,
-} from "../server/agents/whatsapp-link.server.ts";
-import { DomainError } from "../server/platform/errors.server.ts";
+import { provisionChannels } from "../server/agents/channel-provisioning.server.ts";
+import { setCredential } from "../server/agents/channels.server.ts";
+import { chatPage, chatPageActions } from "../server/agents/chat-page.server.ts";
+import { chat, createSession, updateSkill } from "../server/agents/talk.server.ts";
+import { startWhatsAppLink, waitWhatsAppLink } from "../server/agents/whatsapp-link.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 import {
   installedOnAgent,
   removeSkill,
   updateSkillVersion,
 } from "../server/skills/installs.server.ts";
 
-// The chat page of an agent: sessions, the conversation (streamed over the live agent socket
-// when JavaScript runs, a plain form post otherwise), memory, skills, credentials and channels
-// with the live stream. Everything goes through the same services as /api/agent.
+// An agent's chat page; everything goes through the same services as /api/agent.
 
 export const meta: MetaFunction = () => [{ title: "Chat — Agent Platform" }];
 
-/** A gateway that is down must not take the whole page with it: show why instead. */
-async function attempt<T>(fn: () => Promise<T>): Promise<{ value?: T; error?: string }> {
-  try {
-    return { value: await fn() };
-  } catch (error) {
-    if (error instanceof DomainError) return { error: error.message };
-    throw error;
-  }
-}
+/** The user's agent, or the page's 404. */
+const ownedAgent = (userId: string, id: string | undefined) =>
+  getOwnedAgent(userId, String(id)).catch(() => {
+    throw new Response("Agent not found", { status: 404 });
+  });
 
 export async function loader({ request, params }: LoaderFunctionArgs) {
   const { user } = await requirePageSession(request);
-  let agent: Awaited<ReturnType<typeof getOwnedAgent>>;
-  try {
-    agent = await getOwnedAgent(user.id, String(params.id));
-  } catch {
-    throw new Response("Agent not found", { status: 404 });
-  }
+  const agent = await ownedAgent(user.id, params.id);
   const selected = new URL(request.url).searchParams.get("session") ?? undefined;
-  const sessions = await attempt(() => listSessions(user.id, agent.id));
-  const sessionId =
-    selected ?? (await activeSessionId(user.id, agent.id)) ?? sessions.value?.sessions.at(0)?.id;
-  const [conversation, mem, skills, creds, stream, installed] = await Promise.all([
-    sessionId ? attempt(() => getSession(user.id, sessionId, agent.id)) : Promise.resolve({}),
-    attempt(() => memory(user.id, agent.id)),
-    attempt(() => listSkills(user.id, agent.id)),
-    credentials(user.id),
-    liveStreamOf(user.id),
+  const [page, installed] = await Promise.all([
+    chatPage(user, agent, selected),
     installedOnAgent(user.id, agent.id),
   ]);
-  // WhatsApp's link state, once chatapp3 is set up (the gateway is asked only then).
-  const whatsapp = creds.credentials.chatapp3 ? await attempt(() => whatsappStatus(user.id)) : null;
-  return {
-    userId: user.id,
-    agent: { id: agent.id, name: agent.name, model: agent.model },
-    sessions: sessions.value?.sessions ?? [],
-    gatewayError: sessions.error,
-    sessionId: sessionId ?? null,
-    messages:
-      (
-        conversation as {
-          value?: { messages: Array<{ id: string; role: string; content: string }> };
-        }
-      ).value?.messages ?? [],
-    memory: mem.value?.memory ?? [],
-    skills: skills.value?.skills ?? [],
-    installed,
-    credentials: creds.credentials,
-    stream: stream ?? null,
-    whatsapp: whatsapp ? { status: whatsapp.value ?? null, error: whatsapp.error ?? null } : null,
-  };
+  return { ...page, installed };
 }
 
-type ActionResult = {
-  ok: boolean;
-  message?: string;
-  reply?: string;
-  sessionId?: string;
-  whatsapp?: { linked: boolean; qrDataUrl: string | null };
-};
+const linkAnswer = (link: { linked: boolean; message: string; qrDataUrl: string | null }) => ({
+  message: link.linked ? "WhatsApp is linked" : link.message,
+  whatsapp: { linked: link.linked, qrDataUrl: link.qrDataUrl },
+});
 
-export async function action({ request, params, context }: ActionFunctionArgs) {
-  guardAction(request);
-  const { user } = await requirePageSession(request);
-  const agentId = (
-    await getOwnedAgent(user.id, String(params.id)).catch(() => {
-      throw new Response("Agent not found", { status: 404 });
-    })
-  ).id;
-  const form = await request.formData();
-  const text = (name: string) => {
-    const value = form.get(name);
-    return typeof value === "string" && value.trim() !== "" ? value.trim() : undefined;
-  };
-  try {
-    switch (form.get("intent")) {
+export const action = /* @__PURE__ */ formAction({
+  schema: chatPageActions,
+  access: signedIn,
+  handler: async ({ request, context, params, session: { user }, value }): Promise<ChatAnswer> => {
+    const agentId = (await ownedAgent(user.id, params.id)).id;
+    switch (value.intent) {
       case "chat": {
-        const message = text("message");
-        if (!message) return data<ActionResult>({ ok: false, message: "Write a message" }, 400);
-        const sessionId = text("sessionId");
-        const turn = await chat(user.id, {
-          message,
-          agentId,
-          ...(sessionId ? { sessionId } : {}),
-        });
-        return { ok: true, reply: turn.reply, sessionId: turn.sessionId } satisfies ActionResult;
+        const { message, sessionId } = value;
+        const turn = await chat(user.id, { message, agentId, ...(sessionId ? { sessionId } : {}) });
+        return { reply: turn.reply, sessionId: turn.sessionId };
       }
       case "new-session": {
         const created = await createSession(user.id, agentId);
-        return { ok: true, sessionId: created.sessionId, message: "New session started" };
+        return { sessionId: created.sessionId, message: "New session started" };
       }
-      case "skill": {
-        const skillId = text("skillId") ?? "";
-        await updateSkill(user.id, skillId, form.get("enabled") === "true", agentId);
-        return { ok: true, message: `Skill ${skillId} updated` } satisfies ActionResult;
-      }
-      case "skill-update": {
-        const name = text("name") ?? "";
-        const done = await updateSkillVersion(user.id, { name, agentId });
-        return {
-          ok: true,
-          message: `${name} is at version ${done.version}`,
-        } satisfies ActionResult;
-      }
-      case "skill-remove": {
-        const name = text("name") ?? "";
-        await removeSkill(user.id, { name, agentId });
-        return { ok: true, message: `${name} removed` } satisfies ActionResult;
-      }
-      case "credential": {
-        const key = CREDENTIAL_KEYS.find((k) => k === form.get("key")) as CredentialKey;
-        const value = text("value");
-        if (!key || !value) {
-          return data<ActionResult>({ ok: false, message: "Choose a credential and a value" }, 400);
-        }
-        await setCredential(user.id, key, value);
-        return { ok: true, message: `${key} configured` } satisfies ActionResult;
-      }
-      case "channels": {
-        const limited = await limitByIp(request, context, "provision");
-        if (limited) return data<ActionResult>({ ok: false, message: limited }, 429);
+      case "skill":
+        await updateSkill(user.id, value.skillId, value.enabled === "true", agentId);
+        return { message: `Skill ${value.skillId} updated` };
+      case "credential":
+        await setCredential(user.id, value.key, value.value);
+        return { message: `${value.key} configured` };
+      case "channels":
+        await limitByIp(request, context, "provision");
         await provisionChannels(user.id, {
-          chatapp1Token: text("chatapp1Token"),
-          chatapp2BotToken: text("chatapp2BotToken"),
-          chatapp3Token: text("chatapp3Token"),
+          chatapp1Token: value.chatapp1Token,
+          chatapp2BotToken: value.chatapp2BotToken,
+          chatapp3Token: value.chatapp3Token,
         });
-        return { ok: true, message: "Channels saved; the live stream is ready" };
+        return { message: "Channels saved; the live stream is ready" };
+      case "whatsapp-link":
+        return linkAnswer(await startWhatsAppLink(user.id, { force: value.force === "true" }));
+      case "skill-update": {
+        const done = await updateSkillVersion(user.id, { name: value.name, agentId });
+        return { message: `${value.name} is at version ${done.version}` };
       }
-      case "whatsapp-link": {
-        const link = await startWhatsAppLink(user.id, { force: form.get("force") === "true" });
-        return {
-          ok: true,
-          message: link.linked ? "WhatsApp is linked" : link.message,
-          whatsapp: { linked: link.linked, qrDataUrl: link.qrDataUrl },
-        } satisfies ActionResult;
-      }
+      case "skill-remove":
+        await removeSkill(user.id, { name: value.name, agentId });
+        return { message: `${value.name} removed` };
       case "whatsapp-wait": {
-        const current = text("currentQrDataUrl");
-        const link = await waitWhatsAppLink(user.id, {
-          ...(current ? { currentQrDataUrl: current } : {}),
-        });
-        return {
-          ok: true,
-          message: link.linked ? "WhatsApp is linked" : link.message,
-          whatsapp: { linked: link.linked, qrDataUrl: link.qrDataUrl },
-        } satisfies ActionResult;
-      }
-      default:
-        return data<ActionResult>({ ok: false, message: "Unknown action" }, 400);
-    }
-  } catch (error) {
-    if (error instanceof DomainError) {
-      return data<ActionResult>({ ok: false, message: error.message }, error.status);
-    }
-    throw error;
-  }
-}
-
-interface Bubble {
-  role: string;
-  content: string;
-}
-
-/** Sends the message over ws://<host>/agent/<user id> and streams the reply into `onText`. */
-function streamChat(
-  userId: string,
-  agentId: string,
-  message: string,
-  sessionId: string | null,
-  onText: (text: string) => void,
-): Promise<{ sessionId: string }> {
-  return new Promise((resolve, reject) => {
-    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
-    const ws = new WebSocket(
-      `${scheme}://${window.location.host}/agent/${encodeURIComponent(userId)}`,
-    );
-    let text = "";
-    ws.onmessage = (event) => {
-      const frame = JSON.parse(String(event.data)) as {
-        type: string;
-        text?: string;
-        reply?: string;
-        sessionId?: string;
-        error?: string;
-      };
-      if (frame.type === "ready") {
-        ws.send(
-          JSON.stringify({
-            type: "chat",
-            id: "1",
-            message,
-            agentId,
-            sessionId: sessionId ?? undefined,
-          }),
+        const current = value.currentQrDataUrl;
+        return linkAnswer(
+          await waitWhatsAppLink(user.id, current ? { currentQrDataUrl: current } : {}),
         );
-      } else if (frame.type === "delta") {
-        text += frame.text ?? "";
-        onText(text);
-      } else if (frame.type === "final") {
-        onText(frame.reply ?? text);
-        ws.close();
-        resolve({ sessionId: frame.sessionId ?? "" });
-      } else if (frame.type === "error") {
-        ws.close();
-        reject(new Error(frame.error ?? "The agent could not answer"));
       }
-    };
-    ws.onclose = (event) => {
-      if (event.code >= 4000) reject(new Error(event.reason || `Closed (${event.code})`));
-    };
-    ws.onerror = () => reject(new Error("The live connection failed"));
-  });
-}
-
-export default function AgentChat() {
-  const d = useLoaderData<typeof loader>();
-  const result = useActionData<typeof action>() as ActionResult | undefined;
-  const revalidator = useRevalidator();
-  const navigate = useNavigate();
-  const [live, setLive] = useState<Bubble[]>([]);
-  const [streaming, setStreaming] = useState(false);
-  const [liveError, setLiveError] = useState<string | null>(null);
-  const [hydrated, setHydrated] = useState(false);
-  const input = useRef<HTMLTextAreaElement>(null);
-  useEffect(() => setHydrated(true), []);
-  // Fresh loader data has the turn in the history: the streamed copy is no longer needed.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: runs when the loader data changes
-  useEffect(() => setLive([]), [d]);
-
-  async function onChat(event: FormEvent<HTMLFormElement>) {
-    if (!hydrated || typeof WebSocket === "undefined") return; // plain form post
-    event.preventDefault();
-    const message = input.current?.value.trim();
-    if (!message) return;
-    setLiveError(null);
-    setStreaming(true);
-    setLive([
-      { role: "user", content: message },
-      { role: "assistant", content: "" },
-    ]);
-    if (input.current) input.current.value = "";
-    try {
-      const done = await streamChat(d.userId, d.agent.id, message, d.sessionId, (text) =>
-        setLive([
-          { role: "user", content: message },
-          { role: "assistant", content: text },
-        ]),
-      );
-      // Open the turn's session (the loader reads it from the URL), which reloads the page data.
-      setStreaming(false);
-      navigate(`?session=${encodeURIComponent(done.sessionId)}`, {
-        replace: true,
-        preventScrollReset: true,
-      });
-    } catch (error) {
-      setLiveError((error as Error).message);
-      setStreaming(false);
-      revalidator.revalidate();
     }
-  }
+  },
+});
 
-  const messages: Bubble[] = [...d.messages, ...live];
+export default function AgentChatRoute() {
+  const d = useLoaderData<typeof loader>();
   return (
-    <div className="space-y-6">
-      <h1 className="text-2xl font-semibold">Chat with {d.agent.name}</h1>
-      {d.gatewayError ? <Notice>{d.gatewayError}</Notice> : null}
-      {result?.message ? (
-        <p role="status" className={result.ok ? "text-green-700" : "text-red-700"}>
-          {result.message}
-        </p>
-      ) : null}
-
-      <div className="grid gap-6 md:grid-cols-[14rem_1fr]">
-        <Card title="Sessions">
-          <ul className="space-y-1 text-sm" data-testid="sessions">
-            {d.sessions.map((s) => (
-              <li key={s.id}>
-                <a
-                  href={`?session=${encodeURIComponent(s.id)}`}
-                  className={s.id === d.sessionId ? "font-semibold underline" : "underline"}
-                >
-                  {new Date(s.lastActivity).toLocaleString()} ({s.messageCount})
-                </a>
-              </li>
-            ))}
-          </ul>
-          <Form method="post" className="mt-3">
-            <input type="hidden" name="intent" value="new-session" />
-            <button type="submit" className="rounded-md border px-3 py-1 text-sm">
-              New session
-            </button>
-          </Form>
-        </Card>
-
-        <Card title="Conversation">
-          <ol className="space-y-2" data-testid="messages">
-            {messages.map((m, i) => (
-              <li
-                // biome-ignore lint/suspicious/noArrayIndexKey: a transcript is append-only
-                key={i}
-                data-role={m.role}
-                className={m.role === "user" ? "text-right" : "text-left"}
-              >
-                <span className="inline-block max-w-prose whitespace-pre-wrap rounded-lg bg-slate-100 px-3 py-2 text-sm">
-                  {m.content}
-                </span>
-              </li>
-            ))}
-            {!hydrated && result?.reply && !d.messages.some((m) => m.content === result.reply) ? (
-              <li data-role="assistant" className="text-left">
-                <span className="inline-block rounded-lg bg-slate-100 px-3 py-2 text-sm">
-                  {result.reply}
-                </span>
-              </li>
-            ) : null}
-          </ol>
-          {liveError ? <p className="text-red-700">{liveError}</p> : null}
-          <Form method="post" onSubmit={onChat} className="mt-4 space-y-2">
-            <input type="hidden" name="intent" value="chat" />
-            {d.sessionId ? <input type="hidden" name="sessionId" value={d.sessionId} /> : null}
-            <label className="block text-sm font-medium" htmlFor="message">
-              Message
-            </label>
-            <textarea
-              ref={input}
-              id="message"
-              name="message"
-              rows={3}
-              className="w-full rounded-md border px-3 py-2"
-            />
-            <button
-              type="submit"
-              disabled={streaming}
-              className="rounded-md bg-slate-900 px-4 py-2 text-white"
-            >
-              {streaming ? "Answering…" : "Send"}
-            </button>
-          </Form>
-        </Card>
-      </div>
-
-      <Card title="Memory (last 10 messages of the active session)">
-        <ul className="space-y-1 text-sm" data-testid="memory">
-          {d.memory.map((m, i) => (
-            // biome-ignore lint/suspicious/noArrayIndexKey: a snapshot list without ids
-            <li key={i}>
-              <strong>{m.role}:</strong> {m.content}
-            </li>
-          ))}
-        </ul>
-      </Card>
-
-      <Card title="Skills">
-        <ul className="grid gap-1 text-sm md:grid-cols-2" data-testid="skills">
-          {d.skills.map((s) => (
-            <li key={s.id} className="flex items-center justify-between gap-2">
-              <span title={s.description}>
-                {s.emoji ? `${s.emoji} ` : ""}
-                {s.name}
-                {s.eligible ? "" : " (unavailable here)"}
-              </span>
-              <Form method="post">
-                <input type="hidden" name="intent" value="skill" />
-                <input type="hidden" name="skillId" value={s.id} />
-                <input type="hidden" name="enabled" value={s.enabled ? "false" : "true"} />
-                <button
-                  type="submit"
-                  aria-label={`${s.enabled ? "Disable" : "Enable"} ${s.name}`}
-                  className="rounded border px-2 text-xs"
-                >
-                  {s.enabled ? "On" : "Off"}
-                </button>
-              </Form>
-            </li>
-          ))}
-        </ul>
-      </Card>
-
-      <Card title="Marketplace skills">
-        {d.installed.length === 0 ? (
-          <p className="text-sm">
-            None installed yet. <a href="/skills">Browse the skills marketplace</a>.
-          </p>
-        ) : (
-          <ul className="space-y-1 text-sm" data-testid="installed-skills">
-            {d.installed.map((s) => (
-              <li key={s.name} className="flex flex-wrap items-center justify-between gap-2">
-                <span>
-                  <a href={`/skills/${s.name}`}>{s.name}</a> {s.version}
-                  {s.updateAvailable ? ` (${s.updateAvailable} available)` : ""}
-                </span>
-                <span className="flex gap-2">
-                  {s.updateAvailable ? (
-                    <Form method="post">
-                      <input type="hidden" name="intent" value="skill-update" />
-                      <input type="hidden" name="name" value={s.name} />
-                      <button type="submit" className="rounded border px-2 text-xs">
-                        Update
-                      </button>
-                    </Form>
-                  ) : null}
-                  <Form method="post">
-                    <input type="hidden" name="intent" value="skill-remove" />
-                    <input type="hidden" name="name" value={s.name} />
-                    <button
-                      type="submit"
-                      aria-label={`Remove ${s.name}`}
-                      className="rounded border px-2 text-xs"
-                    >
-                      Remove
-                    </button>
-                  </Form>
-                </span>
-              </li>
-            ))}
-          </ul>
-        )}
-      </Card>
-
-      <Card title="Credentials">
-        <ul className="text-sm" data-testid="credentials">
-          {Object.entries(d.credentials).map(([key, configured]) => (
-            <li key={key}>
-              {key}: {configured ? "configured" : "not configured"}
-            </li>
-          ))}
-        </ul>
-        <Form method="post" className="mt-3 flex flex-wrap items-end gap-2">
-          <input type="hidden" name="intent" value="credential" />
-          <label className="text-sm">
-            Credential{" "}
-            <select name="key" className="rounded border px-2 py-1">
-              {/* From the loader: server modules do not reach the browser bundle. */}
-              {Object.keys(d.credentials).map((k) => (
-                <option key={k}>{k}</option>
-              ))}
-            </select>
-          </label>
-          <label className="text-sm">
-            Value{" "}
-            <input
-              name="value"
-              type="password"
-              autoComplete="off"
-              className="rounded border px-2 py-1"
-            />
-          </label>
-          <button type="submit" className="rounded-md border px-3 py-1 text-sm">
-            Save
-          </button>
-        </Form>
-      </Card>
-
-      <Card title="Channels and live stream">
-        <Form method="post" className="space-y-2 text-sm">
-          <input type="hidden" name="intent" value="channels" />
-          {[
-            ["chatapp1Token", "Telegram bot token"],
-            ["chatapp2BotToken", "Discord bot token"],
-            ["chatapp3Token", "WhatsApp (a reference of yours; the phone is linked by QR below)"],
-          ].map(([name, label]) => (
-            <label key={name} className="block">
-              {label}{" "}
-              <input
-                name={name}
-                type="password"
-                autoComplete="off"
-                className="rounded border px-2 py-1"
-              />
-            </label>
-          ))}
-          <button type="submit" className="rounded-md border px-3 py-1">
-            Save channels
-          </button>
-        </Form>
-        {d.whatsapp ? (
-          <WhatsAppLinkPanel
-            status={d.whatsapp.status}
-            statusError={d.whatsapp.error}
-            result={result?.whatsapp}
-          />
-        ) : null}
-        {d.stream ? (
-          <div className="mt-4 space-y-1 text-sm" data-testid="stream">
-            <p>
-              RTMP server: <code>{d.stream.rtmpServer}</code>
-            </p>
-            <p>
-              Stream key: <code>{d.stream.streamKey}</code>
-            </p>
-            <p>
-              Playback: <a href={d.stream.playbackUrl}>{d.stream.playbackUrl}</a>
-            </p>
-            <HlsPlayer src={d.stream.playbackUrl} className="w-full max-w-xl" />
-          </div>
-        ) : (
-          <p className="mt-2 text-sm text-slate-600">No live stream yet: save a channel first.</p>
-        )}
-      </Card>
-    </div>
+    <AgentChat
+      d={d}
+      reply={useActionData<typeof action>()}
+      extra={<InstalledSkills installed={d.installed} />}
+    />
   );
 }

@@ -1,23 +1,21 @@
 import { getFormProps, getSelectProps, useForm } from "@conform-to/react";
 import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
+import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
 import {
-  type ActionFunctionArgs,
-  data,
-  type LoaderFunctionArgs,
-  type MetaFunction,
-  redirect,
-} from "@remix-run/node";
-import { Form, Link, useActionData, useLoaderData, useNavigation } from "@remix-run/react";
+  Form,
+  Link,
+  useActionData,
+  useLoaderData,
+  useNavigation,
+  useSearchParams,
+} from "@remix-run/react";
 import type { z } from "zod";
 import { StatusBadge, useLiveRefresh } from "../components/agents.tsx";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { provisionFormSchema } from "../schemas/agents.ts";
-import {
-  guardAction,
-  replyWithError,
-  requirePageSession,
-} from "../server/accounts/pages.server.ts";
+import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { agentsOverview, provisionFromPage } from "../server/agents/pages.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Agents — Agent Platform" }];
 
@@ -26,26 +24,16 @@ export async function loader({ request }: LoaderFunctionArgs) {
   return agentsOverview(user.id);
 }
 
-export async function action({ request }: ActionFunctionArgs) {
-  guardAction(request);
-  const { user } = await requirePageSession(request);
-  const submission = parseWithZod(await request.formData(), { schema: provisionFormSchema });
-  if (submission.status !== "success") {
-    return data({ result: submission.reply() }, { status: 400 });
-  }
-  let agentId: string;
-  try {
-    agentId = (await provisionFromPage(user.id, submission.value)).id;
-  } catch (error) {
-    // 402 (no subscription, tier above the plan) and 429 (tier limit) land on the form.
-    const status = (error as { status?: number }).status ?? 400;
-    return data(
-      { result: replyWithError(submission, error, ["name", "model", "tier"]) },
-      { status },
-    );
-  }
-  throw redirect(`/agents/${agentId}?notice=provisioned`, 303);
-}
+// 402 (no subscription, tier above the plan) and 429 (tier limit) land on the form.
+export const action = /* @__PURE__ */ formAction({
+  schema: provisionFormSchema,
+  access: signedIn,
+  fields: ["name", "model", "tier"],
+  handler: async ({ session: { user }, value }) => {
+    const { id } = await provisionFromPage(user.id, value);
+    return redirect(`/agents/${id}?notice=provisioned`, 303);
+  },
+});
 
 const selectClass =
   "block w-full rounded-md border border-slate-300 bg-white px-3 py-2 text-sm shadow-sm focus:border-indigo-500 focus:outline-none focus:ring-1 focus:ring-indigo-500";
@@ -54,6 +42,7 @@ export default function Agents() {
   const overview = useLoaderData<typeof loader>();
   const actionData = useActionData<typeof action>();
   const navigation = useNavigation();
+  const [searchParams] = useSearchParams();
   useLiveRefresh();
   const [form, fields] = useForm<z.input<typeof provisionFormSchema>>({
     id: "provision",
@@ -70,6 +59,7 @@ export default function Agents() {
   return (
     <div className="space-y-6">
       <h1 className="text-2xl font-semibold">Agents</h1>
+      {searchParams.get("notice") === "deleted" ? <Notice>Agent deleted.</Notice> : null}
 
       <Card title="Your agents">
         {agents.length === 0 ? (

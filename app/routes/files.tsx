@@ -1,18 +1,13 @@
-import {
-  type ActionFunctionArgs,
-  data,
-  type LoaderFunctionArgs,
-  type MetaFunction,
-  redirect,
-} from "@remix-run/node";
+import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
 import { Form, Link, useActionData, useLoaderData, useSearchParams } from "@remix-run/react";
+import { z } from "zod";
 import { Card, Notice, Submit } from "../components/forms.tsx";
-import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
+import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { storageUsedBytes } from "../server/agents/instances.server.ts";
 import { STORAGE_UPGRADE_GB } from "../server/billing/catalog.server.ts";
 import { createStorageCheckout } from "../server/billing/checkout.server.ts";
 import { storageLimitGb } from "../server/billing/subscriptions.server.ts";
-import { DomainError } from "../server/platform/errors.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Files — Agent Platform" }];
 
@@ -29,16 +24,14 @@ export async function loader({ request }: LoaderFunctionArgs) {
   return { usedGb, usedBytes, limitGb, upgradeGb: STORAGE_UPGRADE_GB };
 }
 
-export async function action({ request }: ActionFunctionArgs) {
-  guardAction(request);
-  const { user } = await requirePageSession(request);
-  try {
-    throw redirect((await createStorageCheckout(user)).url, 303);
-  } catch (error) {
-    if (error instanceof DomainError) return data({ error: error.message }, { status: 503 });
-    throw error;
-  }
-}
+// A button without fields.
+const noFields = z.object({});
+
+export const action = /* @__PURE__ */ formAction({
+  schema: noFields,
+  access: signedIn,
+  handler: async ({ session: { user } }) => redirect((await createStorageCheckout(user)).url, 303),
+});
 
 export default function Files() {
   const { usedGb, usedBytes, limitGb, upgradeGb } = useLoaderData<typeof loader>();

@@ -1,41 +1,32 @@
 import { getFormProps, useForm } from "@conform-to/react";
 import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
-import { type ActionFunctionArgs, data, type MetaFunction } from "@remix-run/node";
+import type { MetaFunction } from "@remix-run/node";
 import { Form, Link, useActionData, useNavigation } from "@remix-run/react";
 import type { z } from "zod";
 import { Card, Errors, Field, Honeypot, Notice, Submit } from "../components/forms.tsx";
 import { forgotPasswordSchema } from "../schemas/accounts.ts";
 import { assertNotBot } from "../server/accounts/bot.server.ts";
-import { guardAction, limitByIp, replyWithError } from "../server/accounts/pages.server.ts";
+import { anyone, limitByIp } from "../server/accounts/pages.server.ts";
 import {
   FORGOT_PASSWORD_MESSAGE,
   requestPasswordReset,
 } from "../server/accounts/password-reset.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Forgot password — Agent Platform" }];
 
-export async function action({ request, context }: ActionFunctionArgs) {
-  guardAction(request);
-  const formData = await request.formData();
-  const submission = parseWithZod(formData, { schema: forgotPasswordSchema });
-  if (submission.status !== "success") {
-    return data({ result: submission.reply(), sent: false }, { status: 400 });
-  }
-  try {
-    assertNotBot(request, submission.value.website);
-  } catch (error) {
-    return data({ result: replyWithError(submission, error), sent: false }, { status: 403 });
-  }
-  const limited = await limitByIp(request, context, "forgot-password");
-  if (limited) {
-    return data(
-      { result: submission.reply({ formErrors: [limited] }), sent: false },
-      { status: 429 },
-    );
-  }
-  await requestPasswordReset(submission.value.email);
-  return { result: submission.reply({ resetForm: true }), sent: true };
-}
+export const action = /* @__PURE__ */ formAction({
+  schema: forgotPasswordSchema,
+  access: anyone,
+  fields: ["email"],
+  resetForm: true,
+  handler: async ({ request, context, value }) => {
+    assertNotBot(request, value.website);
+    await limitByIp(request, context, "forgot-password");
+    await requestPasswordReset(value.email);
+    return { sent: true };
+  },
+});
 
 export default function ForgotPassword() {
   const actionData = useActionData<typeof action>();
@@ -50,7 +41,7 @@ export default function ForgotPassword() {
   return (
     <div className="mx-auto max-w-md space-y-6">
       <h1 className="text-2xl font-semibold">Forgot your password?</h1>
-      {actionData?.sent ? <Notice>{FORGOT_PASSWORD_MESSAGE}.</Notice> : null}
+      {actionData?.value?.sent ? <Notice>{FORGOT_PASSWORD_MESSAGE}.</Notice> : null}
       <Card title="We will email you a link to choose a new one">
         <Form method="post" {...getFormProps(form)} className="space-y-4">
           <Errors id={form.errorId} errors={form.errors} />

@@ -1,22 +1,14 @@
 import { getFormProps, useForm } from "@conform-to/react";
 import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
-import {
-  type ActionFunctionArgs,
-  data,
-  type LoaderFunctionArgs,
-  type MetaFunction,
-} from "@remix-run/node";
+import type { LoaderFunctionArgs, MetaFunction } from "@remix-run/node";
 import { Form, useActionData, useLoaderData } from "@remix-run/react";
 import { useState } from "react";
-import type { z } from "zod";
+import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { apiKeyNameSchema } from "../schemas/accounts.ts";
 import { createApiKey, deleteApiKey, listApiKeys } from "../server/accounts/api-keys.server.ts";
-import {
-  guardAction,
-  replyWithError,
-  requirePageSession,
-} from "../server/accounts/pages.server.ts";
+import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "API keys — Agent Platform" }];
 
@@ -25,32 +17,25 @@ export async function loader({ request }: LoaderFunctionArgs) {
   return { keys: await listApiKeys(user.id) };
 }
 
-export async function action({ request }: ActionFunctionArgs) {
-  guardAction(request);
-  const { user } = await requirePageSession(request);
-  const formData = await request.formData();
-  if (formData.get("intent") === "delete") {
-    try {
-      await deleteApiKey(user.id, String(formData.get("keyId") ?? ""));
-    } catch {
-      // Already gone: the list below shows the truth.
+const schema = z.discriminatedUnion("intent", [
+  apiKeyNameSchema.extend({ intent: z.literal("create") }),
+  z.object({ intent: z.literal("delete"), keyId: z.string().max(200) }),
+]);
+
+export const action = /* @__PURE__ */ formAction({
+  schema,
+  access: signedIn,
+  fields: ["name"],
+  resetForm: ["create"],
+  handler: async ({ session: { user }, value }) => {
+    if (value.intent === "delete") {
+      // Already gone is fine: the list below shows the truth.
+      await deleteApiKey(user.id, value.keyId).catch(() => undefined);
+      return { created: null };
     }
-    return { result: undefined, created: null };
-  }
-  const submission = parseWithZod(formData, { schema: apiKeyNameSchema });
-  if (submission.status !== "success") {
-    return data({ result: submission.reply(), created: null }, { status: 400 });
-  }
-  try {
-    const created = await createApiKey(user.id, submission.value.name);
-    return { result: submission.reply({ resetForm: true }), created };
-  } catch (error) {
-    return data(
-      { result: replyWithError(submission, error, ["name"]), created: null },
-      { status: 400 },
-    );
-  }
-}
+    return { created: await createApiKey(user.id, value.name) };
+  },
+});
 
 function CopyButton({ text }: { text: string }) {
   const [copied, setCopied] = useState(false);
@@ -72,12 +57,12 @@ export default function Keys() {
   const actionData = useActionData<typeof action>();
   const [form, fields] = useForm<z.input<typeof apiKeyNameSchema>>({
     id: "new-key",
-    lastResult: actionData?.result,
+    lastResult: actionData?.intent === "create" ? actionData.result : undefined,
     constraint: getZodConstraint(apiKeyNameSchema),
     shouldValidate: "onBlur",
     onValidate: ({ formData }) => parseWithZod(formData, { schema: apiKeyNameSchema }),
   });
-  const created = actionData?.created;
+  const created = actionData?.value?.created;
   return (
     <div className="space-y-6">
       <h1 className="text-2xl font-semibold">API keys</h1>
@@ -106,6 +91,7 @@ export default function Keys() {
 
       <Card title="Create a key">
         <Form method="post" {...getFormProps(form)} className="space-y-4">
+          <input type="hidden" name="intent" value="create" />
           <Errors id={form.errorId} errors={form.errors} />
           <Field
             label="Key name"

@@ -1,20 +1,14 @@
 import { getFormProps, useForm } from "@conform-to/react";
 import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
-import {
-  type ActionFunctionArgs,
-  data,
-  type LoaderFunctionArgs,
-  type MetaFunction,
-  redirect,
-} from "@remix-run/node";
+import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
 import { Form, Link, useActionData, useLoaderData, useNavigation } from "@remix-run/react";
 import type { z } from "zod";
 import { Card, Errors, Field, Submit } from "../components/forms.tsx";
 import { resetPasswordSchema } from "../schemas/accounts.ts";
-import { guardAction, limitByIp, replyWithError } from "../server/accounts/pages.server.ts";
+import { anyone, limitByIp } from "../server/accounts/pages.server.ts";
 import { resetPassword } from "../server/accounts/password-reset.server.ts";
 import { clearSessionCookie } from "../server/accounts/sessions.server.ts";
-import { DomainError } from "../server/platform/errors.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Choose a new password — Agent Platform" }];
 
@@ -22,26 +16,20 @@ export function loader({ request }: LoaderFunctionArgs) {
   return { token: new URL(request.url).searchParams.get("token") ?? "" };
 }
 
-export async function action({ request, context }: ActionFunctionArgs) {
-  guardAction(request);
-  const formData = await request.formData();
-  const submission = parseWithZod(formData, { schema: resetPasswordSchema });
-  if (submission.status !== "success") return data(submission.reply(), { status: 400 });
-  const limited = await limitByIp(request, context, "reset-password");
-  if (limited) return data(submission.reply({ formErrors: [limited] }), { status: 429 });
-  try {
-    await resetPassword(submission.value.token, submission.value.password);
-  } catch (error) {
-    const status = error instanceof DomainError ? error.status : 500;
-    const reply = replyWithError(submission, error, ["password"]);
-    return data(reply, { status });
-  }
-  return redirect("/signin?reset=1", { headers: { "Set-Cookie": await clearSessionCookie() } });
-}
+export const action = /* @__PURE__ */ formAction({
+  schema: resetPasswordSchema,
+  access: anyone,
+  fields: ["token", "password"],
+  handler: async ({ request, context, value }) => {
+    await limitByIp(request, context, "reset-password");
+    await resetPassword(value.token, value.password);
+    return redirect("/signin?reset=1", { headers: { "Set-Cookie": await clearSessionCookie() } });
+  },
+});
 
 export default function ResetPassword() {
   const { token } = useLoaderData<typeof loader>();
-  const lastResult = useActionData<typeof action>();
+  const lastResult = useActionData<typeof action>()?.result;
   const navigation = useNavigation();
   const [form, fields] = useForm<z.input<typeof resetPasswordSchema>>({
     id: "reset-password",

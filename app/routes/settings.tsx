@@ -1,29 +1,20 @@
 import { getFormProps, useForm } from "@conform-to/react";
 import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
-import {
-  type ActionFunctionArgs,
-  data,
-  type LoaderFunctionArgs,
-  type MetaFunction,
-} from "@remix-run/node";
+import { data, type LoaderFunctionArgs, type MetaFunction } from "@remix-run/node";
 import { Form, useActionData, useLoaderData } from "@remix-run/react";
-import type { z } from "zod";
+import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { SecurityKeys } from "../components/security-keys.tsx";
 import { changePasswordSchema, settingsSchema } from "../schemas/accounts.ts";
 import { creditBalance } from "../server/accounts/credits.server.ts";
-import {
-  guardAction,
-  replyWithError,
-  requirePageSession,
-} from "../server/accounts/pages.server.ts";
+import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { listSessions, revokeSession } from "../server/accounts/sessions.server.ts";
 import { changePassword, updateProfile } from "../server/accounts/users.server.ts";
 import {
   listWebauthnCredentials,
   removeWebauthnCredential,
 } from "../server/identity/webauthn.server.ts";
-import { DomainError } from "../server/platform/errors.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Settings — Agent Platform" }];
 
@@ -52,62 +43,44 @@ export async function loader({ request }: LoaderFunctionArgs) {
   );
 }
 
-export async function action({ request }: ActionFunctionArgs) {
-  guardAction(request);
-  const { user, sessionId } = await requirePageSession(request);
-  const formData = await request.formData();
-  const intent = formData.get("intent");
-  if (intent === "profile") {
-    const submission = parseWithZod(formData, { schema: settingsSchema });
-    if (submission.status !== "success") {
-      return data({ intent, result: submission.reply(), done: false }, { status: 400 });
+const schema = z.discriminatedUnion("intent", [
+  settingsSchema.extend({ intent: z.literal("profile") }),
+  changePasswordSchema.extend({ intent: z.literal("password") }),
+  z.object({ intent: z.literal("revoke-session"), sessionId: z.string().max(200) }),
+  z.object({ intent: z.literal("remove-key"), keyId: z.string().max(200) }),
+]);
+
+export const action = /* @__PURE__ */ formAction({
+  schema,
+  access: signedIn,
+  fields: ["name", "avatar", "currentPassword", "newPassword"],
+  resetForm: ["password"],
+  handler: async ({ session: { user, sessionId }, value }) => {
+    switch (value.intent) {
+      case "profile": {
+        const avatar = value.avatar === undefined ? null : value.avatar || null;
+        await updateProfile(user.id, { name: value.name, avatar });
+        break;
+      }
+      case "password":
+        await changePassword(user.id, value.currentPassword, value.newPassword, sessionId);
+        break;
+      case "revoke-session":
+        await revokeSession(user.id, value.sessionId);
+        break;
+      case "remove-key":
+        await removeWebauthnCredential(user.id, value.keyId);
+        break;
     }
-    const avatar = submission.value.avatar === undefined ? null : submission.value.avatar || null;
-    await updateProfile(user.id, { name: submission.value.name, avatar });
-    return { intent, result: submission.reply(), done: true };
-  }
-  if (intent === "password") {
-    const submission = parseWithZod(formData, { schema: changePasswordSchema });
-    if (submission.status !== "success") {
-      return data({ intent, result: submission.reply(), done: false }, { status: 400 });
-    }
-    try {
-      await changePassword(
-        user.id,
-        submission.value.currentPassword,
-        submission.value.newPassword,
-        sessionId,
-      );
-    } catch (error) {
-      const status = error instanceof DomainError ? error.status : 500;
-      const result = replyWithError(submission, error, ["currentPassword", "newPassword"]);
-      return data({ intent, result, done: false }, { status });
-    }
-    return { intent, result: submission.reply({ resetForm: true }), done: true };
-  }
-  if (intent === "revoke-session") {
-    const id = String(formData.get("sessionId") ?? "");
-    await revokeSession(user.id, id);
-    return { intent, result: undefined, done: true };
-  }
-  if (intent === "remove-key") {
-    const id = String(formData.get("keyId") ?? "");
-    try {
-      await removeWebauthnCredential(user.id, id);
-    } catch (error) {
-      if (!(error instanceof DomainError)) throw error;
-      return data({ intent, result: undefined, done: false }, { status: error.status });
-    }
-    return { intent, result: undefined, done: true };
-  }
-  throw new Response("Unknown action", { status: 400 });
-}
+    return { done: true };
+  },
+});
 
 export default function Settings() {
   const { user, credits, sessions, securityKeys } = useLoaderData<typeof loader>();
   const actionData = useActionData<typeof action>();
   const resultFor = (intent: string) =>
-    actionData?.intent === intent ? (actionData.result ?? undefined) : undefined;
+    actionData?.intent === intent ? actionData.result : undefined;
 
   const [profileForm, profile] = useForm<z.input<typeof settingsSchema>>({
     id: "profile",
@@ -133,8 +106,13 @@ export default function Settings() {
         credits · your referral code <code>{user.referralCode}</code>
       </p>
 
+      {actionData?.error &&
+      (actionData.intent === "revoke-session" || actionData.intent === "remove-key") ? (
+        <Notice tone="error">{actionData.error}</Notice>
+      ) : null}
+
       <Card title="Profile">
-        {actionData?.intent === "profile" && actionData.done ? (
+        {actionData?.intent === "profile" && actionData.value?.done ? (
           <Notice>Profile saved.</Notice>
         ) : null}
         <Form method="post" {...getFormProps(profileForm)} className="space-y-4">
@@ -152,7 +130,7 @@ export default function Settings() {
       </Card>
 
       <Card title="Password">
-        {actionData?.intent === "password" && actionData.done ? (
+        {actionData?.intent === "password" && actionData.value?.done ? (
           <Notice>Password changed. Your other browsers were signed out.</Notice>
         ) : null}
         {!user.hasPassword ? (
@@ -185,6 +163,13 @@ export default function Settings() {
         <SecurityKeys keys={securityKeys} />
       </Card>
 
+      <Card title="Audit log">
+        <p className="text-sm">
+          <a className="underline" href="/settings/audit">
+            See and export the record of sign-ins, keys, plan changes and agent actions
+          </a>
+        </p>
+      </Card>
       <Card title="Sessions">
         <ul className="divide-y divide-slate-100">
           {sessions.map((s) => (

@@ -1,28 +1,17 @@
 import { getFormProps, useForm } from "@conform-to/react";
 import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
-import {
-  type ActionFunctionArgs,
-  data,
-  type LoaderFunctionArgs,
-  type MetaFunction,
-  redirect,
-} from "@remix-run/node";
+import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
 import { Form, Link, useActionData, useLoaderData, useNavigation } from "@remix-run/react";
 import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { WalletSignIn } from "../components/wallet-sign-in.tsx";
 import { signInSchema } from "../schemas/accounts.ts";
 import { isConfigured, oauthProviders, providerLabels } from "../server/accounts/oauth.server.ts";
-import {
-  guardAction,
-  pageSession,
-  replyWithError,
-  safeRedirect,
-} from "../server/accounts/pages.server.ts";
+import { anyone, pageSession, safeRedirect } from "../server/accounts/pages.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
 import { signInWithCredentials } from "../server/accounts/signin.server.ts";
 import { clientIp } from "../server/platform/client-ip.server.ts";
-import { DomainError } from "../server/platform/errors.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Sign in — Agent Platform" }];
 
@@ -52,29 +41,25 @@ export async function loader({ request }: LoaderFunctionArgs) {
   };
 }
 
-export async function action({ request, context }: ActionFunctionArgs) {
-  guardAction(request);
-  const formData = await request.formData();
-  const submission = parseWithZod(formData, { schema });
-  if (submission.status !== "success") return data(submission.reply(), { status: 400 });
-  try {
-    const user = await signInWithCredentials(request, submission.value);
+export const action = /* @__PURE__ */ formAction({
+  schema,
+  access: anyone,
+  fields: ["email", "password"],
+  handler: async ({ request, context, value }) => {
+    const user = await signInWithCredentials(request, value);
     const session = await createSession(user.id, {
       ip: clientIp(request, context.remoteAddress),
       userAgent: request.headers.get("user-agent") ?? undefined,
     });
-    return redirect(safeRedirect(submission.value.redirectTo), {
+    return redirect(safeRedirect(value.redirectTo), {
       headers: { "Set-Cookie": session.setCookie },
     });
-  } catch (error) {
-    const status = error instanceof DomainError ? error.status : 500;
-    return data(replyWithError(submission, error), { status });
-  }
-}
+  },
+});
 
 export default function SignIn() {
   const { redirectTo, email, notice, error, providers } = useLoaderData<typeof loader>();
-  const lastResult = useActionData<typeof action>();
+  const lastResult = useActionData<typeof action>()?.result;
   const navigation = useNavigation();
   const [form, fields] = useForm<z.input<typeof schema>>({
     id: "signin",

@@ -1,16 +1,24 @@
-import { type ActionFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
+import { type MetaFunction, redirect } from "@remix-run/node";
 import { Form } from "@remix-run/react";
-import { guardAction, pageSession } from "../server/accounts/pages.server.ts";
+import { z } from "zod";
+import { anyone, pageSession } from "../server/accounts/pages.server.ts";
 import { clearSessionCookie, revokeSession } from "../server/accounts/sessions.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Sign out — Agent Platform" }];
 
-export async function action({ request }: ActionFunctionArgs) {
-  guardAction(request);
-  const session = await pageSession(request);
-  if (session) await revokeSession(session.user.id, session.sessionId);
-  return redirect("/", { headers: { "Set-Cookie": await clearSessionCookie() } });
-}
+// A button without fields.
+const noFields = z.object({});
+
+export const action = /* @__PURE__ */ formAction({
+  schema: noFields,
+  access: anyone,
+  handler: async ({ request }) => {
+    const session = await pageSession(request);
+    if (session) await revokeSession(session.user.id, session.sessionId);
+    return redirect("/", { headers: { "Set-Cookie": await clearSessionCookie() } });
+  },
+});
 
 /** GET shows a button: signing out changes state, so it is a POST. */
 export default function SignOut() {

@@ -1,27 +1,16 @@
 import { getFormProps, useForm } from "@conform-to/react";
 import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
-import {
-  type ActionFunctionArgs,
-  data,
-  type LoaderFunctionArgs,
-  type MetaFunction,
-  redirect,
-} from "@remix-run/node";
+import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
 import { Form, Link, useActionData, useNavigation, useSearchParams } from "@remix-run/react";
 import type { z } from "zod";
 import { Card, Errors, Field, Honeypot, Submit } from "../components/forms.tsx";
 import { registerSchema } from "../schemas/accounts.ts";
 import { assertNotBot } from "../server/accounts/bot.server.ts";
-import {
-  guardAction,
-  limitByIp,
-  pageSession,
-  replyWithError,
-} from "../server/accounts/pages.server.ts";
+import { anyone, limitByIp, pageSession } from "../server/accounts/pages.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
 import { createUser } from "../server/accounts/users.server.ts";
 import { clientIp } from "../server/platform/client-ip.server.ts";
-import { DomainError } from "../server/platform/errors.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Sign up — Agent Platform" }];
 
@@ -30,34 +19,25 @@ export async function loader({ request }: LoaderFunctionArgs) {
   return null;
 }
 
-export async function action({ request, context }: ActionFunctionArgs) {
-  guardAction(request);
-  const formData = await request.formData();
-  const submission = parseWithZod(formData, { schema: registerSchema });
-  if (submission.status !== "success") return data(submission.reply(), { status: 400 });
-  try {
-    assertNotBot(request, submission.value.website);
-  } catch (error) {
-    return data(replyWithError(submission, error), { status: 403 });
-  }
-  const limited = await limitByIp(request, context, "register");
-  if (limited) return data(submission.reply({ formErrors: [limited] }), { status: 429 });
-  try {
-    const user = await createUser(submission.value);
+export const action = /* @__PURE__ */ formAction({
+  schema: registerSchema,
+  access: anyone,
+  fields: ["email", "password", "name", "referralCode"],
+  handler: async ({ request, context, value }) => {
+    assertNotBot(request, value.website);
+    await limitByIp(request, context, "register");
+    const user = await createUser(value);
     // Signed in at once, like the sign-in form (decision 0010, amended).
     const session = await createSession(user.id, {
       ip: clientIp(request, context.remoteAddress),
       userAgent: request.headers.get("user-agent") ?? undefined,
     });
     return redirect("/agents", { headers: { "Set-Cookie": session.setCookie } });
-  } catch (error) {
-    const status = error instanceof DomainError ? error.status : 500;
-    return data(replyWithError(submission, error, ["email", "password"]), { status });
-  }
-}
+  },
+});
 
 export default function SignUp() {
-  const lastResult = useActionData<typeof action>();
+  const lastResult = useActionData<typeof action>()?.result;
   const navigation = useNavigation();
   const [params] = useSearchParams();
   const [form, fields] = useForm<z.input<typeof registerSchema>>({

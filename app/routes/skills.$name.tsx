@@ -6,8 +6,10 @@ import {
 } from "@remix-run/node";
 import { Form, useActionData, useLoaderData } from "@remix-run/react";
 import { Card, Notice } from "../components/forms.tsx";
-import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
+import { skillPageActions } from "../schemas/skills.ts";
+import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 import { skillDetail } from "../server/skills/catalog.server.ts";
 import { installSkill, removeSkill, updateSkillVersion } from "../server/skills/installs.server.ts";
 import { unlistVersion } from "../server/skills/publishing.server.ts";
@@ -30,44 +32,29 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
   }
 }
 
-type ActionResult = { ok: boolean; message: string };
-
-export async function action({ request, params }: ActionFunctionArgs) {
-  guardAction(request);
-  const { user } = await requirePageSession(request);
-  const form = await request.formData();
-  const name = String(params.name);
-  const agentId = String(form.get("agentId") ?? "");
-  try {
-    switch (form.get("intent")) {
+export const action = /* @__PURE__ */ formAction({
+  schema: skillPageActions,
+  access: signedIn,
+  handler: async ({ params, session: { user }, value }) => {
+    const name = String(params.name);
+    switch (value.intent) {
       case "install": {
-        const done = await installSkill(user.id, { name, agentId });
-        return { ok: true, message: `${name} ${done.version} installed` } satisfies ActionResult;
+        const done = await installSkill(user.id, { name, agentId: value.agentId });
+        return { message: `${name} ${done.version} installed` };
       }
       case "update": {
-        const done = await updateSkillVersion(user.id, { name, agentId });
-        return {
-          ok: true,
-          message: `${name} is at version ${done.version}`,
-        } satisfies ActionResult;
+        const done = await updateSkillVersion(user.id, { name, agentId: value.agentId });
+        return { message: `${name} is at version ${done.version}` };
       }
       case "remove":
-        await removeSkill(user.id, { name, agentId });
-        return { ok: true, message: `${name} removed` } satisfies ActionResult;
-      case "unlist": {
-        const version = String(form.get("version") ?? "");
-        await unlistVersion(user.id, name, version);
-        return { ok: true, message: `${name} ${version} unlisted` } satisfies ActionResult;
-      }
-      default:
-        return data<ActionResult>({ ok: false, message: "Unknown action" }, 400);
+        await removeSkill(user.id, { name, agentId: value.agentId });
+        return { message: `${name} removed` };
+      case "unlist":
+        await unlistVersion(user.id, name, value.version);
+        return { message: `${name} ${value.version} unlisted` };
     }
-  } catch (error) {
-    if (error instanceof DomainError)
-      return data<ActionResult>({ ok: false, message: error.message }, error.status);
-    throw error;
-  }
-}
+  },
+});
 
 export default function SkillPage() {
   const { skill, userId } = useLoaderData<typeof loader>();
@@ -81,7 +68,8 @@ export default function SkillPage() {
       <h1 className="text-2xl font-semibold">
         {skill.name} <span className="text-base">{skill.version}</span>
       </h1>
-      {result ? <Notice tone={result.ok ? "info" : "error"}>{result.message}</Notice> : null}
+      {result?.error ? <Notice tone="error">{result.error}</Notice> : null}
+      {result?.value ? <Notice tone="info">{result.value.message}</Notice> : null}
       <p>{skill.description}</p>
       <p className="text-sm">
         {skill.publisher.name} · {skill.category} · {skill.installs} installs · {skill.visibility}

@@ -7,8 +7,8 @@ import {
 import { Form, useActionData, useLoaderData } from "@remix-run/react";
 import { Card, Notice } from "../components/forms.tsx";
 import { catalogQuerySchema, publishFormSchema, SKILL_SORTS } from "../schemas/skills.ts";
-import { guardAction, requirePageSession } from "../server/accounts/pages.server.ts";
-import { DomainError } from "../server/platform/errors.server.ts";
+import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
 import { listCatalog } from "../server/skills/catalog.server.ts";
 import { publishSkill } from "../server/skills/publishing.server.ts";
 import { SKILL_CATEGORIES } from "../server/skills/skill-package.server.ts";
@@ -37,34 +37,20 @@ export async function loader({ request }: LoaderFunctionArgs) {
   return { catalog, mine: mine.skills, query, categories: [...SKILL_CATEGORIES] };
 }
 
-type ActionResult = { ok: boolean; message: string };
-
-export async function action({ request }: ActionFunctionArgs) {
-  guardAction(request);
-  const { user } = await requirePageSession(request);
-  const form = Object.fromEntries(await request.formData());
-  const parsed = publishFormSchema.safeParse(form);
-  if (!parsed.success) {
-    return data<ActionResult>(
-      { ok: false, message: parsed.error.issues[0]?.message ?? "Invalid form" },
-      400,
-    );
-  }
-  try {
-    const done = await publishSkill(user.id, parsed.data);
+export const action = /* @__PURE__ */ formAction({
+  schema: publishFormSchema,
+  access: signedIn,
+  resetForm: true,
+  handler: async ({ session: { user }, value }) => {
+    const done = await publishSkill(user.id, value);
     return {
-      ok: true,
       message:
         done.status === "pending-approval"
           ? `${done.name} ${done.version} published; it appears in the catalog once approved`
           : `${done.name} ${done.version} published (private)`,
-    } satisfies ActionResult;
-  } catch (error) {
-    if (error instanceof DomainError)
-      return data<ActionResult>({ ok: false, message: error.message }, error.status);
-    throw error;
-  }
-}
+    };
+  },
+});
 
 export default function Skills() {
   const d = useLoaderData<typeof loader>();
@@ -80,7 +66,8 @@ export default function Skills() {
   return (
     <main className="mx-auto max-w-4xl space-y-6 p-6">
       <h1 className="text-2xl font-semibold">Skills</h1>
-      {result ? <Notice tone={result.ok ? "info" : "error"}>{result.message}</Notice> : null}
+      {result?.error ? <Notice tone="error">{result.error}</Notice> : null}
+      {result?.value ? <Notice tone="info">{result.value.message}</Notice> : null}
       <Form method="get" className="flex flex-wrap items-end gap-2">
         <label className="text-sm">
           Search{" "}

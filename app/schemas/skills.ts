@@ -83,3 +83,9 @@ export const publishFormSchema = z.object({
   skillMd: z.string({ error: "Paste the SKILL.md" }).min(1, "Paste the SKILL.md").max(70_000),
   visibility: z.enum(["public", "private"]).default("private"),
 });
+
+/** The forms of a skill's page: install, update or remove on an agent; unlist a version. */
+export const skillPageActions = z.discriminatedUnion("intent", [
+  z.object({ intent: z.enum(["install", "update", "remove"]), agentId }),
+  z.object({ intent: z.literal("unlist"), version }),
+]);

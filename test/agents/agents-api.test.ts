@@ -235,8 +235,8 @@ describe("GET /api/agents and /api/agents/:id", () => {
         status: "running",
         startedAt: started.toISOString(),
         plan: "solo",
-        subdomain: `${agent.id}.agents.localhost`,
-        url: `https://${agent.id}.agents.localhost`,
+        subdomain: `${agent.id}.localhost`,
+        url: `http://localhost:3000/agents/${agent.id}/ui/`,
         gatewayVersion: "2026.9.6",
         verified: false,
         verificationType: null,
@@ -303,6 +303,8 @@ describe("stats", () => {
         successRate: "50.00%",
         errorRate: "50.00%",
         timestamp: expect.any(String),
+        stale: true,
+        sampledAt: null,
       },
       status: "mock",
     });
@@ -340,6 +342,7 @@ describe("stats", () => {
       averageResponseTime: "N/A",
       successRate: "N/A",
       errorRate: "N/A",
+      stale: false,
     });
     expect(res.json.stats.uptime).toBeGreaterThanOrEqual(3_723_000);
     // A stale sample is not live.

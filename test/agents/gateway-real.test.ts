@@ -70,6 +70,11 @@ describeDocker("real gateway", () => {
     const after = await getInstance(row.id);
     expect(after).toMatchObject({ observed_state: "running", health: "healthy" });
     expect(after?.device_token_sealed ?? after?.paired_at).toBeTruthy();
+    // The gateway answers on the private network only: no host port is published, so the
+    // agent ingress (decision 0115) is the only way in from outside.
+    const published = await rt.inspect(after!.container_name);
+    expect(published?.ports).toEqual({});
+    expect(after?.gateway_address).toBe(`${published?.address}:18789`);
 
     // Provisioning again creates nothing new (same container).
     const again = await provision(row.id);

@@ -149,8 +149,8 @@ describeDocker("instance lifecycle routes (Docker)", () => {
       userId,
       status: expect.any(String),
       startedAt: expect.any(String),
-      subdomain: `${userId}.agents.localhost`,
-      url: `https://${userId}.agents.localhost`,
+      subdomain: `${userId}.localhost`,
+      url: `http://localhost:3000/agents/${userId}/ui/`,
       plan: "collective",
       gatewayVersion: expect.any(String),
     });
@@ -173,6 +173,9 @@ describeDocker("instance lifecycle routes (Docker)", () => {
       status: expect.any(String),
       plan: "collective",
       gatewayVersion: expect.any(String),
+      // The sleeper stand-in never answers /healthz, so it is not observed running: not live.
+      stale: true,
+      sampledAt: expect.any(String),
     });
 
     const updated = await post(updateRoute, userId, "update");

@@ -392,8 +392,8 @@ describeDocker("talking to an agent (real gateway)", () => {
       context: {},
     });
     const result = (posted as { data?: unknown }).data ?? posted;
-    expect(result).toMatchObject({ ok: true, reply: REPLY });
-    const sessionId = (result as { sessionId: string }).sessionId;
+    expect(result).toMatchObject({ error: null, value: { reply: REPLY } });
+    const sessionId = (result as { value: { sessionId: string } }).value.sessionId;
     const page = (await chatPage.loader({
       request: new Request(`${url}?session=${encodeURIComponent(sessionId)}`, { headers }),
       params: { id: agentId },

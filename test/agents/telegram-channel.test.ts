@@ -251,9 +251,9 @@ describeDocker("chat channels with the real gateway", () => {
       }),
       params: { id: agentId },
       context: { remoteAddress: "127.0.0.1" },
-    } as never)) as { data: { ok: boolean; message: string }; init: { status: number } };
+    } as never)) as unknown as { data: { error: string }; init: { status: number } };
     expect(posted.init.status).toBe(502);
-    expect(posted.data).toMatchObject({ ok: false, message: expect.stringMatching(/^WhatsApp/) });
+    expect(posted.data).toMatchObject({ value: null, error: expect.stringMatching(/^WhatsApp/) });
 
     // Another user (no instance, no chatapp3) cannot reach this gateway's WhatsApp.
     const other = await agentUser();

@@ -1,3 +1,4 @@
+import { HttpResponse, http } from "msw";
 import { beforeAll, describe, expect, it } from "vitest";
 import { anthropicClient } from "../../app/server/ai/providers/anthropic.server.ts";
 import { googleClient } from "../../app/server/ai/providers/google.server.ts";
@@ -277,5 +278,36 @@ describe("OpenRouter client", () => {
     );
     expect(result.native).toMatchObject({ provider: "OpenAI", object: "chat.completion" });
     expect(result.usage).toEqual({ promptTokens: 12, completionTokens: 7 });
+  });
+});
+
+describe("answers of an unexpected shape", () => {
+  // A provider (or a local server) answering 200 with something else is a provider failure
+  // (502, so the next provider is tried), never a crash further in.
+  const BAD = "http://malformed.local";
+  beforeAll(() => {
+    mswServer.use(
+      http.post(`${BAD}/v1/chat/completions`, () => HttpResponse.json({ choices: "none" })),
+      http.get(`${BAD}/v1/models`, () => HttpResponse.json({ data: [{ name: "no id" }] })),
+      http.post(`${BAD}/v1/messages`, () => HttpResponse.json({ id: "m", content: 5 })),
+      http.post(`${BAD}/v1beta/models/:model`, () =>
+        HttpResponse.json({ candidates: [{ content: { parts: "x" } }] }),
+      ),
+    );
+  });
+
+  it("is a 502 ProviderError for every provider", async () => {
+    const failures = [
+      openaiClient.chat(cfg("openai", `${BAD}/v1`), { model: "gpt-4o", messages }, signal()),
+      openaiClient.listModels(cfg("openai", `${BAD}/v1`), signal()),
+      anthropicClient.chat(cfg("anthropic", BAD), { model: "claude", messages }, signal()),
+      googleClient.chat(cfg("google", BAD), { model: "gemini", messages }, signal()),
+    ];
+    for (const failure of failures) {
+      const error = await failure.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ProviderError);
+      expect((error as ProviderError).status).toBe(502);
+      expect((error as ProviderError).message).toMatch(/: unexpected /);
+    }
   });
 });

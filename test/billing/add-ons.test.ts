@@ -91,10 +91,8 @@ describe("request-only add-ons", () => {
       },
       body: new URLSearchParams({ intent: "request-addon", addon: "account-manager" }),
     });
-    const result = (await billingPage.action({ request, params: {}, context: {} })) as {
-      ok: string | null;
-    };
-    expect(result.ok).toMatch(/Request sent/);
+    const result = await billingPage.action({ request, params: {}, context: {} });
+    expect(result.data.value?.ok).toMatch(/Request sent/);
     const rows =
       await db()`select addon, status from service_requests where user_id = ${someone.id}`;
     expect(rows).toEqual([{ addon: "account-manager", status: "open" }]);

@@ -88,7 +88,7 @@ describe("billing page", () => {
 
     const switched = await page(billingPage, "/billing", { intent: "plan", plan: "label" });
     expect(switched.status).toBe(200);
-    expect((await dataOf(switched)).ok).toMatch(/label/);
+    expect((await dataOf(switched)).value).toMatchObject({ ok: expect.stringMatching(/label/) });
     expect(fake.state.sessions.size).toBe(1);
     const [row] = await db()<{ plan: string }[]>`select plan from users where id = ${user.id}`;
     expect(row!.plan).toBe("label");

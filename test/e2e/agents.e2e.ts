@@ -187,7 +187,8 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await editor.fill("[1, 2]");
     await page.getByRole("button", { name: "Save configuration" }).click();
     await expect
-      .poll(() => page.getByRole("alert").first().textContent())
+      // The editor's own alert: the page may show others (no model source in this setup).
+      .poll(() => page.locator("#config [role=alert]").first().textContent())
       .toBe("The configuration must be a JSON object");
     await editor.fill('{"identity": {"name": "Scout"}}');
     await page.getByRole("button", { name: "Save configuration" }).click();
@@ -241,7 +242,7 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await page.getByLabel(/^Configuration/).fill("{ nope");
     await page.getByRole("button", { name: "Save configuration" }).click();
     await expect
-      .poll(() => page.getByRole("alert").first().textContent())
+      .poll(() => page.locator("#config [role=alert]").first().textContent())
       .toMatch(/^Not valid JSON/);
     expect(await page.getByLabel(/^Configuration/).inputValue()).toBe("{ nope");
 

@@ -6,6 +6,6 @@ import { handlers } from "./handlers/index.ts";
 // Anything unhandled fails the test; loopback traffic (our own servers, the test database's
 // neighbours) passes through.
 export const mswServer = setupServer(
-  http.all(/^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?\//, () => passthrough()),
+  http.all(/^https?:\/\/(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?\//, () => passthrough()),
   ...handlers,
 );

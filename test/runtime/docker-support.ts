@@ -6,6 +6,7 @@ import { GATEWAY_PORT } from "../../worker/instances/engine.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { LABELS } from "../../worker/runtime/types.ts";
 import { mswServer } from "../msw/server.ts";
+import { gatewayBuildFinished } from "../setup/gateway-build.ts";
 
 // Docker-backed tests run against the real engine. Without one they are skipped with the reason,
 // unless CI=true or REQUIRE_DOCKER=1: then they run and fail (a CI without Docker must not pass).
@@ -18,6 +19,8 @@ export const testRun = `t${process.pid}-${randomBytes(3).toString("hex")}`;
 export const dockerRequired = process.env.CI === "true" || process.env.REQUIRE_DOCKER === "1";
 
 async function probe(): Promise<string | undefined> {
+  // On CI the image may still be building while the first files run (.ci/run).
+  await gatewayBuildFinished();
   const rt = new DockerRuntime();
   try {
     await rt.ping();

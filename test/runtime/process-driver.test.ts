@@ -19,6 +19,7 @@ import { installOpenclaw, PINNED_OPENCLAW, repo } from "../../worker/runtime/ope
 import type { ProcessRuntime } from "../../worker/runtime/process.ts";
 import { ensureUser } from "../helpers/users.ts";
 import { mswServer } from "../msw/server.ts";
+import { gatewayBuildFinished } from "../setup/gateway-build.ts";
 
 // The process driver with the real pinned OpenClaw gateway as a local process (no Docker):
 // provision (config written into the state folder, own loopback port, pairing by the CLI),
@@ -30,6 +31,8 @@ let row: InstanceRow;
 const userId = `usr_process_${process.pid}`;
 
 beforeAll(async () => {
+  // On CI, gateway/build.sh may still be installing the copy of OpenClaw this can reuse.
+  await gatewayBuildFinished();
   await installOpenclaw(
     (line) => process.stdout.write(`${line}\n`),
     path.join(repo, ".data/openclaw", PINNED_OPENCLAW),

@@ -22,6 +22,10 @@ delete process.env.SMTP_URL;
 // Without a payment processor every user would have the self-hosted default plan; files that
 // test plans from subscriptions keep today's gate, and self-hosted tests set it themselves.
 process.env.DEFAULT_PLAN ??= "none";
+// Files write users, keys and sessions behind the services' backs and read them back through the
+// API at once; the credential cache (whose invalidation is asynchronous across connections) is
+// tested on its own in test/accounts/credential-cache.test.ts.
+process.env.CREDENTIAL_CACHE ??= "off";
 process.env.DATABASE_URL = await cloneDatabase(inject("adminDatabaseUrl"));
 resetEnvCache();
 

@@ -2,11 +2,13 @@ import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import * as skillRoute from "../../app/routes/api.skills.$name.ts";
 import * as skillsRoute from "../../app/routes/api.skills.ts";
+import * as opsSkills from "../../app/routes/ops.skills.tsx";
 import { db } from "../../app/server/platform/db.server.ts";
 import { renderMarkdown } from "../../app/server/skills/catalog.server.ts";
 import { approveSkill, pendingVersions } from "../../app/server/skills/publishing.server.ts";
 import { agentUser, asUser } from "../agents/support.ts";
 import { call } from "../helpers/api.ts";
+import { getPage, postPage } from "../ops/support.ts";
 import { skillMd, zipBase64, zipWithMode } from "./support.ts";
 
 // The marketplace without a gateway: the catalog (shipped skills, search, category, sort,
@@ -301,6 +303,49 @@ describe("publishing", () => {
     expect(
       (await post(bob, { action: "unlist", name: "versioned", version: "1.0.0" })).status,
     ).toBe(404);
+  });
+});
+
+describe("operator review", () => {
+  it("lists pending public versions to operators only and approves one from /ops/skills", async () => {
+    const res = await publish(alice, {
+      skillMd: skillMd("reviewed", "2.0.0"),
+      visibility: "public",
+    });
+    expect(res.status).toBe(201);
+    expect((await getPage(opsSkills.loader, "/ops/skills", bob.cookie)).status).toBe(403);
+    const refused = await postPage(
+      opsSkills.action,
+      "/ops/skills",
+      { intent: "approve", id: res.json.versionId },
+      bob.cookie,
+    );
+    expect(refused.status).toBe(403);
+    expect((await list(bob, "?name=reviewed")).status).toBe(404);
+
+    await db()`update users set is_operator = true where id = ${bob.id}`;
+    const listed = await getPage(opsSkills.loader, "/ops/skills", bob.cookie);
+    expect(listed.body).toMatchObject({
+      pending: expect.arrayContaining([
+        expect.objectContaining({ name: "reviewed", version: "2.0.0" }),
+      ]),
+    });
+    const approved = await postPage(
+      opsSkills.action,
+      "/ops/skills",
+      { intent: "approve", id: res.json.versionId },
+      bob.cookie,
+    );
+    expect(approved.status).toBe(303);
+    await db()`update users set is_operator = false where id = ${bob.id}`;
+    expect((await list(bob, "?name=reviewed")).json.skill).toMatchObject({
+      version: "2.0.0",
+      approved: true,
+    });
+    const [row] = await db()<
+      { approved_by: string }[]
+    >`select approved_by from skill_versions where id = ${res.json.versionId}`;
+    expect(row?.approved_by).toBe(bob.id);
   });
 });
 

@@ -6,9 +6,9 @@ import {
 import { env } from "../../app/server/platform/env.server.ts";
 import { type ContainerInfo, limitsForPlan } from "../runtime/index.ts";
 import {
-  deploymentLabels,
   ensureNetwork,
   gatewayAddress,
+  ownerLabels,
   rt,
   STATE_DIR,
   volumeLabels,
@@ -52,7 +52,7 @@ async function createContainer(row: InstanceRow, image: string): Promise<string>
     network: env().RUNTIME_NETWORK,
     limits: limitsForPlan(row.plan),
     env: { OPENCLAW_GATEWAY_TOKEN: gatewayTokenOf(row) },
-    labels: deploymentLabels(),
+    labels: ownerLabels(row.id),
     restartPolicy: "on-failure",
   });
 }
@@ -70,7 +70,8 @@ export async function ensureContainer(
 ): Promise<ContainerInfo> {
   const { tag, image, wantedId } = await imageFor(row, options);
   const { gatewayIp } = await ensureNetwork();
-  await rt().ensureVolume(row.volume_name, volumeLabels(row));
+  // A new instance's node is chosen with its volume (multi-node drivers: by free capacity).
+  await rt().ensureVolume(row.volume_name, volumeLabels(row), { limits: limitsForPlan(row.plan) });
   let info = await rt().inspect(row.container_name);
   if (info && (options.recreate || (wantedId !== undefined && info.imageId !== wantedId))) {
     // Graceful stop first: the gateway releases its state lease (gateway/README.md).

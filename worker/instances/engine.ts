@@ -1,14 +1,18 @@
+import { runtimeDeployment } from "../../app/server/agents/engine-health.server.ts";
 import { GatewayUnavailableError } from "../../app/server/openclaw/errors.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { logger } from "../../app/server/platform/logger.server.ts";
+import { currentJob } from "../jobs/context.ts";
 import {
   type AgentRuntime,
   type ContainerInfo,
   gatewayEndpoint,
   getRuntime,
   LABELS,
+  NoCapacityError,
   RuntimeUnavailableError,
 } from "../runtime/index.ts";
+import { ensureAiRelay } from "./ai-relay.ts";
 
 // What every instance operation shares: the runtime, this deployment's label, where a gateway
 // listens and keeps its state, and how a failure is classed. Operations are idempotent (they
@@ -21,7 +25,7 @@ export const CONFIG_PATH = `${STATE_DIR}/openclaw.json`;
 
 /** Label telling this platform's objects apart from another deployment's on the same engine. */
 export const DEPLOYMENT_LABEL = "agent-platform.deployment";
-export const deployment = () => process.env.RUNTIME_DEPLOYMENT || "default";
+export const deployment = runtimeDeployment;
 
 export const deploymentLabels = (): Record<string, string> => ({
   [DEPLOYMENT_LABEL]: deployment(),
@@ -34,11 +38,32 @@ export const volumeLabels = (row: { id: string; user_id: string }): Record<strin
   ...deploymentLabels(),
 });
 
+/**
+ * Labels of an object a job creates for an instance: the deployment, the instance, and the job
+ * and attempt it was created by, so reconcile can tell what a dead job left behind.
+ */
+export function ownerLabels(instanceId?: string): Record<string, string> {
+  const job = currentJob();
+  return {
+    ...deploymentLabels(),
+    ...(instanceId ? { [LABELS.instanceId]: instanceId } : {}),
+    ...(job
+      ? {
+          [LABELS.job]: job.name,
+          [LABELS.jobId]: job.id,
+          [LABELS.jobAttempt]: String(job.retryCount),
+        }
+      : {}),
+  };
+}
+
 export const rt = (): AgentRuntime => getRuntime();
 
 /** The gateways' network (created when missing); its gateway IP is how containers reach us. */
-export function ensureNetwork() {
-  return rt().ensureNetwork(env().RUNTIME_NETWORK, deploymentLabels());
+export async function ensureNetwork() {
+  const network = await rt().ensureNetwork(env().RUNTIME_NETWORK, deploymentLabels());
+  await ensureAiRelay(network.gatewayIp);
+  return network;
 }
 
 export const log = () => logger().child({ area: "instances" });
@@ -46,6 +71,9 @@ export const log = () => logger().child({ area: "instances" });
 export function gatewayAddress(info: ContainerInfo | undefined): string | undefined {
   return gatewayEndpoint(info, GATEWAY_PORT);
 }
+
+/** Is this failure "no node has room" (503)? */
+export const isNoCapacity = (error: unknown): boolean => error instanceof NoCapacityError;
 
 /** Is this failure "the backend did not answer" (502) rather than an internal error (500)? */
 export function isUnavailable(error: unknown): boolean {

@@ -7,14 +7,7 @@ import {
 } from "../../app/server/ai/instance-tokens.server.ts";
 import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
-import {
-  CONFIG_PATH,
-  deploymentLabels,
-  ensureNetwork,
-  GATEWAY_PORT,
-  rt,
-  STATE_DIR,
-} from "./engine.ts";
+import { CONFIG_PATH, ensureNetwork, GATEWAY_PORT, ownerLabels, rt, STATE_DIR } from "./engine.ts";
 import { connectPaired } from "./pairing.ts";
 
 // The platform's part of a gateway's config: written into an empty volume before the first
@@ -79,13 +72,17 @@ export function gatewayConfig(options: {
   };
 }
 
-/** Writes `config` as the gateway's config file into `volume` unless one is there already. */
+/**
+ * Writes `config` as the gateway's config file into `volume` unless one is there already.
+ * `instanceId` labels the one-shot containers with their owner (pooled gateways have none).
+ */
 export async function writeConfigIfAbsent(
   volume: string,
   image: string,
   config: () => Promise<unknown>,
+  instanceId?: string,
 ): Promise<boolean> {
-  const labels = deploymentLabels();
+  const labels = ownerLabels(instanceId);
   const exists = await rt().runOnce({
     image,
     volume,
@@ -122,15 +119,20 @@ export async function writeInitialConfig(
 ) {
   // Only on an empty volume: an existing config (and the token inside it) is kept; later changes
   // go through config.patch.
-  await writeConfigIfAbsent(row.volume_name, image, async () => {
-    await revokeInstanceTokens(row.id);
-    return gatewayConfig({
-      aiBaseUrl: await platformAiBaseUrl(gatewayIp),
-      aiToken: await issueInstanceToken(row.user_id, row.id),
-      model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
-      initial: true,
-    });
-  });
+  await writeConfigIfAbsent(
+    row.volume_name,
+    image,
+    async () => {
+      await revokeInstanceTokens(row.id);
+      return gatewayConfig({
+        aiBaseUrl: await platformAiBaseUrl(gatewayIp),
+        aiToken: await issueInstanceToken(row.user_id, row.id),
+        model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
+        initial: true,
+      });
+    },
+    row.id,
+  );
 }
 
 /** Merges `config` into the gateway's config (hot reload; the base hash guards a race). */

@@ -122,7 +122,7 @@ async function createPooledContainer(
   gatewayIp: string | undefined,
 ) {
   const labels = { ...deploymentLabels(), "agent-platform.pool": "1" };
-  await rt().ensureVolume(pooled.volume, labels);
+  await rt().ensureVolume(pooled.volume, labels, { limits: limitsForPlan("solo") });
   // Generic config: the platform provider without a tenant token (patched at adoption).
   await writeConfigIfAbsent(pooled.volume, pooled.image, async () =>
     gatewayConfig({

@@ -11,6 +11,7 @@ import type { ContainerInfo } from "../runtime/index.ts";
 import { ensureContainer } from "./container.ts";
 import { gatewayAddress } from "./engine.ts";
 import { waitHealthy } from "./health.ts";
+import { removeInstanceLeftovers } from "./leftovers.ts";
 import { withInstanceLock } from "./lock.ts";
 import { connectPaired } from "./pairing.ts";
 import { adoptFromPool } from "./pool-adopt.ts";
@@ -67,6 +68,8 @@ export async function provision(instanceId: string) {
     const row = await getInstance(instanceId);
     if (!row) return { skipped: "no such instance" };
     const t0 = Date.now();
+    // A worker that died in an earlier attempt may have left a one-shot holding the volume.
+    await removeInstanceLeftovers(row.id);
     await updateInstance(row.id, { observed_state: "provisioning", desired_state: "running" });
     const adopted = row.container_id ? undefined : await adoptFromPool(row);
     if (!adopted) return provisionCold(instanceId, row, t0);

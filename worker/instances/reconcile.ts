@@ -6,9 +6,10 @@ import {
   recordError,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import { type ContainerInfo, LABELS } from "../runtime/index.ts";
+import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/index.ts";
 import { ensureContainer } from "./container.ts";
-import { deploymentLabels, isUnavailable, log, rt } from "./engine.ts";
+import { deploymentLabels, ensureNetwork, log, rt } from "./engine.ts";
+import { removeDeadJobLeftovers, removeInstanceLeftovers } from "./leftovers.ts";
 import { tryInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { pooledContainerNames } from "./pool.ts";
@@ -64,6 +65,8 @@ async function heal(row: InstanceRow, info: ContainerInfo | undefined): Promise<
 /** One instance towards its desired state; returns what was seen or done. */
 export async function reconcileOne(row: InstanceRow): Promise<string> {
   if (!row.container_id) return "not provisioned";
+  // Under the instance's lock: a one-shot of this instance is a dead job's leftover.
+  await removeInstanceLeftovers(row.id);
   const info = await rt().inspect(row.container_name);
   if (row.desired_state === "stopped") {
     if (info?.running) await rt().stop(info.id, 10);
@@ -106,17 +109,37 @@ async function reconcileLocked(row: InstanceRow): Promise<string> {
     });
     return outcome ?? "busy";
   } catch (error) {
-    if (isUnavailable(error)) throw error; // the engine is down: nothing else will work either
+    // One instance's failure never stops the others. The engine not answering is recorded by
+    // its check (engine-watch.ts), which marks every instance `unknown`, not as this one's error.
+    if (error instanceof RuntimeUnavailableError) return `unavailable: ${error.message}`;
     await recordError(row.id, `reconcile: ${(error as Error).message}`);
     return `error: ${(error as Error).message}`;
   }
 }
 
+/** Runs one step of the pass; a failure is logged and reported, never the end of the pass. */
+async function step<T>(what: string, fn: () => Promise<T>, fallback: T): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    log().warn({ err: error }, `reconcile: ${what} failed`);
+    return fallback;
+  }
+}
+
 export async function reconcileAll() {
   const rows = await listInstances();
-  const orphans = await removeOrphans(rows);
+  // The network (and, on a laptop, the relay to a web on loopback) after a worker restart.
+  if (rows.length) await step("ensuring the gateways' network", ensureNetwork, undefined);
+  const orphans = await step("removing orphans", () => removeOrphans(rows), []);
+  const leftovers = await step("removing dead jobs' one-shots", removeDeadJobLeftovers, []);
   const results: Record<string, string> = {};
   for (const row of rows) results[row.id] = await reconcileLocked(row);
-  const storageMeasured = await measureStorageWhenDue(rows);
-  return { instances: results, orphansRemoved: orphans, storageMeasured };
+  const storageMeasured = await step("measuring storage", () => measureStorageWhenDue(rows), 0);
+  return {
+    instances: results,
+    orphansRemoved: orphans,
+    leftoversRemoved: leftovers,
+    storageMeasured,
+  };
 }

@@ -9,19 +9,24 @@ import { LABELS } from "../runtime/index.ts";
 import { deploymentLabels, rt } from "./engine.ts";
 import { withInstanceLock } from "./lock.ts";
 
-// teardown-instance: a deleted user's instance goes entirely (containers, state volume and its
-// snapshot, model-endpoint tokens, record).
+// teardown-instance: a deleted user's instance, or a deleted last agent's, goes entirely
+// (containers, state volume and its snapshot, model-endpoint tokens, record).
 
 /** What teardown needs of an instance; the row itself is gone once the account is deleted. */
 type TeardownTarget = Pick<InstanceRow, "id" | "user_id" | "container_name" | "volume_name">;
 
-async function teardownTarget(userId: string): Promise<TeardownTarget | undefined> {
-  const row = await getInstanceByUser(userId);
+async function teardownTarget(
+  userId: string,
+  instanceId?: string,
+): Promise<TeardownTarget | undefined> {
+  const row = instanceId ? undefined : await getInstanceByUser(userId);
   if (row) return row;
-  // Kept by a trigger when the account's deletion cascaded to the row (migration 0015).
+  // Kept by a trigger when the account's deletion cascaded to the row (migration 0015), or by
+  // the deletion of the user's last agent (that one names its instance).
   const [kept] = await db()<{ instance_id: string; container_name: string; volume_name: string }[]>`
     select instance_id, container_name, volume_name from instance_teardowns
-    where user_id = ${userId} order by deleted_at desc limit 1`;
+    where user_id = ${userId} ${instanceId ? db()`and instance_id = ${instanceId}` : db()``}
+    order by deleted_at desc limit 1`;
   return kept && { id: kept.instance_id, user_id: userId, ...kept };
 }
 
@@ -29,8 +34,12 @@ async function teardownTarget(userId: string): Promise<TeardownTarget | undefine
 async function removeInstance(row: TeardownTarget, removedIds: string[]) {
   const info = await rt().inspect(row.container_name);
   if (info) await rt().remove(info.id);
-  await rt().removeVolume(row.volume_name);
-  await rt().removeVolume(`${row.volume_name}-prev`);
+  for (const volume of [row.volume_name, `${row.volume_name}-prev`]) {
+    // Whatever still mounts the volume (a dead job's one-shot, anything else) would make its
+    // removal fail with 409 "volume is in use" on every retry: it goes first.
+    for (const holder of await rt().volumeHolders(volume)) await rt().remove(holder.id);
+    await rt().removeVolume(volume);
+  }
   const revoked = await revokeInstanceTokens(row.id);
   await deleteInstanceRecord(row.id);
   await db()`delete from instance_teardowns where instance_id = ${row.id}`;
@@ -41,10 +50,18 @@ async function removeInstance(row: TeardownTarget, removedIds: string[]) {
   };
 }
 
-/** Removes the user's container(s), state volume, model-endpoint tokens and record. Idempotent. */
-export async function teardown(userId: string) {
-  const row = await teardownTarget(userId);
-  const containers = await rt().list({ [LABELS.userId]: userId, ...deploymentLabels() });
+/**
+ * Removes the user's container(s), state volume, model-endpoint tokens and record. Idempotent.
+ * With `instanceId` (an agent deletion: the account lives on and may already have a new
+ * instance) only that instance's container and volume go.
+ */
+export async function teardown(userId: string, instanceId?: string) {
+  const row = await teardownTarget(userId, instanceId);
+  const containers = await rt().list(
+    instanceId
+      ? { [LABELS.instanceId]: instanceId, ...deploymentLabels() }
+      : { [LABELS.userId]: userId, ...deploymentLabels() },
+  );
   const run = async () => {
     for (const c of containers) await rt().remove(c.id);
     if (!row) return { userId, instancesFound: 0, containersRemoved: containers.length };

@@ -6,7 +6,7 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { ensureContainer } from "./container.ts";
-import { deploymentLabels, log, rt, volumeLabels } from "./engine.ts";
+import { log, ownerLabels, rt, volumeLabels } from "./engine.ts";
 import { waitHealthy } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
@@ -36,7 +36,7 @@ export async function snapshotVolume(
     cmd: [
       `rm -rf ${to}/* ${to}/.[!.]* && cp -a ${from}/. ${to}/ && chown 1000:1000 ${to} && chmod 700 ${to}`,
     ],
-    labels: deploymentLabels(),
+    labels: ownerLabels(row.id),
     timeoutMs: 300_000,
   });
   if (copied.exitCode !== 0) {

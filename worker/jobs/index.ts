@@ -5,6 +5,7 @@ import { fillPoolJob } from "./fill-pool.ts";
 import { instanceAction } from "./instance-action.ts";
 import { processPaymentEvent } from "./process-payment-event.ts";
 import { provisionInstance } from "./provision-instance.ts";
+import { purgeAuditLog } from "./purge-audit-log.ts";
 import { reconcile } from "./reconcile.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { removeSkillFolder } from "./remove-skill-folder.ts";
@@ -33,4 +34,5 @@ export const handlers: Handlers = {
   "stop-unpaid-instance": stopUnpaidInstance,
   "sync-agents": syncAgentsJob,
   "warm-up-instance": warmUpInstance,
+  "purge-audit-log": purgeAuditLog,
 };

@@ -2,7 +2,7 @@ import { type ActionOutcome, getInstance } from "../../app/server/agents/instanc
 import type { JobPayload } from "../../app/server/platform/jobs.server.ts";
 import { runAction } from "../instances/actions.ts";
 import { queueAgentSync } from "../instances/agents-sync.ts";
-import { isUnavailable, log } from "../instances/engine.ts";
+import { isNoCapacity, isUnavailable, log } from "../instances/engine.ts";
 import { withInstanceLock } from "../instances/lock.ts";
 import { queueWarmUp } from "../instances/warm-up.ts";
 
@@ -30,7 +30,7 @@ export async function instanceAction(
     log().warn({ err: error, ...payload }, "instance action failed");
     return {
       ok: false,
-      failure: isUnavailable(error) ? "unavailable" : "internal",
+      failure: isNoCapacity(error) ? "capacity" : isUnavailable(error) ? "unavailable" : "internal",
       message: (error as Error).message.slice(0, 500),
     };
   }

@@ -1,4 +1,5 @@
 import type { PgBoss } from "pg-boss";
+import { env } from "../../app/server/platform/env.server.ts";
 import {
   getBoss,
   jobCatalog,
@@ -7,7 +8,7 @@ import {
   stopBoss,
 } from "../../app/server/platform/jobs.server.ts";
 import { logger } from "../../app/server/platform/logger.server.ts";
-import type { JobContext } from "./context.ts";
+import { type JobContext, runAsJob } from "./context.ts";
 import { handlers } from "./index.ts";
 
 export interface WorkerOptions {
@@ -35,11 +36,9 @@ export async function startWorker(options: WorkerOptions = {}): Promise<PgBoss> 
         const payload = schema.parse(job.data);
         const started = performance.now();
         try {
-          const result = await handler(payload, {
-            jobId: job.id,
-            retryCount: job.retryCount,
-            signal: job.signal,
-          });
+          const result = await runAsJob({ name, id: job.id, retryCount: job.retryCount }, () =>
+            handler(payload, { jobId: job.id, retryCount: job.retryCount, signal: job.signal }),
+          );
           log.info({ ms: Math.round(performance.now() - started) }, "job done");
           return result;
         } catch (error) {
@@ -56,7 +55,11 @@ export async function startWorker(options: WorkerOptions = {}): Promise<PgBoss> 
   return boss;
 }
 
-/** Stops fetching, lets in-flight jobs finish (up to the timeout), then closes the pool. */
-export async function stopWorker(timeoutMs = 30_000): Promise<void> {
+/**
+ * Stops fetching and lets in-flight jobs finish for up to the grace period; pg-boss then fails
+ * what still runs back to the queue (a retry another worker takes within seconds, since every
+ * handler is idempotent) before the pool closes, so nothing stays `active` until its expiry.
+ */
+export async function stopWorker(timeoutMs = env().WORKER_STOP_GRACE_MS): Promise<void> {
   await stopBoss({ graceful: true, timeout: timeoutMs });
 }

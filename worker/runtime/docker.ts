@@ -61,8 +61,31 @@ export function demux(buffer: Buffer): { stdout: string; stderr: string } {
   };
 }
 
+/** dockerode's connection options for a Docker host URL (unix:///path or tcp://host:port). */
+export function engineAddress(host: string): Docker.DockerOptions {
+  const url = new URL(host);
+  if (url.protocol === "unix:") return { socketPath: url.pathname };
+  if (url.protocol === "tcp:" || url.protocol === "http:") {
+    return { host: url.hostname, port: Number(url.port || 2375), protocol: "http" };
+  }
+  if (url.protocol === "https:") {
+    return { host: url.hostname, port: Number(url.port || 2376), protocol: "https" };
+  }
+  throw new Error(`unsupported Docker host ${host} (unix://, tcp:// or https://)`);
+}
+
+/** The engine's socket: DOCKER_SOCKET, else DOCKER_HOST when it names a unix socket. */
+function engineSocket(): string {
+  const host = process.env.DOCKER_HOST;
+  if (process.env.DOCKER_SOCKET) return process.env.DOCKER_SOCKET;
+  if (host?.startsWith("unix://")) return host.slice("unix://".length);
+  return "/var/run/docker.sock";
+}
+
 export interface DockerDriverOptions {
   socketPath?: string;
+  /** An engine given as a Docker host URL (unix:///path or tcp://host:port); wins over socketPath. */
+  host?: string;
   /** Upper bound on a container's CPUs (tests keep gateways at 1). */
   maxCpus?: number;
 }
@@ -74,9 +97,11 @@ export class DockerRuntime implements AgentRuntime {
   #engineCpus: number | undefined;
 
   constructor(options: DockerDriverOptions = {}) {
-    this.docker = new Docker({
-      socketPath: options.socketPath || process.env.DOCKER_SOCKET || "/var/run/docker.sock",
-    });
+    this.docker = new Docker(
+      options.host
+        ? engineAddress(options.host)
+        : { socketPath: options.socketPath || engineSocket() },
+    );
     this.maxCpus = options.maxCpus;
   }
 
@@ -380,6 +405,18 @@ export class DockerRuntime implements AgentRuntime {
   async list(labels: Record<string, string>): Promise<ContainerSummary[]> {
     const filters = { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
     const rows = await call(() => this.docker.listContainers({ all: true, filters }));
+    return rows.map((r) => ({
+      id: r.Id,
+      name: (r.Names[0] ?? "").replace(/^\//, ""),
+      state: r.State,
+      labels: r.Labels ?? {},
+    }));
+  }
+
+  async volumeHolders(volume: string): Promise<ContainerSummary[]> {
+    const rows = await call(() =>
+      this.docker.listContainers({ all: true, filters: { volume: [volume] } }),
+    );
     return rows.map((r) => ({
       id: r.Id,
       name: (r.Names[0] ?? "").replace(/^\//, ""),

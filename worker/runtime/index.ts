@@ -3,10 +3,12 @@ import { env } from "../../app/server/platform/env.server.ts";
 import { DockerRuntime } from "./docker.ts";
 import { openclawVersionOf, resolveOpenclaw } from "./openclaw-install.ts";
 import { ProcessRuntime } from "./process.ts";
+import { SwarmRuntime } from "./swarm.ts";
 import type { AgentRuntime } from "./types.ts";
 
 export { DockerRuntime } from "./docker.ts";
 export { ProcessRuntime } from "./process.ts";
+export { SwarmRuntime } from "./swarm.ts";
 export * from "./types.ts";
 
 let runtime: AgentRuntime | undefined;
@@ -22,15 +24,24 @@ export function processRuntime(root = path.resolve(env().DATA_DIR, "runtime")): 
 }
 
 /**
- * The process's runtime driver. RUNTIME_DRIVER=docker or process forces one; auto (default)
+ * The process's runtime driver. RUNTIME_DRIVER=docker, swarm or process forces one; auto (default)
  * is Docker, and the worker's boot switches to the process driver when no engine answers
  * (selectRuntime).
  */
 export function getRuntime(): AgentRuntime {
+  const { RUNTIME_DRIVER, RUNTIME_MAX_CPUS, SWARM_NODE_ENGINES, RUNTIME_PLATFORM_AI_URL } = env();
+  if (RUNTIME_DRIVER === "swarm" && !RUNTIME_PLATFORM_AI_URL) {
+    // On an overlay network no address of this host is the platform's: name it.
+    throw new Error(
+      "RUNTIME_DRIVER=swarm needs RUNTIME_PLATFORM_AI_URL (the platform's AI endpoint as gateways on the overlay network reach it, e.g. http://web:3000/api/ai/v1)",
+    );
+  }
   runtime ??=
-    env().RUNTIME_DRIVER === "process"
+    RUNTIME_DRIVER === "process"
       ? processRuntime()
-      : new DockerRuntime({ maxCpus: env().RUNTIME_MAX_CPUS });
+      : RUNTIME_DRIVER === "swarm"
+        ? new SwarmRuntime({ maxCpus: RUNTIME_MAX_CPUS, nodeEngines: SWARM_NODE_ENGINES })
+        : new DockerRuntime({ maxCpus: RUNTIME_MAX_CPUS });
   return runtime;
 }
 

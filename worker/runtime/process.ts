@@ -423,6 +423,11 @@ export class ProcessRuntime implements AgentRuntime {
    * A one-shot "container": the shell command on this machine, with the mount points in its
    * arguments and environment mapped onto the volumes' folders.
    */
+  /** A directory is removed whoever uses it: nothing holds a process-driver volume. */
+  async volumeHolders(_volume: string): Promise<ContainerSummary[]> {
+    return [];
+  }
+
   async runOnce(spec: Parameters<AgentRuntime["runOnce"]>[0]): Promise<ExecResult> {
     const mounts: Array<[string, string]> = [
       [spec.volumeTarget, this.volumePath(spec.volume)],

@@ -8,6 +8,10 @@ export const LABELS = {
   instanceId: "agent-platform.instance-id",
   userId: "agent-platform.user-id",
   role: "agent-platform.role",
+  /** The job (queue name, id, attempt) that created the object: reconcile removes what a dead one left. */
+  job: "agent-platform.job",
+  jobId: "agent-platform.job-id",
+  jobAttempt: "agent-platform.job-attempt",
 } as const;
 
 export interface ResourceLimits {
@@ -67,6 +71,8 @@ export interface ContainerInfo {
   labels: Record<string, string>;
   /** The container's address on its network (reach the gateway there). */
   address: string | undefined;
+  /** The cluster node the instance is pinned to (the Swarm driver). */
+  node?: string;
   /** host:port of the gateway when the driver chooses the port (the process driver). */
   endpoint?: string;
   /** Host ports published, e.g. { "18789/tcp": [{hostIp, hostPort}] }. */
@@ -102,14 +108,22 @@ export interface ExecResult {
 }
 
 export interface AgentRuntime {
-  readonly driver: "docker" | "process";
+  readonly driver: "docker" | "process" | "swarm";
   /** Throws RuntimeUnavailableError when the engine does not answer. */
   ping(): Promise<void>;
   ensureNetwork(
     name: string,
     labels?: Record<string, string>,
   ): Promise<{ gatewayIp: string | undefined }>;
-  ensureVolume(name: string, labels: Record<string, string>): Promise<void>;
+  /**
+   * Creates the volume when missing. `placement` says what the instance it belongs to will
+   * reserve: a multi-node driver places a new state volume (and so the instance) by it.
+   */
+  ensureVolume(
+    name: string,
+    labels: Record<string, string>,
+    placement?: { limits: ResourceLimits },
+  ): Promise<void>;
   removeVolume(name: string): Promise<void>;
   volumeExists(name: string): Promise<boolean>;
   /** Creates the container (not started); returns its id. */
@@ -126,6 +140,8 @@ export interface AgentRuntime {
   exec(id: string, cmd: string[], options?: { timeoutMs?: number }): Promise<ExecResult>;
   /** Containers (running or not) carrying every given label. */
   list(labels: Record<string, string>): Promise<ContainerSummary[]>;
+  /** Containers (running or not, any labels) that mount the volume: they keep it from removal. */
+  volumeHolders(volume: string): Promise<ContainerSummary[]>;
   /** A one-shot container on the image (volume mounted), removed afterwards. */
   runOnce(spec: {
     image: string;
@@ -162,6 +178,17 @@ export class RuntimeUnavailableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "RuntimeUnavailableError";
+  }
+}
+
+/**
+ * No node has room for an instance (free memory and CPU against what is reserved there): the
+ * lifecycle API maps this to 503.
+ */
+export class NoCapacityError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "NoCapacityError";
   }
 }
 

@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { newId, sha256 } from "../platform/ids.server.ts";
+import { credentialCache } from "./credential-cache.server.ts";
 import { toUser, type User, type UserRow } from "./model.server.ts";
 
 // API keys: `sk_` + 32 random bytes (base64url), shown once, stored as SHA-256. `lastUsed` is
@@ -43,6 +45,7 @@ export async function createApiKey(userId: string, name: string) {
     insert into api_keys (id, user_id, name, key_hash, key_preview)
     values (${newId("key")}, ${userId}, ${name}, ${sha256(key)}, ${previewOf(key)})
     returning id, name, key_preview, created_at, last_used_at`;
+  await recordAudit({ action: "api_key.created", userId, target: row!.id, details: { name } });
   return { id: row!.id, name: row!.name, key, createdAt: row!.created_at.toISOString() };
 }
 
@@ -66,21 +69,45 @@ export async function deleteApiKey(userId: string, id: string): Promise<void> {
   const rows =
     await db()`delete from api_keys where id = ${id} and user_id = ${userId} returning id`;
   if (rows.length === 0) throw new DomainError(404, "API key not found");
+  // Other replicas hear it from the trigger's NOTIFY; this one refuses it from now on.
+  credentialCache()?.forgetKey(id);
+  await recordAudit({ action: "api_key.deleted", userId, target: id });
 }
 
-/** The owner of a presented key, or undefined. Touches last_used_at at most once a minute. */
+/**
+ * The owner of a presented key, or undefined. Touches last_used_at at most once a minute. A key
+ * seen before is answered from the credential cache (no database read) while it is valid.
+ */
 export async function resolveApiKey(
   key: string,
 ): Promise<{ keyId: string; user: User } | undefined> {
   if (!key.startsWith(KEY_PREFIX) || key.length > 200) return undefined;
+  const hash = sha256(key);
+  const cache = credentialCache();
+  const cacheKey = cache ? hash.toString("hex") : "";
+  const hit = cache?.key(cacheKey);
   const sql = db();
+  if (hit) {
+    if (hit.lastUsedAt === null || Date.now() - hit.lastUsedAt > LAST_USED_GRANULARITY_MS) {
+      hit.lastUsedAt = Date.now();
+      await sql`update api_keys set last_used_at = now() where id = ${hit.keyId}`;
+    }
+    return { keyId: hit.keyId, user: hit.user };
+  }
+  const epoch = cache?.epoch() ?? 0;
   const [row] = await sql<(UserRow & { key_id: string; last_used_at: Date | null })[]>`
     select u.*, k.id as key_id, k.last_used_at
     from api_keys k join users u on u.id = k.user_id
-    where k.key_hash = ${sha256(key)}`;
+    where k.key_hash = ${hash} and u.suspended_at is null`;
   if (!row) return undefined;
-  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > LAST_USED_GRANULARITY_MS) {
+  let lastUsedAt = row.last_used_at?.getTime() ?? null;
+  if (lastUsedAt === null || Date.now() - lastUsedAt > LAST_USED_GRANULARITY_MS) {
     await sql`update api_keys set last_used_at = now() where id = ${row.key_id}`;
+    lastUsedAt = Date.now();
   }
-  return { keyId: row.key_id, user: toUser(row) };
+  const user = toUser(row);
+  // Not kept when anything was invalidated since the read began (its row may be stale); the
+  // touch's own NOTIFY may be such a thing: then the next request reads and keeps it.
+  cache?.putKey(cacheKey, { keyId: row.key_id, user, lastUsedAt }, epoch);
+  return { keyId: row.key_id, user };
 }

@@ -1,3 +1,4 @@
+import type { AuditActor } from "../platform/audit.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import type { ApiSecurity } from "../platform/openapi.server.ts";
@@ -20,6 +21,8 @@ import { resolveSession } from "./sessions.server.ts";
 //             deleting the account — a stolen key must not be able to mint keys or lock the
 //             owner out
 
+const userActor = (userId: string): AuditActor => ({ type: "user", id: userId, userId });
+
 export interface Auth {
   user: User;
   via: "session" | "apiKey" | "jwt";
@@ -27,6 +30,8 @@ export interface Auth {
   keyId?: string;
   /** A rolled session cookie to send back. */
   setCookie?: string;
+  /** The audit log's actor: the API key when one was used, else the user. */
+  auditActor: AuditActor;
 }
 
 /** What a handler gets as `auth` under each mode: `user`, `jwt`, `session` always have one. */
@@ -92,11 +97,21 @@ export async function authenticate(
     if (options.jwt && looksLikeJwt(match[1]!)) {
       const verified = await verifySessionJwt(match[1]!);
       if (!verified) throw new DomainError(401, "Invalid or expired token");
-      return { user: verified.user, via: "jwt", sessionId: verified.sessionId };
+      return {
+        user: verified.user,
+        via: "jwt",
+        sessionId: verified.sessionId,
+        auditActor: userActor(verified.user.id),
+      };
     }
     const resolved = await resolveApiKey(match[1]!);
     if (!resolved) throw new DomainError(401, "Invalid API key");
-    return { user: resolved.user, via: "apiKey", keyId: resolved.keyId };
+    return {
+      user: resolved.user,
+      via: "apiKey",
+      keyId: resolved.keyId,
+      auditActor: { type: "api_key", id: resolved.keyId, userId: resolved.user.id },
+    };
   }
   const session = await resolveSession(request);
   if (!session) return undefined;
@@ -104,6 +119,7 @@ export async function authenticate(
     user: session.user,
     via: "session",
     sessionId: session.sessionId,
+    auditActor: userActor(session.user.id),
     ...(session.setCookie ? { setCookie: session.setCookie } : {}),
   };
 }

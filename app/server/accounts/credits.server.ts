@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type postgres from "postgres";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 
 // One ledger of money for the whole platform (credit_ledger, integer micro-USD): one platform
@@ -17,11 +18,23 @@ export async function grantReferralCredits(
   referrerId: string,
 ): Promise<void> {
   const amount = REFERRAL_CREDITS * MICRO_USD_PER_CREDIT;
-  await t`
+  const granted = await t`
     insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
     values (${`led_${randomUUID()}`}, ${newUserId}, ${amount}, 'referral', ${`referred-by:${referrerId}`}),
            (${`led_${randomUUID()}`}, ${referrerId}, ${amount}, 'referral', ${`referred:${newUserId}`})
-    on conflict (user_id, reason, reference) do nothing`;
+    on conflict (user_id, reason, reference) do nothing
+    returning user_id`;
+  for (const row of granted) {
+    await recordAudit(
+      {
+        action: "credits.changed",
+        userId: row.user_id as string,
+        target: row.user_id === newUserId ? referrerId : newUserId,
+        details: { reason: "referral", amountMicroUsd: amount },
+      },
+      t,
+    );
+  }
 }
 
 /** The user's balance in credits (USD), to the micro-dollar. */
@@ -30,4 +43,34 @@ export async function creditBalance(userId: string): Promise<number> {
     select coalesce(sum(amount_micro_usd), 0)::bigint as balance
     from credit_ledger where user_id = ${userId}`;
   return (row?.balance ?? 0) / MICRO_USD_PER_CREDIT;
+}
+
+export interface CreditLedgerEntry {
+  id: string;
+  amountMicroUsd: number;
+  reason: string;
+  reference: string | null;
+  createdAt: string;
+}
+
+/** The user's latest credit ledger rows, newest first (the operator console). */
+export async function creditLedger(userId: string, limit = 50): Promise<CreditLedgerEntry[]> {
+  const rows = await db()<
+    {
+      id: string;
+      amount_micro_usd: number;
+      reason: string;
+      reference: string | null;
+      created_at: Date;
+    }[]
+  >`
+    select id, amount_micro_usd, reason, reference, created_at from credit_ledger
+    where user_id = ${userId} order by created_at desc, id desc limit ${limit}`;
+  return rows.map((r) => ({
+    id: r.id,
+    amountMicroUsd: Number(r.amount_micro_usd),
+    reason: r.reason,
+    reference: r.reference,
+    createdAt: r.created_at.toISOString(),
+  }));
 }

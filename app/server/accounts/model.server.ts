@@ -1,3 +1,5 @@
+import { operatorEmails } from "../platform/env.server.ts";
+
 // The user as the services see it, and as the API shows it (the contract's User resource).
 
 export interface User {
@@ -10,6 +12,9 @@ export interface User {
   hasPassword: boolean;
   referralCode: string;
   createdAt: Date;
+  /** Operator of this platform (the row's flag or OPERATOR_EMAILS); never in the public API. */
+  isOperator: boolean;
+  suspendedAt: Date | null;
 }
 
 export interface UserRow {
@@ -22,6 +27,8 @@ export interface UserRow {
   password_hash: string | null;
   referral_code: string;
   created_at: Date;
+  is_operator: boolean;
+  suspended_at: Date | null;
 }
 
 export const toUser = (r: UserRow): User => ({
@@ -34,6 +41,8 @@ export const toUser = (r: UserRow): User => ({
   hasPassword: r.password_hash !== null,
   referralCode: r.referral_code,
   createdAt: r.created_at,
+  isOperator: r.is_operator || operatorEmails().has(r.email.toLowerCase()),
+  suspendedAt: r.suspended_at,
 });
 
 /** The contract's User resource. */

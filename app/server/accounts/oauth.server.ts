@@ -1,5 +1,6 @@
 import { OAuth2RequestError, OAuth2Strategy } from "remix-auth-oauth2";
 import { z } from "zod";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -183,7 +184,14 @@ export async function signInWithOAuth(
   const [linked] = await sql<UserRow[]>`
     select u.* from oauth_accounts a join users u on u.id = a.user_id
     where a.provider = ${provider} and a.provider_account_id = ${profile.providerAccountId}`;
-  if (linked) return toUser(linked);
+  if (linked) {
+    await recordAudit({
+      action: "auth.signin",
+      actor: { type: "user", id: linked.id, userId: linked.id },
+      details: { method: "oauth", provider },
+    });
+    return toUser(linked);
+  }
   if (!profile.emailVerified) {
     throw new DomainError(403, "The provider has not verified this email address");
   }
@@ -222,6 +230,9 @@ export async function signInWithOAuth(
     await t`
       insert into oauth_accounts (provider, provider_account_id, user_id, email)
       values (${provider}, ${profile.providerAccountId}, ${user.id}, ${profile.email})`;
+    const actor = { type: "user" as const, id: user.id, userId: user.id };
+    await recordAudit({ action: "oauth.linked", actor, target: provider }, t);
+    await recordAudit({ action: "auth.signin", actor, details: { method: "oauth", provider } }, t);
     return user;
   }) as Promise<User>;
 }

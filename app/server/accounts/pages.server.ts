@@ -1,4 +1,3 @@
-import type { SubmissionResult } from "@conform-to/react";
 import { redirect } from "@remix-run/node";
 import { clientIp } from "../platform/client-ip.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -51,33 +50,30 @@ export function guardAction(request: Request): void {
   }
 }
 
-/** A per-IP limit for a page action, answered with the form's own error display. */
+/** A per-IP limit for a page action: a 429 DomainError, shown by the form. */
 export async function limitByIp(
   request: Request,
   context: { remoteAddress?: string | undefined },
   scope: RateLimitScope,
-): Promise<string | undefined> {
+): Promise<void> {
   const decision = await consume(scope, `ip:${clientIp(request, context.remoteAddress)}`);
-  if (decision.allowed) return undefined;
-  return `Too many attempts; try again in ${decision.headers["Retry-After"] ?? "a few"} seconds`;
+  if (decision.allowed) return;
+  throw new DomainError(
+    429,
+    `Too many attempts; try again in ${decision.headers["Retry-After"] ?? "a few"} seconds`,
+  );
 }
 
-/**
- * Turns a DomainError into a conform reply: "field: message" errors land on the field, others
- * on the form. Anything else is rethrown.
- */
-export function replyWithError(
-  submission: {
-    reply(options?: {
-      formErrors?: string[];
-      fieldErrors?: Record<string, string[]>;
-    }): SubmissionResult<string[]>;
-  },
-  error: unknown,
-  fields: readonly string[] = [],
-): SubmissionResult<string[]> {
-  if (!(error instanceof DomainError)) throw error;
-  const m = /^(\w+): (.+)$/.exec(error.message);
-  if (m && fields.includes(m[1]!)) return submission.reply({ fieldErrors: { [m[1]!]: [m[2]!] } });
-  return submission.reply({ formErrors: [error.message] });
+// `access` of the page-action helper (app/server/platform/form-action.server.ts).
+
+/** A page action anyone may post (sign-in, sign-up): same-origin posts only. */
+export function anyone({ request }: { request: Request }): undefined {
+  guardAction(request);
+  return undefined;
+}
+
+/** A signed-in page action: same-origin, and a session (else to the sign-in page). */
+export async function signedIn({ request }: { request: Request }): Promise<ResolvedSession> {
+  guardAction(request);
+  return requirePageSession(request);
 }

@@ -52,6 +52,7 @@ export async function verifySessionJwt(
   if (!sub || typeof sid !== "string") return undefined;
   const [row] = await db()<UserRow[]>`
     select u.* from sessions s join users u on u.id = s.user_id
-    where s.id = ${sid} and s.user_id = ${sub} and s.revoked_at is null and s.expires_at > now()`;
+    where s.id = ${sid} and s.user_id = ${sub} and s.revoked_at is null and s.expires_at > now()
+      and u.suspended_at is null`;
   return row ? { user: toUser(row), sessionId: sid } : undefined;
 }

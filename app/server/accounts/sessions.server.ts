@@ -1,9 +1,12 @@
 import { createCookie } from "@remix-run/node";
+import { noteAuditActor, recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import type { Queryable } from "../platform/db-helpers.server.ts";
 import { env } from "../platform/env.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
 import { newId, randomToken, sha256 } from "../platform/ids.server.ts";
 import { secrets } from "../platform/secrets.server.ts";
+import { credentialCache } from "./credential-cache.server.ts";
 import { toUser, type User, type UserRow } from "./model.server.ts";
 
 // Server-side sessions in PostgreSQL. The cookie (`__session`, signed with SESSION_SECRET,
@@ -54,6 +57,9 @@ export async function createSession(
   meta: SessionMeta = {},
   sql: Queryable = db(),
 ): Promise<CreatedSession> {
+  const [suspended] = await sql`
+    select 1 from users where id = ${userId} and suspended_at is not null`;
+  if (suspended) throw new DomainError(403, "This account is suspended");
   const token = randomToken(32);
   const id = newId("ses");
   await sql`
@@ -83,23 +89,70 @@ export interface ResolvedSession {
   setCookie?: string;
 }
 
+/** The raw (signed, still encoded) value of the first `__session` cookie in a Cookie header. */
+function rawSessionCookie(header: string): string | undefined {
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq !== -1 && part.slice(0, eq).trim() === SESSION_COOKIE) {
+      const value = part.slice(eq + 1).trim();
+      return value.length > 0 ? value : undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The active session of the request's cookie. A cookie seen before is answered from the
+ * credential cache, keyed by the hash of its signed value (no signature check, no database
+ * read) while its session is unexpired and needs no refresh.
+ */
 export async function resolveSession(request: Request): Promise<ResolvedSession | undefined> {
-  const token = await sessionToken(request);
-  if (!token) return undefined;
+  const header = request.headers.get("cookie");
+  if (!header?.includes(SESSION_COOKIE)) return undefined;
+  const raw = rawSessionCookie(header);
+  if (!raw) return undefined;
+  const cache = credentialCache();
+  const cacheKey = cache ? sha256(raw).toString("hex") : "";
+  const hit = cache?.session(cacheKey);
+  const now = Date.now();
+  if (hit && hit.expiresAt > now && now - hit.lastSeenAt <= REFRESH_AFTER_MS) {
+    noteAuditActor({ type: "user", id: hit.user.id, userId: hit.user.id });
+    return { sessionId: hit.sessionId, user: hit.user };
+  }
+  // Exactly the value the cache is keyed by is the one verified.
+  const token = await sessionCookie().parse(`${SESSION_COOKIE}=${raw}`);
+  if (typeof token !== "string" || token.length === 0) return undefined;
+  const epoch = cache?.epoch() ?? 0;
   const sql = db();
-  const [row] = await sql<(UserRow & { session_id: string; last_seen_at: Date })[]>`
-    select u.*, s.id as session_id, s.last_seen_at
+  const [row] = await sql<
+    (UserRow & { session_id: string; last_seen_at: Date; expires_at: Date })[]
+  >`
+    select u.*, s.id as session_id, s.last_seen_at, s.expires_at
     from sessions s join users u on u.id = s.user_id
-    where s.token_hash = ${sha256(token)} and s.revoked_at is null and s.expires_at > now()`;
+    where s.token_hash = ${sha256(token)} and s.revoked_at is null and s.expires_at > now()
+      and u.suspended_at is null`;
   if (!row) return undefined;
   const resolved: ResolvedSession = { sessionId: row.session_id, user: toUser(row) };
+  noteAuditActor({ type: "user", id: row.id, userId: row.id });
   if (Date.now() - row.last_seen_at.getTime() > REFRESH_AFTER_MS) {
     await sql`
       update sessions set last_seen_at = now(),
         expires_at = now() + make_interval(secs => ${SESSION_LIFETIME_SECONDS})
       where id = ${row.session_id}`;
     resolved.setCookie = await sessionCookie().serialize(token);
+    // The update's NOTIFY drops this session everywhere; the next request reads it afresh.
+    return resolved;
   }
+  cache?.putSession(
+    cacheKey,
+    {
+      sessionId: row.session_id,
+      user: resolved.user,
+      lastSeenAt: row.last_seen_at.getTime(),
+      expiresAt: row.expires_at.getTime(),
+    },
+    epoch,
+  );
   return resolved;
 }
 
@@ -144,6 +197,8 @@ export async function revokeSession(userId: string, sessionId: string): Promise<
     update sessions set revoked_at = now()
     where id = ${sessionId} and user_id = ${userId} and revoked_at is null
     returning id`;
+  credentialCache()?.forgetSession(sessionId);
+  if (rows.length > 0) await recordAudit({ action: "session.revoked", userId, target: sessionId });
   return rows.length > 0;
 }
 
@@ -152,9 +207,23 @@ export async function revokeOtherSessions(
   keepSessionId: string | undefined,
   sql: Queryable = db(),
 ): Promise<void> {
-  await sql`
+  const revoked = await sql`
     update sessions set revoked_at = now()
-    where user_id = ${userId} and revoked_at is null and id is distinct from ${keepSessionId ?? null}`;
+    where user_id = ${userId} and revoked_at is null and id is distinct from ${keepSessionId ?? null}
+    returning id`;
+  if (revoked.length > 0) {
+    await recordAudit(
+      {
+        action: "session.revoked",
+        userId,
+        target: keepSessionId ? "other sessions" : "all sessions",
+        details: { count: revoked.length },
+      },
+      sql,
+    );
+  }
+  // Every credential of the user is read afresh here (the kept session and keys included).
+  credentialCache()?.forgetUser(userId);
 }
 
 export async function revokeAllSessions(userId: string, sql: Queryable = db()): Promise<void> {

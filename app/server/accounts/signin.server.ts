@@ -1,5 +1,6 @@
 import { Authenticator } from "remix-auth";
 import { FormStrategy } from "remix-auth-form";
+import { recordAudit } from "../platform/audit.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { forgive } from "../platform/rate-limit.server.ts";
 import { toUser, type User } from "./model.server.ts";
@@ -19,8 +20,31 @@ export async function verifyCredentials(email: string, password: string): Promis
   await countPasswordAttempt(email);
   const row = await findUserByEmail(email);
   const ok = await verifyPassword(row?.password_hash ?? null, password);
-  if (!row || !ok) throw new DomainError(401, INVALID_CREDENTIALS);
+  if (!row || !ok) {
+    // The account's owner sees failed attempts on it; an unknown email concerns no account.
+    await recordAudit({
+      action: "auth.signin",
+      outcome: "failure",
+      userId: row?.id ?? null,
+      details: { method: "password" },
+    });
+    throw new DomainError(401, INVALID_CREDENTIALS);
+  }
   await forgive("signin-failures", failureKey(email));
+  if (row.suspended_at) {
+    await recordAudit({
+      action: "auth.signin",
+      outcome: "failure",
+      userId: row.id,
+      details: { method: "password", reason: "suspended" },
+    });
+    throw new DomainError(403, "This account is suspended");
+  }
+  await recordAudit({
+    action: "auth.signin",
+    actor: { type: "user", id: row.id, userId: row.id },
+    details: { method: "password" },
+  });
   return toUser(row);
 }
 

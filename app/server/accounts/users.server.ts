@@ -1,10 +1,12 @@
 import type postgres from "postgres";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { type Queryable, txExecutor } from "../platform/db-helpers.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { newId, randomAlphanumeric } from "../platform/ids.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { forgive } from "../platform/rate-limit.server.ts";
+import { credentialCache } from "./credential-cache.server.ts";
 import { grantReferralCredits } from "./credits.server.ts";
 import { emitEvent } from "./events.server.ts";
 import { publicUser, toUser, type User, type UserRow } from "./model.server.ts";
@@ -44,6 +46,18 @@ export interface NewUser {
 }
 
 /**
+ * True when no account exists yet: the first one of a fresh install operates it. Concurrent
+ * first sign-ups are serialised by a transaction lock, taken only while the table is empty.
+ */
+async function isFirstAccount(t: postgres.TransactionSql): Promise<boolean> {
+  const [any] = await t`select 1 from users limit 1`;
+  if (any) return false;
+  await t`select pg_advisory_xact_lock(hashtext('agent-platform:first-account'))`;
+  const [again] = await t`select 1 from users limit 1`;
+  return !again;
+}
+
+/**
  * Creates a user (and, with a referral code naming an existing user, credits both once), and
  * emits `user.created` in the same transaction. 409 when the email is taken.
  */
@@ -58,13 +72,15 @@ export async function createUser(input: NewUser, tx?: postgres.TransactionSql): 
       ? await t<{ id: string }[]>`
           select id from users where referral_code = ${input.referralCode.toUpperCase()}`
       : [];
+    const first = await isFirstAccount(t);
     let row: UserRow | undefined;
     try {
       [row] = await t<UserRow[]>`
-        insert into users (id, email, email_verified, name, password_hash, referral_code, referred_by)
+        insert into users (id, email, email_verified, name, password_hash, referral_code,
+                           referred_by, is_operator)
         values (${newId("usr")}, ${email}, ${input.emailVerified ?? false},
                 ${input.name?.trim() || email}, ${passwordHash}, ${newReferralCode()},
-                ${referrer?.id ?? null})
+                ${referrer?.id ?? null}, ${first})
         returning *`;
     } catch (error) {
       if (isUniqueViolation(error)) {
@@ -75,6 +91,14 @@ export async function createUser(input: NewUser, tx?: postgres.TransactionSql): 
     const user = toUser(row!);
     if (referrer) await grantReferralCredits(t, user.id, referrer.id);
     await emitEvent(t, "user.created", eventUser(user));
+    await recordAudit(
+      {
+        action: "account.created",
+        actor: { type: "user", id: user.id, userId: user.id },
+        details: { operator: user.isOperator },
+      },
+      t,
+    );
     return user;
   };
   return tx ? work(tx) : (db().begin(work) as Promise<User>);
@@ -127,6 +151,7 @@ export async function changePassword(
   // The same budget as sign-in: a stolen session must not be a way to guess the password.
   await countPasswordAttempt(row.email);
   if (!(await verifyPassword(row.password_hash, currentPassword))) {
+    await recordAudit({ action: "password.changed", userId, outcome: "failure" });
     throw new DomainError(400, "currentPassword: is incorrect");
   }
   await forgive("signin-failures", failureKey(row.email));
@@ -134,6 +159,7 @@ export async function changePassword(
   await db().begin(async (t) => {
     await t`update users set password_hash = ${passwordHash}, updated_at = now() where id = ${userId}`;
     await revokeOtherSessions(userId, keepSessionId, t);
+    await recordAudit({ action: "password.changed", userId }, t);
   });
 }
 
@@ -142,6 +168,7 @@ export async function setPassword(userId: string, newPassword: string, t: Querya
   const passwordHash = await hashPassword(newPassword);
   await t`update users set password_hash = ${passwordHash}, updated_at = now() where id = ${userId}`;
   await revokeAllSessions(userId, t);
+  await recordAudit({ action: "password.reset", userId }, t);
 }
 
 /**
@@ -154,5 +181,7 @@ export async function deleteUser(userId: string): Promise<void> {
     if (!row) throw new DomainError(404, "User not found");
     await sendJob("teardown-instance", { userId }, { db: txExecutor(t) });
     await emitEvent(t, "user.deleted", { id: userId, email: row.email });
+    await recordAudit({ action: "account.deleted", userId, target: userId }, t);
   });
+  credentialCache()?.forgetUser(userId);
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CONFIG_MAX_BYTES, CUSTOM_MODEL } from "../../schemas/agents.ts";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -29,9 +30,10 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
 
 export const agentConfigSchema = z
   .unknown()
-  .refine(isPlainObject, "must be a JSON object")
+  // abort: zod runs every refinement by default, and the size check needs an object.
+  .refine(isPlainObject, { message: "must be a JSON object", abort: true })
   .refine(
-    (v) => Buffer.byteLength(JSON.stringify(v), "utf8") <= CONFIG_MAX_BYTES,
+    (v) => Buffer.byteLength(JSON.stringify(v) ?? "", "utf8") <= CONFIG_MAX_BYTES,
     `must be at most ${CONFIG_MAX_BYTES} bytes as JSON`,
   )
   .transform((v) => v as Record<string, unknown>);
@@ -82,6 +84,12 @@ export async function updateAgentConfig(
     where id = ${agentId} and user_id = ${userId}
     returning *`;
   if (!row) throw new DomainError(404, "Agent not found");
+  await recordAudit({
+    action: "agent.configured",
+    userId,
+    target: agentId,
+    details: { revision: row.config_revision },
+  });
   const instance = await getInstanceByUser(userId);
   let applied = false;
   let applyError: string | undefined;

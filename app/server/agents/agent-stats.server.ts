@@ -1,7 +1,6 @@
-import { env } from "../platform/env.server.ts";
 import { agentStatus } from "./agent-views.server.ts";
 import { getOwnedAgent } from "./agents.server.ts";
-import { formatBytes, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
+import { formatBytes, getInstanceByUser, liveSample } from "./instances.server.ts";
 import { messageFigures } from "./message-figures.server.ts";
 
 // GET /api/agents/:id/stats: the instance's latest sample (while fresh) and the agent's turns.
@@ -17,20 +16,14 @@ export function formatDuration(ms: number): string {
   return parts.filter(Boolean).join(" ");
 }
 
-/** Is the row's sample fresh enough to call live (a few sampler periods)? */
-export function liveSample(instance: InstanceRow | undefined, now = Date.now()): boolean {
-  if (instance?.observed_state !== "running" || !instance.sampled_at) return false;
-  const bound = Math.max(env().INSTANCE_SAMPLE_INTERVAL_MS * 4, 30_000);
-  return now - instance.sampled_at.getTime() <= bound;
-}
-
 const na = (v: string | null) => v ?? "N/A";
 
 export async function agentStats(userId: string, agentId: string) {
-  const agent = await getOwnedAgent(userId, agentId);
-  const [instance, figures] = await Promise.all([
+  // One round trip: the reads go out together (a non-owned id still answers 404).
+  const [agent, instance, figures] = await Promise.all([
+    getOwnedAgent(userId, agentId),
     getInstanceByUser(userId),
-    messageFigures({ agentId: agent.id }),
+    messageFigures({ agentId }),
   ]);
   const now = Date.now();
   const uptime = instance?.started_at ? Math.max(0, now - instance.started_at.getTime()) : 0;
@@ -58,6 +51,7 @@ export async function agentStats(userId: string, agentId: string) {
         ),
         successRate: na(figures.successRate == null ? null : pct(figures.successRate)),
         errorRate: na(figures.successRate == null ? null : pct(100 - figures.successRate)),
+        stale: false,
       },
       status: "ok",
     };
@@ -74,6 +68,9 @@ export async function agentStats(userId: string, agentId: string) {
       successRate: pct(figures.successRate ?? 0),
       errorRate: pct(figures.successRate == null ? 0 : 100 - figures.successRate),
       timestamp: new Date(now).toISOString(),
+      // Beyond the contract: no live figures (engine down, instance not running, sample old).
+      stale: true,
+      sampledAt: instance?.sampled_at?.toISOString() ?? null,
     },
     status: "mock",
   };

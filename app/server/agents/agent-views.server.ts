@@ -1,5 +1,6 @@
 import { getAgentVerification } from "../identity/verification.server.ts";
 import { env } from "../platform/env.server.ts";
+import { agentAddress } from "./agent-address.server.ts";
 import { type AgentRow, getOwnedAgent, listAgents } from "./agents.server.ts";
 import { contractStatus, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
 
@@ -47,12 +48,13 @@ export async function listAgentsView(userId: string) {
 
 /** The contract's Agent detail: the instance's live facts plus the verification record. */
 export async function agentDetail(userId: string, agentId: string) {
-  const agent = await getOwnedAgent(userId, agentId);
-  const [instance, verification] = await Promise.all([
+  // One round trip: the reads go out together (a non-owned id still answers 404).
+  const [agent, instance, verification] = await Promise.all([
+    getOwnedAgent(userId, agentId),
     getInstanceByUser(userId),
-    getAgentVerification(agent.id),
+    getAgentVerification(agentId),
   ]);
-  const subdomain = `${agent.id}.${env().AGENTS_DOMAIN}`;
+  const { subdomain, url } = agentAddress(agent.id);
   return {
     agent: {
       id: agent.id,
@@ -62,7 +64,7 @@ export async function agentDetail(userId: string, agentId: string) {
       startedAt: instance?.started_at?.toISOString() ?? null,
       plan: instance?.plan ?? agent.tier,
       subdomain,
-      url: `https://${subdomain}`,
+      url,
       // As the running gateway reported it in hello-ok (recorded by the worker).
       gatewayVersion: instance?.gateway_version ?? "unknown",
       verified: verification.verified,

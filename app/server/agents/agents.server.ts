@@ -3,6 +3,7 @@ import { z } from "zod";
 import { TIER_IDS } from "../../schemas/agents.ts";
 import { planLimits } from "../billing/catalog.server.ts";
 import { activePlanItems, requireActiveSubscription } from "../billing/subscriptions.server.ts";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { randomAlphanumeric } from "../platform/ids.server.ts";
@@ -86,6 +87,10 @@ export async function createAgentRecord(
       values (${id}, ${userId}, ${input.name}, ${gatewayAgentId}, ${input.model}, ${tier},
               ${tx.json((input.config ?? {}) as never)})
       returning *`;
+    await recordAudit(
+      { action: "agent.provisioned", userId, target: id, details: { name: input.name, tier } },
+      tx,
+    );
     return row as AgentRow;
   }) as Promise<AgentRow>;
 }

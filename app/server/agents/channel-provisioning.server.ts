@@ -28,11 +28,11 @@ import {
 } from "./channels.server.ts";
 import { gatewayClientFor } from "./instance-gateway.server.ts";
 import {
+  addressOf,
   getInstanceByUser,
   type InstanceRow,
   newGatewayToken,
   runtimeNames,
-  subdomainOf,
 } from "./instances.server.ts";
 
 // POST /api/provision: the user's agent with messaging channels and a live stream. Every
@@ -263,7 +263,7 @@ function view(
   aiProvider: AiProvider,
   channels: Partial<Record<Channel, ChannelSetting>>,
 ) {
-  const subdomain = subdomainOf(r.instance);
+  const { subdomain, url } = addressOf(r.instance);
   const streamKey = unseal(r.stream.stream_key_sealed);
   const playbackUrl = playbackUrlOf(r.stream.playback_id);
   return {
@@ -284,7 +284,7 @@ function view(
     rtmpServer: RTMP_SERVER,
     playbackUrl,
     subdomain,
-    url: `https://${subdomain}`,
+    url,
     hls: { playlistUrl: playbackUrl },
     rtmp: { server: RTMP_SERVER, key: streamKey },
     status: "active",

@@ -2,8 +2,10 @@ import { setUserKey } from "../ai/byok.server.ts";
 import type { ProviderName } from "../ai/providers/shared.server.ts";
 import type { GatewayClient } from "../openclaw/client.server.ts";
 import { toDomainError } from "../openclaw/connections.server.ts";
+import { recordAudit } from "../platform/audit.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
+import type { Queryable } from "../platform/db-helpers.server.ts";
 import { env } from "../platform/env.server.ts";
 import { gatewayClientFor } from "./instance-gateway.server.ts";
 import { getInstanceByUser } from "./instances.server.ts";
@@ -57,6 +59,17 @@ export async function storeChannelCredential(
     values (${userId}, ${channel}, ${seal(setting.token)}, ${sql.json(setting.details ?? {})})
     on conflict (user_id, channel) do update set sealed = excluded.sealed,
       details = excluded.details, updated_at = now()`;
+  await recordAudit({ action: "credentials.set", userId, target: channel }, sql);
+}
+
+/** Forgets every channel credential of the user (their gateway is going away). */
+export async function deleteChannelCredentials(
+  userId: string,
+  sql: Queryable = db(),
+): Promise<string[]> {
+  const rows = await sql<{ channel: string }[]>`
+    delete from channel_credentials where user_id = ${userId} returning channel`;
+  return rows.map((r) => r.channel);
 }
 
 export async function channelSettings(
@@ -160,6 +173,7 @@ export async function applyChannels(
 export async function setCredential(userId: string, key: CredentialKey, value: string) {
   if (!isChannel(key)) {
     await setUserKey(userId, key as ProviderName, value);
+    await recordAudit({ action: "credentials.set", userId, target: key });
     return { success: true, key, configured: true };
   }
   const current = await channelSettings(userId);

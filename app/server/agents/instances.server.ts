@@ -1,10 +1,15 @@
 import { randomBytes } from "node:crypto";
+import type postgres from "postgres";
 import { z } from "zod";
+import { recordAudit } from "../platform/audit.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError, notFound } from "../platform/errors.server.ts";
 import { getBoss, sendJob } from "../platform/jobs.server.ts";
+import { shutdownSignal } from "../platform/shutdown.server.ts";
+import { agentAddress } from "./agent-address.server.ts";
+import { engineAnswers } from "./engine-health.server.ts";
 
 // Instances: one gateway container per user. This module owns the `instances` table and the
 // web side of the lifecycle: the web never calls Docker; it enqueues a job, awaits its
@@ -22,13 +27,15 @@ export const OBSERVED_STATES = [
   "missing",
   "updating",
   "error",
+  // The engine does not answer: the last observation cannot be vouched for (engine-health).
+  "unknown",
 ] as const;
 export type ObservedState = (typeof OBSERVED_STATES)[number];
 
 export interface InstanceRow {
   id: string;
   user_id: string;
-  driver: "docker" | "process";
+  driver: "docker" | "process" | "swarm";
   plan: string;
   container_id: string | null;
   container_name: string;
@@ -123,6 +130,21 @@ export async function deleteInstanceRecord(id: string): Promise<void> {
   await db()`delete from instances where id = ${id}`;
 }
 
+/**
+ * Takes an instance out of service in the caller's transaction: its row goes, and what the
+ * worker's teardown needs (container and volume names) is kept in instance_teardowns.
+ */
+export async function retireInstance(
+  sql: postgres.TransactionSql,
+  row: Pick<InstanceRow, "id" | "user_id" | "container_name" | "volume_name">,
+): Promise<void> {
+  await sql`
+    insert into instance_teardowns (instance_id, user_id, container_name, volume_name)
+    values (${row.id}, ${row.user_id}, ${row.container_name}, ${row.volume_name})
+    on conflict (instance_id) do nothing`;
+  await sql`delete from instances where id = ${row.id}`;
+}
+
 export async function recordError(id: string, message: string, patch: InstancePatch = {}) {
   return updateInstance(id, {
     ...patch,
@@ -137,7 +159,10 @@ export function gatewayTokenOf(row: InstanceRow): string {
 
 // --- views of the contract ----------------------------------------------------------------
 
-/** The contract's `status`: running, stopped or error; transitional states are shown as such. */
+/**
+ * The contract's `status`: running, stopped or error; transitional states are shown as such, and
+ * `unknown` while the engine does not answer (docs/decisions/0130-crash-recovery-and-engine-health.md).
+ */
 export function contractStatus(row: InstanceRow): string {
   switch (row.observed_state) {
     case "running":
@@ -155,19 +180,20 @@ export function contractStatus(row: InstanceRow): string {
   }
 }
 
-export function subdomainOf(row: InstanceRow): string {
-  return `${row.user_id.toLowerCase()}.${env().AGENTS_DOMAIN}`;
+/** The instance's address: its owner's id names the gateway that runs all their agents. */
+export function addressOf(row: InstanceRow): { subdomain: string; url: string } {
+  return agentAddress(row.user_id);
 }
 
 /** GET /api/instance/:userId (contract "Instance"). */
 export function instanceView(row: InstanceRow) {
-  const subdomain = subdomainOf(row);
+  const { subdomain, url } = addressOf(row);
   return {
     userId: row.user_id,
     status: contractStatus(row),
     startedAt: row.started_at?.toISOString() ?? null,
     subdomain,
-    url: `https://${subdomain}`,
+    url,
     plan: row.plan,
     gatewayVersion: row.gateway_version ?? "unknown",
   };
@@ -180,9 +206,19 @@ export function formatBytes(n: number): string {
   return `${Number((n / MiB).toFixed(1))}MiB`;
 }
 
+/**
+ * Is the row's sample fresh enough to call live: the instance observed running and sampled
+ * within a few sampler periods? Otherwise its figures are stale (the engine or worker is gone).
+ */
+export function liveSample(instance: InstanceRow | undefined, now = Date.now()): boolean {
+  if (instance?.observed_state !== "running" || !instance.sampled_at) return false;
+  const bound = Math.max(env().INSTANCE_SAMPLE_INTERVAL_MS * 4, 30_000);
+  return now - instance.sampled_at.getTime() <= bound;
+}
+
 /** GET /api/instance/:userId/stats (contract "Instance stats"), from the worker's last sample. */
 export function instanceStatsView(row: InstanceRow) {
-  const live = row.observed_state === "running" && row.sampled_at !== null;
+  const live = liveSample(row);
   return {
     userId: row.user_id,
     cpu: `${live ? (row.cpu_percent ?? 0).toFixed(2) : "0.00"}%`,
@@ -192,6 +228,9 @@ export function instanceStatsView(row: InstanceRow) {
     status: contractStatus(row),
     plan: row.plan,
     gatewayVersion: row.gateway_version ?? "unknown",
+    // Beyond the contract: whether these figures are not live, and when they were sampled.
+    stale: !live,
+    sampledAt: row.sampled_at?.toISOString() ?? null,
   };
 }
 
@@ -203,8 +242,9 @@ export type LifecycleAction = (typeof LIFECYCLE_ACTIONS)[number];
 /** What the instance-action job returns (stored as the job's output). */
 export const actionOutcomeSchema = z.object({
   ok: z.boolean(),
-  /** unavailable: Docker or the gateway did not answer (502); internal: anything else (500). */
-  failure: z.enum(["unavailable", "internal"]).optional(),
+  /** unavailable: Docker or the gateway did not answer (502); capacity: no node has room for
+   * the instance (503); internal: anything else (500). */
+  failure: z.enum(["unavailable", "capacity", "internal"]).optional(),
   message: z.string().optional(),
   status: z.string().optional(),
 });
@@ -212,6 +252,11 @@ export type ActionOutcome = z.infer<typeof actionOutcomeSchema>;
 
 const backendUnavailable = () =>
   new DomainError(502, "Instance backend unavailable", { success: false, status: "error" });
+const noCapacity = () =>
+  new DomainError(503, "No capacity for this instance right now; try again later", {
+    success: false,
+    status: "error",
+  });
 const internalFailure = () =>
   new DomainError(500, "Instance operation failed", { success: false, status: "error" });
 
@@ -221,7 +266,10 @@ export async function requireInstance(userId: string): Promise<InstanceRow> {
   return row;
 }
 
-/** Polls the job's row until it finishes or the timeout passes (no worker → 502). */
+/**
+ * Polls the job's row until it finishes or the timeout passes (no worker → 502); undefined also
+ * when the web begins to stop (the caller answers with what is known now).
+ */
 export async function awaitJob(
   name: string,
   jobId: string,
@@ -229,13 +277,22 @@ export async function awaitJob(
 ): Promise<{ state: string; output: unknown } | undefined> {
   const boss = await getBoss();
   const deadline = Date.now() + timeoutMs;
+  const stopping = shutdownSignal();
   let delay = 25;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !stopping.aborted) {
     const job = await boss.getJobById(name, jobId);
     if (job && (job.state === "completed" || job.state === "failed" || job.state === "cancelled")) {
       return { state: job.state, output: job.output };
     }
-    await new Promise((r) => setTimeout(r, delay));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, delay);
+      function done() {
+        clearTimeout(timer);
+        stopping.removeEventListener("abort", done);
+        resolve();
+      }
+      stopping.addEventListener("abort", done, { once: true });
+    });
     delay = Math.min(delay * 2, 250);
   }
   return undefined;
@@ -250,30 +307,60 @@ export async function runLifecycle(
   action: LifecycleAction,
 ): Promise<ActionOutcome> {
   const row = await requireInstance(userId);
-  let jobId: string;
+  const audit = (outcome: "success" | "failure") =>
+    recordAudit({
+      action: "instance.action",
+      userId,
+      target: row.id,
+      outcome,
+      details: { action },
+    });
   try {
-    jobId = await sendJob("instance-action", { instanceId: row.id, action });
-  } catch {
-    throw internalFailure();
+    let jobId: string;
+    try {
+      jobId = await sendJob("instance-action", { instanceId: row.id, action });
+    } catch {
+      throw internalFailure();
+    }
+    const done = await awaitJob("instance-action", jobId, env().INSTANCE_ACTION_TIMEOUT_MS);
+    if (!done) throw backendUnavailable();
+    const parsed = actionOutcomeSchema.safeParse(done.output);
+    if (done.state !== "completed" || !parsed.success) throw internalFailure();
+    if (!parsed.data.ok) {
+      const failure = parsed.data.failure;
+      throw failure === "unavailable"
+        ? backendUnavailable()
+        : failure === "capacity"
+          ? noCapacity()
+          : internalFailure();
+    }
+    await audit("success");
+    return parsed.data;
+  } catch (error) {
+    await audit("failure");
+    throw error;
   }
-  const done = await awaitJob("instance-action", jobId, env().INSTANCE_ACTION_TIMEOUT_MS);
-  if (!done) throw backendUnavailable();
-  const parsed = actionOutcomeSchema.safeParse(done.output);
-  if (done.state !== "completed" || !parsed.success) throw internalFailure();
-  if (!parsed.data.ok) {
-    throw parsed.data.failure === "unavailable" ? backendUnavailable() : internalFailure();
-  }
-  return parsed.data;
 }
 
-/** Accepts an image update: the job recreates the container; GET shows its progress. */
+/**
+ * Accepts an image update when it can run: 502 while the engine does not answer (the update
+ * would fail); otherwise the job recreates the container (retried through a later outage) and
+ * GET shows its progress.
+ */
 export async function requestImageUpdate(userId: string): Promise<void> {
   const row = await requireInstance(userId);
+  if (!(await engineAnswers())) throw backendUnavailable();
   try {
     await sendJob("update-image", { instanceId: row.id });
   } catch {
     throw internalFailure();
   }
+  await recordAudit({
+    action: "instance.action",
+    userId,
+    target: row.id,
+    details: { action: "update" },
+  });
 }
 
 /** The gateway token, generating the instance record (and its token) when none exists. */
@@ -360,4 +447,59 @@ export async function storageUsedBytes(userId: string): Promise<number> {
 
 export async function readInstanceToken(userId: string) {
   return { token: await instanceToken(userId) };
+}
+
+// --- the operator console's views --------------------------------------------------------------
+
+export interface PoolFigures {
+  size: number;
+  ready: number;
+  filling: number;
+}
+
+/** The warm pool: the target size, the gateways ready to adopt and those still starting. */
+export async function poolFigures(): Promise<PoolFigures> {
+  const [row] = await db()<{ ready: number; filling: number }[]>`
+    select count(*) filter (where state = 'ready')::int as ready,
+           count(*) filter (where state = 'starting')::int as filling
+    from gateway_pool`;
+  return { size: env().RUNTIME_POOL_SIZE, ready: row?.ready ?? 0, filling: row?.filling ?? 0 };
+}
+
+export interface InstanceOverview {
+  id: string;
+  userId: string;
+  ownerEmail: string;
+  desiredState: string;
+  observedState: string;
+  status: string;
+  image: string | null;
+  cpuPercent: number | null;
+  memoryBytes: number | null;
+  memoryLimitBytes: number | null;
+  sampledAt: string | null;
+  lastSeen: string | null;
+  lastError: string | null;
+}
+
+/** Every instance with its owner and last sample (operators). */
+export async function instancesOverview(): Promise<InstanceOverview[]> {
+  const rows = await db()<(InstanceRow & { email: string })[]>`
+    select i.*, u.email from instances i join users u on u.id = i.user_id
+    order by i.created_at, i.id`;
+  return rows.map((r) => ({
+    id: r.id,
+    userId: r.user_id,
+    ownerEmail: r.email,
+    desiredState: r.desired_state,
+    observedState: r.observed_state,
+    status: contractStatus(r),
+    image: r.image,
+    cpuPercent: r.cpu_percent,
+    memoryBytes: r.memory_bytes === null ? null : Number(r.memory_bytes),
+    memoryLimitBytes: r.memory_limit_bytes === null ? null : Number(r.memory_limit_bytes),
+    sampledAt: r.sampled_at?.toISOString() ?? null,
+    lastSeen: (r.sampled_at ?? r.observed_at)?.toISOString() ?? null,
+    lastError: r.last_error,
+  }));
 }

@@ -125,32 +125,35 @@ function serve(ws: WebSocket, userId: string): void {
 
 /** Handles upgrades to /agent/<user_id> on the web server; other upgrade paths are refused. */
 export function attachLiveSocket(server: Server): void {
-  server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
-    const pathname = (req.url ?? "/").split("?")[0] ?? "/";
-    const match = PATH.exec(pathname);
-    if (!match) {
-      socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
-      return;
-    }
-    let pathUserId: string;
-    try {
-      pathUserId = decodeURIComponent(match[1] as string);
-    } catch {
-      socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
-      return;
-    }
-    admit(req, pathUserId).then(
-      (verdict) =>
-        // Accept first, then close with the code: browsers only see close codes, not HTTP
-        // statuses of a refused upgrade.
-        wss.handleUpgrade(req, socket, head, (ws) => {
-          if ("code" in verdict) ws.close(verdict.code, verdict.reason);
-          else serve(ws, verdict.userId);
-        }),
-      (error: unknown) => {
-        logger().error({ err: error }, "live socket admission failed");
-        socket.end("HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\n");
-      },
-    );
-  });
+  server.on("upgrade", liveSocketUpgrade);
+}
+
+/** One upgrade: /agent/<user_id> is served, any other path answered 404. */
+export function liveSocketUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+  const pathname = (req.url ?? "/").split("?")[0] ?? "/";
+  const match = PATH.exec(pathname);
+  if (!match) {
+    socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
+    return;
+  }
+  let pathUserId: string;
+  try {
+    pathUserId = decodeURIComponent(match[1] as string);
+  } catch {
+    socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    return;
+  }
+  admit(req, pathUserId).then(
+    (verdict) =>
+      // Accept first, then close with the code: browsers only see close codes, not HTTP
+      // statuses of a refused upgrade.
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        if ("code" in verdict) ws.close(verdict.code, verdict.reason);
+        else serve(ws, verdict.userId);
+      }),
+    (error: unknown) => {
+      logger().error({ err: error }, "live socket admission failed");
+      socket.end("HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\n");
+    },
+  );
 }

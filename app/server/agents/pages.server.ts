@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CUSTOM_MODEL, LOG_LEVELS, TIER_IDS } from "../../schemas/agents.ts";
+import { CUSTOM_MODEL, configFormSchema, LOG_LEVELS, TIER_IDS } from "../../schemas/agents.ts";
 import { modelSource } from "../ai/model-source.server.ts";
 import { frontendModels } from "../ai/models.server.ts";
 import { selfHosted } from "../billing/plan-assignments.server.ts";
@@ -19,6 +19,7 @@ import {
 } from "./agent-verification.server.ts";
 import { agentDetail, agentStatus, agentSummaries } from "./agent-views.server.ts";
 import { getOwnedAgent, TIER_LIMITS, type Tier, tierOfUser } from "./agents.server.ts";
+import { deleteAgent } from "./delete-agent.server.ts";
 import {
   contractStatus,
   getInstanceByUser,
@@ -89,6 +90,12 @@ export async function provisionFromPage(
   await limitPageAction(userId, "agents");
   const { agent } = await provisionAgent(userId, input);
   return agent;
+}
+
+/** The agent page's confirmed delete (the same service as DELETE /api/agents/:id). */
+export async function deleteAgentFromPage(userId: string, agentId: string) {
+  await limitPageAction(userId, "agents");
+  return deleteAgent(userId, agentId);
 }
 
 export const LIFECYCLE_INTENTS = [
@@ -196,7 +203,7 @@ export async function agentLive(userId: string, agentId: string) {
     status: agentStatus(instance),
     lastError: instance && contractStatus(instance) === "error" ? instance.last_error : null,
     statsStatus: status,
-    stats: stats as Record<string, string | number | undefined>,
+    stats: stats as Record<string, string | number | boolean | null | undefined>,
     at: new Date().toISOString(),
   };
 }
@@ -233,3 +240,14 @@ export function pageError(error: unknown): never {
   }
   throw error;
 }
+
+/** The forms of the page, by `intent` (server-only: it names server constants). */
+export const agentPageActions = z.discriminatedUnion("intent", [
+  z.object({ intent: z.enum(LIFECYCLE_INTENTS) }),
+  configFormSchema.extend({ intent: z.literal("config") }),
+  // The service checks the UID's form (one message for the API and the page).
+  z.object({ intent: z.literal("verify-eas"), attestationUid: z.string().max(200).optional() }),
+  z.object({ intent: z.literal("unverify") }),
+  // Only the confirm step's form carries confirm=yes (the page works without JavaScript).
+  z.object({ intent: z.literal("delete"), confirm: z.literal("yes").optional() }),
+]);

@@ -147,7 +147,10 @@ async function lookup(hash: string): Promise<TokenIdentity | undefined> {
       coalesce((select json_agg(json_build_object('provider', k.provider, 'sealed', k.sealed_key))
         from ai_user_keys k where k.user_id = t.user_id), '[]'::json) as keys
     from ai_instance_tokens t
-    where t.token_hash = ${hash} and t.revoked_at is null`;
+    where t.token_hash = ${hash} and t.revoked_at is null
+      -- A suspended account's gateways spend nothing more (decision 0104).
+      and not exists (
+        select 1 from users u where u.id = t.user_id and u.suspended_at is not null)`;
   if (!row) return undefined;
   if (row.user_id === null) return { warmup: true, poolId: row.instance_id };
   return { userId: row.user_id, instanceId: row.instance_id, sealedKeys: row.keys };

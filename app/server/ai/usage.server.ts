@@ -248,3 +248,18 @@ export function usageFiguresOf(row: UsageFigureRow | undefined): UsageFigures {
     latencyMs: { p50: roundOrNull(row?.p50), p95: roundOrNull(row?.p95) },
   };
 }
+
+/** What each provider's calls cost today (UTC), in micro-USD, platform-wide (operators). */
+export async function providerSpendToday(): Promise<
+  Array<{ provider: string; calls: number; costMicroUsd: number }>
+> {
+  const rows = await db()<{ provider: string | null; calls: number; cost: number }[]>`
+    select provider, count(*)::int as calls, coalesce(sum(cost_micro_usd), 0)::bigint as cost
+    from ai_usage where created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'
+    group by provider order by provider`;
+  return rows.map((r) => ({
+    provider: r.provider ?? "none",
+    calls: r.calls,
+    costMicroUsd: Number(r.cost),
+  }));
+}

@@ -125,18 +125,22 @@ export async function disableByok(userId: string, provider?: ProviderName) {
 }
 
 export async function recentCredits(userId: string, limit = 20) {
-  const rows = await db()<
-    {
-      amount: number;
-      reason: string;
-      reference: string | null;
-      note: string | null;
-      created_at: Date;
-    }[]
-  >`select amount_micro_usd::bigint as amount, reason, reference, note, created_at from credit_ledger
-    where user_id = ${userId} order by created_at desc, id desc limit ${limit}`;
+  // Both reads in one round trip.
+  const [rows, balance] = await Promise.all([
+    db()<
+      {
+        amount: number;
+        reason: string;
+        reference: string | null;
+        note: string | null;
+        created_at: Date;
+      }[]
+    >`select amount_micro_usd::bigint as amount, reason, reference, note, created_at from credit_ledger
+    where user_id = ${userId} order by created_at desc, id desc limit ${limit}`,
+    creditBalance(userId),
+  ]);
   return {
-    balance: await creditBalance(userId),
+    balance,
     entries: rows.map((r) => ({
       amount: Number(r.amount) / MICRO_USD_PER_CREDIT,
       reason: r.reason,

@@ -24,6 +24,15 @@ export async function hasAddon(userId: string, addon: AddOnId): Promise<boolean>
   return row?.ok ?? false;
 }
 
+/** Every user holding the add-on (the audit purge keeps their entries longer). */
+export async function usersWithAddon(addon: AddOnId): Promise<string[]> {
+  const rows = await db()<{ user_id: string }[]>`
+    select distinct user_id from subscriptions
+    where ((kind = 'addon' and item = ${addon}) or (kind = 'suite' and item = ${enterpriseSuite.id}))
+      and status = any(${GRANTING_STATUSES as unknown as string[]})`;
+  return rows.map((r) => r.user_id);
+}
+
 /** How long the user's audit log is kept: a year with Audit Logs, else 90 days. */
 export async function auditRetentionDays(userId: string): Promise<number> {
   return (await hasAddon(userId, "audit-logs"))

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError, notFound } from "../platform/errors.server.ts";
 
@@ -66,6 +67,14 @@ export async function grantCredits(
   if (!row) throw new DomainError(409, "The grant could not be written; try again");
   if (Number(row.amount) !== input.microUsd) {
     throw new DomainError(409, "idempotencyKey: already used for a grant of another amount");
+  }
+  if (inserted.length > 0) {
+    await recordAudit({
+      action: "credits.changed",
+      userId: input.userId,
+      target: row.id,
+      details: { reason: "grant", amountMicroUsd: input.microUsd, note: input.reason },
+    });
   }
   return {
     id: row.id,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env, SELF_HOSTED_PLANS } from "../platform/env.server.ts";
 import { DomainError, notFound } from "../platform/errors.server.ts";
@@ -83,6 +84,19 @@ export async function assignPlan(
       values (${userId}, 'assignment', ${now}, ${previous}, ${now},
         ${plan === "default" ? `back to the default plan, by ${actor}` : `assigned by ${actor}`},
         ${`operator:${actor}`})`;
+    await recordAudit(
+      {
+        action: "plan.changed",
+        userId,
+        target: userId,
+        details: {
+          fromItem: previous,
+          item: now,
+          source: plan === "default" ? "default" : "assigned",
+        },
+      },
+      t,
+    );
     return { plan: now, previous, source: plan === "default" ? "default" : "assigned" };
   }) as Promise<{ plan: AssignedPlan; previous: AssignedPlan; source: OperatorPlan["source"] }>;
 }

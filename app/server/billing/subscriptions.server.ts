@@ -1,4 +1,5 @@
 import type postgres from "postgres";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
@@ -151,6 +152,21 @@ async function writeSubscription(
         detail, reference)
       values (${userId}, ${sub.id}, 'subscription', ${item.id}, ${before?.status ?? null},
         ${sub.status}, ${detail || null}, ${reference})`;
+    await recordAudit(
+      {
+        action: "plan.changed",
+        userId,
+        target: sub.id,
+        details: {
+          item: item.id,
+          fromItem: before?.item ?? null,
+          fromStatus: before?.status ?? null,
+          toStatus: sub.status,
+          cancelAtPeriodEnd: sub.cancel_at_period_end ?? false,
+        },
+      },
+      t,
+    );
   }
   await refreshUserPlan(t, userId);
   const canceledNow = sub.status === "canceled" && before?.status !== "canceled";

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type postgres from "postgres";
 import { MICRO_USD_PER_CREDIT } from "../accounts/credits.server.ts";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -181,7 +182,14 @@ async function grantCredits(userId: string, session: Stripe.Checkout.Session): P
     values (${`led_${randomUUID()}`}, ${userId}, ${pack.credits * MICRO_USD_PER_CREDIT},
       'purchase', ${session.id})
     on conflict (user_id, reason, reference) do nothing returning id`;
-  return rows.length ? `credited ${pack.credits}` : "credits already granted";
+  if (!rows.length) return "credits already granted";
+  await recordAudit({
+    action: "credits.changed",
+    userId,
+    target: session.id,
+    details: { reason: "purchase", amountMicroUsd: pack.credits * MICRO_USD_PER_CREDIT },
+  });
+  return `credited ${pack.credits}`;
 }
 
 async function grantStorage(userId: string, sessionId: string): Promise<string> {

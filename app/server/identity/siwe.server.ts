@@ -3,6 +3,7 @@ import { parseSiweMessage, type SiweMessage } from "viem/siwe";
 import { toUser, type User, type UserRow } from "../accounts/model.server.ts";
 import { revokeUnprovenAccess } from "../accounts/takeover.server.ts";
 import { createUser, findUserByEmail } from "../accounts/users.server.ts";
+import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -108,7 +109,14 @@ export async function userForWallet(address: Address): Promise<WalletSignIn> {
     update wallet_accounts w set last_sign_in_at = now() from users u
     where w.address = ${address} and u.id = w.user_id
     returning u.*`;
-  if (linked) return { user: toUser(linked), address, created: false };
+  if (linked) {
+    await recordAudit({
+      action: "auth.signin",
+      actor: { type: "user", id: linked.id, userId: linked.id },
+      details: { method: "wallet", address },
+    });
+    return { user: toUser(linked), address, created: false };
+  }
   return sql.begin(async (t) => {
     const existing = await findUserByEmail(walletEmail(address), t);
     let user: User;
@@ -133,6 +141,9 @@ export async function userForWallet(address: Address): Promise<WalletSignIn> {
     await t`
       insert into wallet_accounts (address, user_id, chain_id) values (${address}, ${user.id}, ${chainId})
       on conflict (address) do nothing`;
+    const actor = { type: "user" as const, id: user.id, userId: user.id };
+    await recordAudit({ action: "wallet.linked", actor, target: address, details: { created } }, t);
+    await recordAudit({ action: "auth.signin", actor, details: { method: "wallet", address } }, t);
     return { user, address, created };
   }) as Promise<WalletSignIn>;
 }

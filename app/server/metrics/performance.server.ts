@@ -1,5 +1,9 @@
-import { liveSample } from "../agents/agent-stats.server.ts";
-import { contractStatus, getInstanceByUser, type InstanceRow } from "../agents/instances.server.ts";
+import {
+  contractStatus,
+  getInstanceByUser,
+  type InstanceRow,
+  liveSample,
+} from "../agents/instances.server.ts";
 import {
   messageFiguresOf,
   type TurnFigureRow,

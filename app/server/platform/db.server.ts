@@ -32,10 +32,19 @@ export function db(): Sql {
   return client;
 }
 
+const closers = new Set<() => Promise<void>>();
+
+/** Runs `close` (once) when the pool closes: for connections kept beside the pool (listeners). */
+export function onDbClose(close: () => Promise<void>): void {
+  closers.add(close);
+}
+
 export async function closeDb(): Promise<void> {
   const c = client;
   client = undefined;
-  await c?.end({ timeout: 5 });
+  const pending = [...closers];
+  closers.clear();
+  await Promise.all([c?.end({ timeout: 5 }), ...pending.map((close) => close())]);
 }
 
 /**

@@ -155,7 +155,13 @@ const schema = z.object({
   /** Runtime driver: docker, process (gateways as local processes; laptops without Docker) or
    * auto (Docker when its engine answers, else process; production never picks process
    * unless told). docs/decisions/0037-process-driver.md */
-  RUNTIME_DRIVER: z.enum(["auto", "docker", "process"]).default("auto"),
+  RUNTIME_DRIVER: z.enum(["auto", "docker", "process", "swarm"]).default("auto"),
+  /** Swarm driver: each node's engine, JSON {"<node id or hostname>": "unix:///… | tcp://…"}
+   * (the manager's own node needs none). docs/decisions/0145-swarm-driver-and-placement.md */
+  SWARM_NODE_ENGINES: z.preprocess(
+    (v) => (typeof v === "string" && v.trim() ? JSON.parse(v) : undefined),
+    z.record(z.string(), z.string()).optional(),
+  ),
   /** The process driver's OpenClaw package folder (default: installed under DATA_DIR). */
   RUNTIME_OPENCLAW_DIR: optionalString,
   /** Gateway image the worker runs (built by gateway/build.sh). */
@@ -169,20 +175,36 @@ const schema = z.object({
   RUNTIME_DEFAULT_MODEL: z.string().default("openai/gpt-4o-mini"),
   /** Upper bound of CPUs per gateway container (clamped to the engine's CPUs). */
   RUNTIME_MAX_CPUS: z.preprocess(blank, z.coerce.number().min(0.1).optional()),
-  /** Subdomains of instances: <user id>.<AGENTS_DOMAIN>. */
-  AGENTS_DOMAIN: z.string().default("agents.localhost"),
+  /** Agents' own hosts, <id>.<AGENTS_DOMAIN> (wildcard DNS to the web); unset: the path form
+   * /agents/<id>/ui/ under APP_URL (docs/decisions/0115-agent-ingress.md). */
+  AGENTS_DOMAIN: optionalString,
   /** How long a lifecycle request waits for the worker's job before answering 502. */
   INSTANCE_ACTION_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   /** How long provisioning and updates wait for a gateway's /healthz. */
   GATEWAY_HEALTH_TIMEOUT_MS: z.coerce.number().int().min(1000).default(180_000),
   /** pg-boss cron of the reconcile job (desired vs observed state of every instance). */
+  // Comma-separated emails of operators besides the first account and those granted in /ops.
+  OPERATOR_EMAILS: z.string().default(""),
   RECONCILE_CRON: z.string().default("* * * * *"),
+  // Deletes audit-log entries past their retention (90 days, a year with the add-on).
+  AUDIT_PURGE_CRON: z.string().default("41 3 * * *"),
   /** How old an instance's measured storage may get before reconcile measures again (ms). */
   STORAGE_MEASURE_INTERVAL_MS: z.coerce.number().int().min(0).default(600_000),
   /** Worker's live-sample interval (container stats and state into the instances table). */
   INSTANCE_SAMPLE_INTERVAL_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Worker's check of the container engine (recorded in runtime_engines; 0 disables). */
+  ENGINE_CHECK_INTERVAL_MS: z.coerce.number().int().min(0).default(2_000),
+  /** How long a stopping worker lets in-flight jobs finish before it releases them. */
+  WORKER_STOP_GRACE_MS: z.coerce.number().int().min(1000).default(10_000),
   /** Multiplies every rate-limit scope's points (1 in production; the benchmark sets it high). */
   RATE_LIMIT_SCALE: z.coerce.number().int().min(1).default(1),
+  // Web replicas keep who a key or session belongs to in memory, invalidated through
+  // PostgreSQL NOTIFY (docs/decisions/0120-credential-cache.md). Test files that write those
+  // rows behind the services' backs turn it off (test/setup/per-file.ts).
+  CREDENTIAL_CACHE: z
+    .enum(["on", "off"])
+    .default("on")
+    .transform((v) => v === "on"),
   /** How long POST /api/agents/provision waits for a new instance (warm pool: it is running). */
   AGENT_PROVISION_WAIT_MS: z.coerce.number().int().min(0).default(10_000),
   /** How long PUT /api/agents/:id/config waits for the gateway to take the change (`applied`). */
@@ -210,6 +232,19 @@ const schema = z.object({
   MUX_TOKEN_SECRET: optionalString,
   /** Timeout of each call to the channels' and the streaming provider's APIs. */
   PROVISION_HTTP_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  // Money on chain (issue 22): hosted wallets, splits, escrow over the chain client of
+  // BASE_RPC_URL / BASE_CHAIN_ID. docs/decisions/0125–0128.
+  /** Hosted-wallet driver: builtin (keys sealed in the database; decision 0125). */
+  HOSTED_WALLET_DRIVER: z.enum(["builtin"]).default("builtin"),
+  /** The stablecoin wallets hold and pay in (USDC on Base by default). */
+  PAYMENTS_TOKEN_ADDRESS: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, "PAYMENTS_TOKEN_ADDRESS must be 0x + 40 hex")
+    .default("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"),
+  /** Platform fee kept from a settled booking, in basis points of its amount (decision 0127). */
+  PAYMENTS_PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(500),
+  /** How long a request waits for a sent transfer's receipt before answering it as pending. */
+  PAYMENTS_CONFIRM_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
 });
 
 export type Env = Omit<z.infer<typeof schema>, "DEFAULT_PLAN"> & {
@@ -264,4 +299,21 @@ export function env(): Env {
 /** Tests change process.env between files; this drops the cached copy. */
 export function resetEnvCache(): void {
   cached = undefined;
+}
+
+let operatorEmailCache: { raw: string; set: Set<string> } | undefined;
+
+/** OPERATOR_EMAILS as a set of lower-cased addresses. */
+export function operatorEmails(): Set<string> {
+  const raw = env().OPERATOR_EMAILS;
+  if (operatorEmailCache?.raw !== raw) {
+    const set = new Set(
+      raw
+        .split(",")
+        .map((e) => e.trim().toLowerCase())
+        .filter(Boolean),
+    );
+    operatorEmailCache = { raw, set };
+  }
+  return operatorEmailCache.set;
 }

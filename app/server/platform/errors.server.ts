@@ -11,4 +11,11 @@ export class DomainError extends Error {
   }
 }
 
+/**
+ * The status a DomainError is answered with, by the API route builder and the page-action
+ * helper alike: its own, unless that is not an error status (then it is a bug: 500).
+ */
+export const domainErrorStatus = (error: DomainError): number =>
+  Number.isInteger(error.status) && error.status >= 400 && error.status <= 599 ? error.status : 500;
+
 export const notFound = (what = "Resource") => new DomainError(404, `${what} not found`);

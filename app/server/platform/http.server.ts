@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { ActionFunctionArgs, LoaderFunctionArgs } from "@remix-run/node";
 import type { z } from "zod";
+import { type AuditActor, withAuditScope } from "./audit.server.ts";
 import { clientIp } from "./client-ip.server.ts";
-import { DomainError } from "./errors.server.ts";
+import { DomainError, domainErrorStatus } from "./errors.server.ts";
 import { logger } from "./logger.server.ts";
 import { consume, type RateLimitScope, rateLimitScopes } from "./rate-limit.server.ts";
 import { preReadBody, withRawBody } from "./web/node-http.server.ts";
@@ -14,6 +15,8 @@ import { preReadBody, withRawBody } from "./web/node-http.server.ts";
 // use the bound builder of app/server/api.server.ts.
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** Deepest nesting of arrays and objects a JSON body may have (docs/decisions/0095). */
+export const MAX_BODY_DEPTH = 64;
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -21,6 +24,8 @@ export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export interface Caller {
   user: { id: string };
   setCookie?: string;
+  /** Who the audit log names for what the handler records (the user, or their API key). */
+  auditActor?: AuditActor;
 }
 
 /** Auth modes, each mapped to what a handler under it gets as `auth` (undefined: anonymous). */
@@ -176,11 +181,35 @@ async function readBody(request: Request): Promise<unknown> {
   if (type && !type.includes("json")) {
     throw new BadRequest(415, "Content-Type must be application/json");
   }
+  if (nestingDepthExceeds(text, MAX_BODY_DEPTH)) {
+    throw new BadRequest(400, `JSON body is nested deeper than ${MAX_BODY_DEPTH} levels`);
+  }
   try {
     return JSON.parse(text);
   } catch {
     throw new BadRequest(400, "Malformed JSON body");
   }
+}
+
+/**
+ * Whether JSON text nests arrays/objects deeper than `max`, checked before parsing: a deep
+ * document costs recursion in every schema and serialiser that walks it. One pass over the
+ * characters, skipping strings; malformed text is left to JSON.parse.
+ */
+export function nestingDepthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \\ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (++depth > max) return true;
+    } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
+  }
+  return false;
 }
 
 function parse<S extends Schema | undefined>(schema: S, value: unknown, where: string): Infer<S> {
@@ -271,17 +300,20 @@ async function answer<A extends AuthModes<A>>(
     const parsedParams = parse(spec.params, params, "params");
     const query = parse(spec.query, Object.fromEntries(url.searchParams), "query");
     const body = spec.body ? parse(spec.body, await readBody(request), "body") : undefined;
-    const result = await spec.handler({
-      request,
-      params: parsedParams,
-      query,
-      body,
-      requestId,
-      ip,
-      context,
-      auth,
-      startedAt,
-    });
+    const actor = caller?.auditActor;
+    const result = await withAuditScope({ ip, ...(actor ? { actor } : {}) }, () =>
+      spec.handler({
+        request,
+        params: parsedParams,
+        query,
+        body,
+        requestId,
+        ip,
+        context,
+        auth,
+        startedAt,
+      }),
+    );
     const response =
       result instanceof Response ? result : json(result, { status: spec.status ?? 200 });
     return withHeaders(response, extraHeaders, caller?.setCookie);
@@ -291,7 +323,10 @@ async function answer<A extends AuthModes<A>>(
       return withHeaders(errorResponse(error.status, error.message), extraHeaders);
     }
     if (error instanceof DomainError) {
-      return withHeaders(errorResponse(error.status, error.message, error.extra), extraHeaders);
+      return withHeaders(
+        errorResponse(domainErrorStatus(error), error.message, error.extra),
+        extraHeaders,
+      );
     }
     logger().error(
       { err: error, requestId, method: request.method, path: new URL(request.url).pathname },

@@ -16,8 +16,8 @@ export function randomAlphanumeric(length: number, alphabet = ALPHABET): string 
   return out;
 }
 
-/** `usr_…`, `ses_…`, `key_…`, `msg_…`: a prefix and 20 random characters (~103 bits). */
-export const newId = (prefix: "usr" | "ses" | "key" | "msg") =>
+/** `usr_…`, `ses_…`, `key_…`, `msg_…`, …: a prefix and 20 random characters (~103 bits). */
+export const newId = (prefix: "usr" | "ses" | "key" | "msg" | "spl" | "exe" | "bkg") =>
   `${prefix}_${randomAlphanumeric(20)}`;
 
 export const sha256 = (value: string): Buffer => createHash("sha256").update(value).digest();

@@ -1,5 +1,6 @@
 import { PgBoss, type Queue, type SendOptions } from "pg-boss";
 import { z } from "zod";
+import { db } from "./db.server.ts";
 import { env } from "./env.server.ts";
 import { logger } from "./logger.server.ts";
 
@@ -20,6 +21,15 @@ interface JobDefinition<S extends z.ZodType> {
   work: WorkPolicy;
 }
 
+/**
+ * Jobs that drive the container runtime carry a heartbeat: the worker refreshes it every 5 s, and
+ * a job whose worker died (kill -9, a lost host) is failed and retried once it is 10 s stale
+ * (pg-boss's minimum), not at its expiry (docs/decisions/0130-crash-recovery-and-engine-health.md).
+ */
+export const HEARTBEAT_SECONDS = 10;
+/** How often a worker's pg-boss supervisor looks for stale heartbeats and expired jobs. */
+export const MONITOR_SECONDS = 5;
+
 const define = <S extends z.ZodType>(
   schema: S,
   policy: QueuePolicy,
@@ -29,6 +39,17 @@ const define = <S extends z.ZodType>(
   queue: { notify: true, ...policy },
   work,
 });
+
+/**
+ * A job that drives the container runtime: heartbeats, and a 2 s backstop poll, since NOTIFY
+ * wakes workers for new jobs but not for retries (pg-boss's backstop is 30 s).
+ */
+const defineRuntimeJob = <S extends z.ZodType>(schema: S, policy: QueuePolicy) =>
+  define(
+    schema,
+    { heartbeatSeconds: HEARTBEAT_SECONDS, ...policy },
+    { notifyPollingIntervalSeconds: 2 },
+  );
 
 export const jobCatalog = {
   "send-email": define(
@@ -57,20 +78,25 @@ export const jobCatalog = {
   ),
   // Agent runtime (issue 4). Handlers in worker/jobs/*-instance.ts, reconcile.ts; each is
   // idempotent and holds a per-instance lock, so two deliveries never act at once.
-  "provision-instance": define(z.object({ instanceId: z.string().min(1) }), {
+  // A retry (a dead worker's job, released by a stopping worker) starts in 1-2 s.
+  "provision-instance": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
     retryLimit: 3,
-    retryDelay: 10,
+    retryDelay: 1,
     retryBackoff: true,
     expireInSeconds: 600,
   }),
-  "update-image": define(z.object({ instanceId: z.string().min(1) }), {
-    retryLimit: 1,
-    retryDelay: 30,
+  // Accepted only while the engine answers (502 otherwise); an outage after that is retried
+  // for about five minutes rather than losing the update.
+  "update-image": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
+    retryLimit: 6,
+    retryDelay: 5,
+    retryBackoff: true,
+    retryDelayMax: 120,
     expireInSeconds: 600,
   }),
   // A lifecycle request the web awaits (start, stop, restart, repair, reset-memory): no retry,
   // the outcome is the job's output.
-  "instance-action": define(
+  "instance-action": defineRuntimeJob(
     z.object({
       instanceId: z.string().min(1),
       action: z.enum(["start", "stop", "restart", "repair", "reset-memory"]),
@@ -78,23 +104,23 @@ export const jobCatalog = {
     { retryLimit: 0, expireInSeconds: 300 },
   ),
   // A booted tenant gateway's dry run once it is healthy (decision 0087): best effort, no retry.
-  "warm-up-instance": define(z.object({ instanceId: z.string().min(1) }), {
+  "warm-up-instance": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
     retryLimit: 0,
     expireInSeconds: 600,
   }),
   // Writes all of a user's agents into their gateway's config (issue 5; worker/agents.ts).
   // Idempotent: the rows are the truth, so a retry or a duplicate changes nothing.
-  "sync-agents": define(z.object({ userId: z.string().min(1) }), {
+  "sync-agents": defineRuntimeJob(z.object({ userId: z.string().min(1) }), {
     retryLimit: 3,
     retryDelay: 10,
     retryBackoff: true,
     expireInSeconds: 300,
   }),
   // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption).
-  "fill-pool": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
+  "fill-pool": defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
   // Deletes an uninstalled skill's folder from a gateway's state volume (the gateway protocol
   // writes skill folders but has no call that deletes one; decision 0110). Awaited by the web.
-  "remove-skill-folder": define(
+  "remove-skill-folder": defineRuntimeJob(
     z.object({
       instanceId: z.string().min(1),
       dir: z.string().min(1).max(500),
@@ -103,15 +129,19 @@ export const jobCatalog = {
     { retryLimit: 0, expireInSeconds: 120 },
   ),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
-  reconcile: define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
-  // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user).
-  "teardown-instance": define(z.object({ userId: z.string().min(1) }), {
-    retryLimit: 10,
-    retryDelay: 30,
-    retryBackoff: true,
-    retryDelayMax: 3600,
-    expireInSeconds: 15 * 60,
-  }),
+  reconcile: defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
+  // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user),
+  // or one instance by id (the user's last agent was deleted: DELETE /api/agents/:id).
+  "teardown-instance": defineRuntimeJob(
+    z.object({ userId: z.string().min(1), instanceId: z.string().min(1).optional() }),
+    {
+      retryLimit: 10,
+      retryDelay: 30,
+      retryBackoff: true,
+      retryDelayMax: 3600,
+      expireInSeconds: 15 * 60,
+    },
+  ),
   // A canceled subscription stops the user's instance at its period end (scheduled with
   // startAfter); the handler re-checks the subscription then, so a renewal in between wins.
   "stop-unpaid-instance": define(z.object({ userId: z.string().min(1) }), {
@@ -133,6 +163,12 @@ export const jobCatalog = {
     },
     { notifyPollingIntervalSeconds: 2 },
   ),
+  // Periodic: deletes audit-log entries past their retention (worker/jobs/purge-audit-log.ts).
+  "purge-audit-log": define(z.object({}).default({}), {
+    retryLimit: 2,
+    retryDelay: 60,
+    expireInSeconds: 600,
+  }),
 } as const;
 
 export type JobName = keyof typeof jobCatalog;
@@ -142,6 +178,7 @@ export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
   reconcile: () => env().RECONCILE_CRON,
   "fill-pool": () => env().RUNTIME_POOL_CRON,
+  "purge-audit-log": () => env().AUDIT_PURGE_CRON,
 };
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]["schema"]>;
 export const jobNames = Object.keys(jobCatalog) as JobName[];
@@ -160,6 +197,9 @@ function create({ role }: BossOptions): Promise<PgBoss> {
     connectionString: DATABASE_URL,
     max: role === "worker" ? 5 : 3,
     supervise: role === "worker",
+    // Stale heartbeats are found within seconds (pg-boss's default pass is every 60 s).
+    superviseIntervalSeconds: MONITOR_SECONDS,
+    monitorIntervalSeconds: MONITOR_SECONDS,
     schedule: role === "worker",
     useListenNotify: role === "worker",
     application_name: `agent-platform-boss:${role}`,
@@ -222,4 +262,104 @@ export async function hasLiveJob<N extends JobName>(
   return jobs.some(
     (job) => job.state === "created" || job.state === "retry" || job.state === "active",
   );
+}
+
+/** A job's state and attempt (its retryCount), or undefined when the job is gone. */
+export async function jobAttempt(
+  name: string,
+  id: string,
+): Promise<{ state: string; retryCount: number } | undefined> {
+  const job = await (await getBoss()).getJobById(name, id);
+  return job ? { state: job.state, retryCount: job.retryCount } : undefined;
+}
+
+// --- the operator console's view of the queues ---------------------------------------------------
+
+export const JOB_STATES = [
+  "created",
+  "retry",
+  "active",
+  "completed",
+  "cancelled",
+  "failed",
+] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+/** Jobs per queue and state, straight from pg-boss's table (its own counts lag a monitor pass). */
+export async function jobCounts(): Promise<Array<{ name: string } & Record<JobState, number>>> {
+  const rows = await db()<{ name: string; state: JobState; count: number }[]>`
+    select name, state::text as state, count(*)::int as count from pgboss.job group by name, state`;
+  const byName = new Map<string, { name: string } & Record<JobState, number>>();
+  for (const name of jobNames) {
+    byName.set(name, {
+      name,
+      created: 0,
+      retry: 0,
+      active: 0,
+      completed: 0,
+      cancelled: 0,
+      failed: 0,
+    });
+  }
+  for (const row of rows) {
+    const entry = byName.get(row.name);
+    if (entry) entry[row.state] = row.count;
+  }
+  return [...byName.values()];
+}
+
+export interface FailedJob {
+  id: string;
+  name: string;
+  error: string;
+  retryCount: number;
+  createdOn: string;
+  completedOn: string | null;
+}
+
+const errorOf = (output: unknown): string => {
+  if (output && typeof output === "object" && "message" in output) {
+    return String((output as { message: unknown }).message);
+  }
+  return output === null || output === undefined ? "" : JSON.stringify(output);
+};
+
+/** The latest failed jobs with their error (pg-boss keeps the thrown error as the output). */
+export async function failedJobs(limit = 50): Promise<FailedJob[]> {
+  const rows = await db()<
+    {
+      id: string;
+      name: string;
+      output: unknown;
+      retry_count: number;
+      created_on: Date;
+      completed_on: Date | null;
+    }[]
+  >`
+    select id::text as id, name, output, retry_count, created_on, completed_on from pgboss.job
+    where state = 'failed' order by completed_on desc nulls last, created_on desc limit ${limit}`;
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    error: errorOf(r.output).slice(0, 2000),
+    retryCount: r.retry_count,
+    createdOn: r.created_on.toISOString(),
+    completedOn: r.completed_on?.toISOString() ?? null,
+  }));
+}
+
+const commandResult = z.object({ affected: z.number() });
+const isJobName = (name: string): name is JobName => name in jobCatalog;
+
+/** Retries a failed (or cancelled) job, or cancels a waiting or running one. */
+export async function commandJob(
+  command: "retry" | "cancel",
+  name: string,
+  id: string,
+): Promise<boolean> {
+  if (!isJobName(name)) return false;
+  const boss = await getBoss();
+  const result = command === "retry" ? await boss.retry(name, id) : await boss.cancel(name, id);
+  // pg-boss types its answer as {}; it carries the count of jobs it changed.
+  return commandResult.parse(result).affected > 0;
 }

@@ -20,6 +20,9 @@ export const rateLimitScopes = {
   // Public identity endpoints (SIWE nonces write a row each; the others call the chain or the
   // identity network): docs/decisions/0051-wallet-sign-in.md
   identity: { points: 60, duration: 60, key: "ip" },
+  // Hosted wallets, splits and escrow (each call reads the chain; some send transfers):
+  // docs/decisions/0125-hosted-wallets.md
+  payments: { points: 60, duration: 60, key: "user-or-ip" },
   // Failed sign-ins per email address (consumed on failure only, cleared on success):
   // docs/decisions/0010-accounts-and-sign-in.md
   "signin-failures": { points: 5, duration: 15 * 60, key: "account" },

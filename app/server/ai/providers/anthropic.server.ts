@@ -1,3 +1,4 @@
+import { z } from "zod";
 import {
   type ChatBody,
   type ChatMessage,
@@ -6,8 +7,10 @@ import {
   joinUrl,
   type ListedModel,
   openAiUsage,
+  optionalOf,
   type ProviderClient,
   type ProviderConfig,
+  parseAnswer,
   providerFetch,
   readJson,
   translateSse,
@@ -65,17 +68,50 @@ const finishReason = (stop: unknown): string | null =>
           ? "stop"
           : null;
 
-interface AnthropicMessage {
-  id: string;
-  model: string;
-  content: Array<{ type: string; text?: string }>;
-  stop_reason?: string | null;
-  usage?: { input_tokens?: number; output_tokens?: number };
-}
+// What we read of Anthropic's answers. Counts of the wrong type are no counts (metering then
+// counts tokens itself).
+const count = z.number().optional().catch(undefined);
+const usageSchema = z
+  .object({ input_tokens: count, output_tokens: count })
+  .nullish()
+  .catch(undefined);
+const messageSchema = z.object({
+  id: z.string(),
+  model: z.string(),
+  content: z.array(z.object({ type: z.string(), text: z.string().optional() })),
+  stop_reason: z.string().nullish(),
+  usage: usageSchema,
+});
+const streamEventSchema = z.object({
+  type: z.string(),
+  message: z
+    .object({ id: z.string().optional(), model: z.string().optional(), usage: usageSchema })
+    .optional(),
+  delta: z
+    .object({
+      type: z.string().optional(),
+      text: z.string().optional(),
+      stop_reason: z.string().nullish(),
+    })
+    .optional(),
+  usage: usageSchema,
+  error: z.object({ message: z.string().optional() }).optional(),
+});
+const listingSchema = z.object({
+  data: z.array(
+    z.object({
+      id: z.string(),
+      display_name: optionalOf(z.string()),
+      max_input_tokens: optionalOf(z.number()),
+    }),
+  ),
+  has_more: optionalOf(z.boolean()),
+  last_id: optionalOf(z.string()),
+});
 
-function usageOf(message: AnthropicMessage): Usage | null {
+function usageOf(message: z.output<typeof messageSchema>): Usage | null {
   const u = message.usage;
-  if (typeof u?.input_tokens !== "number" || typeof u.output_tokens !== "number") return null;
+  if (u?.input_tokens === undefined || u.output_tokens === undefined) return null;
   return { promptTokens: u.input_tokens, completionTokens: u.output_tokens };
 }
 
@@ -95,19 +131,17 @@ export const anthropicClient: ProviderClient = {
         { headers: headers(config) },
         signal,
       );
-      const body = (await readJson("anthropic", response)) as {
-        data?: unknown;
-        has_more?: boolean;
-        last_id?: string;
-      };
-      if (!Array.isArray(body?.data)) throw new Error("anthropic: model listing has no data array");
-      for (const entry of body.data as Array<Record<string, unknown>>) {
-        if (typeof entry?.id !== "string") throw new Error("anthropic: model entry without an id");
+      const body = parseAnswer(
+        "anthropic",
+        listingSchema,
+        await readJson("anthropic", response),
+        "model listing",
+      );
+      for (const entry of body.data) {
         models.push({
           modelId: entry.id,
-          name: typeof entry.display_name === "string" ? entry.display_name : undefined,
-          contextLength:
-            typeof entry.max_input_tokens === "number" ? entry.max_input_tokens : undefined,
+          name: entry.display_name,
+          contextLength: entry.max_input_tokens,
         });
       }
       if (!body.has_more || !body.last_id) break;
@@ -127,24 +161,25 @@ export const anthropicClient: ProviderClient = {
       },
       signal,
     );
-    const native = (await readJson("anthropic", response)) as AnthropicMessage;
-    if (!Array.isArray(native?.content)) throw new Error("anthropic: message without content");
-    const text = native.content.map((b) => (b.type === "text" ? (b.text ?? "") : "")).join("");
-    const usage = usageOf(native);
+    // The provider's own object passes on as `native`; parsing keeps only what we read.
+    const native = await readJson("anthropic", response);
+    const read = parseAnswer("anthropic", messageSchema, native, "message");
+    const text = read.content.map((b) => (b.type === "text" ? (b.text ?? "") : "")).join("");
+    const usage = usageOf(read);
     return {
       native,
       text,
       usage,
       openai: {
-        id: native.id,
+        id: read.id,
         object: "chat.completion",
         created: created(),
-        model: native.model,
+        model: read.model,
         choices: [
           {
             index: 0,
             message: { role: "assistant", content: text },
-            finish_reason: finishReason(native.stop_reason),
+            finish_reason: finishReason(read.stop_reason),
           },
         ],
         ...(usage ? { usage: openAiUsage(usage) } : {}),
@@ -181,13 +216,7 @@ export const anthropicClient: ProviderClient = {
       "anthropic",
       response.body,
       ({ data }, emit) => {
-        const event = JSON.parse(data) as {
-          type: string;
-          message?: AnthropicMessage;
-          delta?: { type?: string; text?: string; stop_reason?: string };
-          usage?: { input_tokens?: number; output_tokens?: number };
-          error?: { message?: string };
-        };
+        const event = parseAnswer("anthropic", streamEventSchema, JSON.parse(data), "stream event");
         switch (event.type) {
           case "message_start":
             id = event.message?.id ?? id;
@@ -204,8 +233,8 @@ export const anthropicClient: ProviderClient = {
             break;
           case "message_delta":
             stop = finishReason(event.delta?.stop_reason);
-            if (typeof event.usage?.output_tokens === "number") output = event.usage.output_tokens;
-            if (typeof event.usage?.input_tokens === "number") input = event.usage.input_tokens;
+            output = event.usage?.output_tokens ?? output;
+            input = event.usage?.input_tokens ?? input;
             break;
           case "error":
             throw new Error(event.error?.message ?? "stream error");

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import {
   type ChatBody,
   type Completion,
@@ -5,10 +6,12 @@ import {
   joinUrl,
   type ListedModel,
   openAiUsage,
+  optionalOf,
   type ProviderClient,
   type ProviderConfig,
   ProviderError,
   type ProviderRequestInit,
+  parseAnswer,
   providerFetch,
   readJson,
   translateSse,
@@ -52,15 +55,45 @@ export function toGoogleRequest(body: ChatBody) {
   };
 }
 
-interface GoogleResponse {
-  candidates?: Array<{
-    content?: { parts?: Array<{ text?: string }> };
-    finishReason?: string;
-  }>;
-  usageMetadata?: { promptTokenCount?: number; candidatesTokenCount?: number };
-  modelVersion?: string;
-  responseId?: string;
-}
+// What we read of Google's answers (a stream event has the same shape as an answer, or an
+// error). Counts of the wrong type are no counts (metering then counts tokens itself).
+const count = z.number().optional().catch(undefined);
+const candidatesSchema = z.array(
+  z.object({
+    content: z
+      .object({ parts: z.array(z.object({ text: z.string().optional() })).optional() })
+      .optional(),
+    finishReason: z.string().optional(),
+  }),
+);
+const responseFields = {
+  usageMetadata: z
+    .object({ promptTokenCount: count, candidatesTokenCount: count })
+    .optional()
+    .catch(undefined),
+  modelVersion: optionalOf(z.string()),
+  responseId: optionalOf(z.string()),
+};
+const responseSchema = z.object({ candidates: candidatesSchema, ...responseFields });
+const streamEventSchema = z.object({
+  candidates: candidatesSchema.optional(),
+  ...responseFields,
+  error: z.object({ message: z.string().optional() }).optional(),
+});
+const listingSchema = z.object({
+  models: z.array(
+    z.object({
+      name: z.string(),
+      supportedGenerationMethods: optionalOf(z.array(z.unknown())),
+      displayName: optionalOf(z.string()),
+      description: optionalOf(z.string()),
+      inputTokenLimit: optionalOf(z.number()),
+    }),
+  ),
+  nextPageToken: optionalOf(z.string()),
+});
+
+type GoogleResponse = z.output<typeof streamEventSchema>;
 
 const finishReason = (reason: string | undefined): string | null =>
   !reason
@@ -73,7 +106,7 @@ const finishReason = (reason: string | undefined): string | null =>
 
 function usageOf(response: GoogleResponse): Usage | null {
   const u = response.usageMetadata;
-  if (typeof u?.promptTokenCount !== "number") return null;
+  if (u?.promptTokenCount === undefined) return null;
   return { promptTokens: u.promptTokenCount, completionTokens: u.candidatesTokenCount ?? 0 };
 }
 
@@ -104,24 +137,19 @@ export const googleClient: ProviderClient = {
       url.searchParams.set("pageSize", "1000");
       if (pageToken) url.searchParams.set("pageToken", pageToken);
       const response = await googleFetch(url.toString(), { headers: headers(config) }, signal);
-      const body = (await readJson("google", response)) as {
-        models?: unknown;
-        nextPageToken?: string;
-      };
-      if (!Array.isArray(body?.models))
-        throw new Error("google: model listing has no models array");
-      for (const entry of body.models as Array<Record<string, unknown>>) {
-        if (typeof entry?.name !== "string") throw new Error("google: model entry without a name");
-        const methods = Array.isArray(entry.supportedGenerationMethods)
-          ? entry.supportedGenerationMethods
-          : [];
-        if (!methods.includes("generateContent")) continue;
+      const body = parseAnswer(
+        "google",
+        listingSchema,
+        await readJson("google", response),
+        "model listing",
+      );
+      for (const entry of body.models) {
+        if (!entry.supportedGenerationMethods?.includes("generateContent")) continue;
         models.push({
           modelId: entry.name.replace(/^models\//, ""),
-          name: typeof entry.displayName === "string" ? entry.displayName : undefined,
-          description: typeof entry.description === "string" ? entry.description : undefined,
-          contextLength:
-            typeof entry.inputTokenLimit === "number" ? entry.inputTokenLimit : undefined,
+          name: entry.displayName,
+          description: entry.description,
+          contextLength: entry.inputTokenLimit,
         });
       }
       if (!body.nextPageToken) break;
@@ -136,24 +164,25 @@ export const googleClient: ProviderClient = {
       { method: "POST", headers: headers(config), body: JSON.stringify(toGoogleRequest(body)) },
       signal,
     );
-    const native = (await readJson("google", response)) as GoogleResponse;
-    if (!Array.isArray(native?.candidates)) throw new Error("google: response without candidates");
-    const text = textOf(native);
-    const usage = usageOf(native);
+    // The provider's own object passes on as `native`; parsing keeps only what we read.
+    const native = await readJson("google", response);
+    const read = parseAnswer("google", responseSchema, native, "response");
+    const text = textOf(read);
+    const usage = usageOf(read);
     return {
       native,
       text,
       usage,
       openai: {
-        id: native.responseId ?? `gen-${Date.now()}`,
+        id: read.responseId ?? `gen-${Date.now()}`,
         object: "chat.completion",
         created: created(),
-        model: native.modelVersion ?? body.model,
+        model: read.modelVersion ?? body.model,
         choices: [
           {
             index: 0,
             message: { role: "assistant", content: text },
-            finish_reason: finishReason(native.candidates[0]?.finishReason) ?? "stop",
+            finish_reason: finishReason(read.candidates[0]?.finishReason) ?? "stop",
           },
         ],
         ...(usage ? { usage: openAiUsage(usage) } : {}),
@@ -188,7 +217,7 @@ export const googleClient: ProviderClient = {
       "google",
       response.body,
       ({ data }, emit) => {
-        const event = JSON.parse(data) as GoogleResponse & { error?: { message?: string } };
+        const event = parseAnswer("google", streamEventSchema, JSON.parse(data), "stream event");
         if (event.error) throw new Error(event.error.message ?? "stream error");
         usage = usageOf(event) ?? usage;
         const delta = textOf(event);
@@ -204,7 +233,7 @@ export const googleClient: ProviderClient = {
       },
       (emit) => {
         emit(chunk({}, stop ?? "stop"));
-        const u = usage as Usage | null;
+        const u: Usage | null = usage;
         if (u) {
           emit({
             id,

@@ -1,12 +1,16 @@
+import { z } from "zod";
 import {
   type ChatBody,
   type Completion,
   contentText,
+  isRecord,
   joinUrl,
   type ListedModel,
+  listedEntry,
   type ProviderClient,
   type ProviderConfig,
   type ProviderName,
+  parseAnswer,
   providerFetch,
   readJson,
   readJsonText,
@@ -34,24 +38,31 @@ function headers(
   };
 }
 
-export function usageOf(body: unknown): Usage | null {
-  const usage = (body as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } })
-    ?.usage;
-  if (
-    !usage ||
-    typeof usage.prompt_tokens !== "number" ||
-    typeof usage.completion_tokens !== "number"
-  ) {
-    return null;
-  }
-  return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
-}
+// What we read of OpenAI's answers (the answer itself passes on untouched). A usage object
+// without both counts is no usage (metering then counts), as is a stream chunk's `usage: null`.
+const usageSchema = z
+  .object({ prompt_tokens: z.number(), completion_tokens: z.number() })
+  .nullish()
+  .catch(null);
+const completionSchema = z.object({
+  choices: z.array(z.object({ message: z.object({ content: z.unknown() }).nullish() }).nullish()),
+  usage: usageSchema,
+});
+const chunkSchema = z.object({
+  choices: z
+    .array(z.object({ delta: z.object({ content: z.unknown() }).nullish() }).nullish())
+    .nullish(),
+  usage: usageSchema,
+});
+const listingSchema = z.object({ data: z.array(listedEntry) });
 
-function textOf(body: unknown): string {
-  const choices = (body as { choices?: Array<{ message?: { content?: unknown } }> })?.choices;
-  return Array.isArray(choices)
-    ? choices.map((c) => contentText(c?.message?.content)).join("")
-    : "";
+type OpenAiUsage = z.output<typeof usageSchema>;
+
+export function usageOf(body: { usage?: OpenAiUsage }): Usage | null {
+  const usage = body.usage;
+  return usage
+    ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens }
+    : null;
 }
 
 /** Reads usage and text from an OpenAI SSE stream while passing its bytes through unchanged. */
@@ -66,12 +77,10 @@ export function tapOpenAiStream(body: AsyncIterable<Uint8Array>): StreamCompleti
   const parser = sseParser(({ data }) => {
     if (data === "[DONE]") return;
     try {
-      const chunk = JSON.parse(data) as {
-        usage?: unknown;
-        choices?: Array<{ delta?: { content?: unknown } }>;
-      };
-      usage = usageOf(chunk) ?? usage;
-      for (const choice of chunk.choices ?? []) text += contentText(choice?.delta?.content);
+      const chunk = chunkSchema.safeParse(JSON.parse(data));
+      if (!chunk.success) return;
+      usage = usageOf(chunk.data) ?? usage;
+      for (const choice of chunk.data.choices ?? []) text += contentText(choice?.delta?.content);
     } catch {
       // A malformed event is the client's to see; metering falls back to counting.
     }
@@ -108,7 +117,7 @@ export interface OpenAiCompatibleOptions {
   /** Extra request headers (OpenRouter's attribution headers). */
   headers?: () => Record<string, string>;
   /** Maps one entry of `GET /models`'s `data` to a listed model, or drops it. */
-  parseModel: (entry: Record<string, unknown>) => ListedModel | undefined;
+  parseModel: (entry: z.output<typeof listedEntry>) => ListedModel | undefined;
 }
 
 export function openAiCompatibleClient(options: OpenAiCompatibleOptions): ProviderClient {
@@ -122,16 +131,11 @@ export function openAiCompatibleClient(options: OpenAiCompatibleOptions): Provid
         { headers: headers(config, extra()) },
         signal,
       );
-      const body = (await readJson(provider, response)) as { data?: unknown };
-      if (!Array.isArray(body?.data)) {
-        throw new Error(`${provider}: model listing has no data array`);
-      }
+      const body = await readJson(provider, response);
+      const listing = parseAnswer(provider, listingSchema, body, "model listing");
       const models: ListedModel[] = [];
-      for (const entry of body.data) {
-        if (!entry || typeof entry !== "object" || typeof entry.id !== "string") {
-          throw new Error(`${provider}: model listing entry without an id`);
-        }
-        const model = options.parseModel(entry as Record<string, unknown>);
+      for (const entry of listing.data) {
+        const model = options.parseModel(entry);
         if (model) models.push(model);
       }
       return models;
@@ -147,11 +151,12 @@ export function openAiCompatibleClient(options: OpenAiCompatibleOptions): Provid
         signal,
       );
       const { value, text: raw } = await readJsonText(provider, response);
-      const native = value as Record<string, unknown>;
-      if (!Array.isArray(native?.choices)) {
-        throw new Error(`${provider}: chat completion without choices`);
-      }
-      return { native, openai: native, usage: usageOf(native), text: textOf(native), raw };
+      const read = parseAnswer(provider, completionSchema, value, "chat completion");
+      const text = read.choices.map((c) => contentText(c?.message?.content)).join("");
+      // The provider's own object passes on (parsing keeps only what we read); it parsed as an
+      // object just above, so the guard only narrows its type.
+      const native = isRecord(value) ? value : {};
+      return { native, openai: native, usage: usageOf(read), text, raw };
     },
 
     async chatStream(config, body: ChatBody, signal): Promise<StreamCompletion> {
@@ -181,5 +186,5 @@ export function openAiCompatibleClient(options: OpenAiCompatibleOptions): Provid
 /** OpenAI's listing has neither prices nor context lengths: the price table supplies them. */
 export const openaiClient = openAiCompatibleClient({
   provider: "openai",
-  parseModel: (entry) => ({ modelId: entry.id as string }),
+  parseModel: (entry) => ({ modelId: entry.id }),
 });

@@ -1,5 +1,6 @@
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
+import { z } from "zod";
 import { withDirectSource } from "../../platform/web/node-http.server.ts";
 
 // What every provider client shares: the provider names, the OpenAI-shaped request the layer
@@ -116,16 +117,22 @@ export class ProviderError extends Error {
   }
 }
 
+// A refusal's body: `{error: "…"}`, `{error: {message}}` (OpenAI, Anthropic, Google) or
+// `{message}`; anything else leaves the raw text as the detail.
+const text = z.string().optional().catch(undefined);
+const errorBodySchema = z.object({
+  error: z
+    .union([z.string(), z.object({ message: text })])
+    .optional()
+    .catch(undefined),
+  message: text,
+});
+
 function errorMessageOf(body: unknown): string | undefined {
-  if (!body || typeof body !== "object") return undefined;
-  const error = (body as { error?: unknown }).error;
-  if (typeof error === "string") return error;
-  if (error && typeof error === "object") {
-    const message = (error as { message?: unknown }).message;
-    if (typeof message === "string") return message;
-  }
-  const message = (body as { message?: unknown }).message;
-  return typeof message === "string" ? message : undefined;
+  const parsed = errorBodySchema.safeParse(body);
+  if (!parsed.success) return undefined;
+  const { error, message } = parsed.data;
+  return (typeof error === "string" ? error : error?.message) ?? message;
 }
 
 export interface ProviderRequestInit {
@@ -269,20 +276,48 @@ export async function readJson(
   return (await readJsonText(provider, response)).value;
 }
 
+/**
+ * Checks a provider's JSON answer against the part of it we read (schemas in each provider
+ * module: parse only what is read, the rest passes through untouched). An answer of another
+ * shape is a provider failure (502), like one that is not JSON.
+ */
+export function parseAnswer<S extends z.ZodType>(
+  provider: ProviderName,
+  schema: S,
+  value: unknown,
+  what: string,
+): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const where = issue?.path.length ? ` at ${issue.path.join(".")}` : "";
+  throw new ProviderError(
+    provider,
+    502,
+    `${provider}: unexpected ${what}${where}: ${issue?.message}`,
+  );
+}
+
+/** An optional descriptive field of a listing: a value of the wrong type is left out. */
+export const optionalOf = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
+
+/** A model listing's entry: its id, and whatever else the provider module reads. */
+export const listedEntry = z.looseObject({ id: z.string() });
+
 export function joinUrl(base: string, path: string): string {
   return `${base.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`;
 }
+
+/** A JSON object (the provider modules read its fields with zod or typeof guards). */
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The text of an OpenAI message content: a string, or the text parts of a content array. */
 export function contentText(content: unknown): string {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {
     return content
-      .map((part) =>
-        part && typeof part === "object" && typeof (part as { text?: unknown }).text === "string"
-          ? (part as { text: string }).text
-          : "",
-      )
+      .map((part: unknown) => (isRecord(part) && typeof part.text === "string" ? part.text : ""))
       .join("");
   }
   return "";

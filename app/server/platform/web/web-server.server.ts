@@ -1,11 +1,15 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import path from "node:path";
 import { type AppLoadContext, createRequestHandler, type ServerBuild } from "@remix-run/node";
+import { withAuditScope } from "../audit.server.ts";
+import { clientIp } from "../client-ip.server.ts";
 import { env } from "../env.server.ts";
 import { MAX_BODY_BYTES } from "../http.server.ts";
 import { logger } from "../logger.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
 import { crossSitePage } from "./cross-site-page.server.ts";
+import type { Ingress } from "./ingress-proxy.server.ts";
 import { readSmallBody, sendResponse, toRequest } from "./node-http.server.ts";
 import { isCrossSite, isUnsafeMethod } from "./same-origin.server.ts";
 import { constantSecurityHeaders, STATIC_PAGE_POLICY } from "./security-headers.server.ts";
@@ -17,6 +21,10 @@ export interface WebServerOptions {
   mode?: string;
   /** Call /api builder routes directly instead of through Remix (default on; off for benchmarks). */
   apiFastPath?: boolean;
+  /** Agents' addresses (host and path form), proxied to their gateways before anything else. */
+  ingress?: Ingress;
+  /** Every other WebSocket upgrade (the live agent socket); without one, upgrades get 404. */
+  upgrade?: (req: IncomingMessage, socket: Socket, head: Buffer) => void;
 }
 
 /** The app's stylesheet (from the root route's links), for the server's own small pages. */
@@ -35,6 +43,8 @@ export function createWebServer({
   build,
   publicDir,
   mode = "production",
+  ingress,
+  upgrade,
 }: WebServerOptions): Server {
   const remix = createRequestHandler(build, mode);
   const matchApi = compileApiRoutes(build);
@@ -87,11 +97,15 @@ export function createWebServer({
     const context: AppLoadContext = { remoteAddress: req.socket.remoteAddress, build };
     const response = match
       ? await match.handler({ request, params: match.params, context })
-      : await remix(request, context);
+      : // Pages: entries recorded by their actions name the client IP and the session's user.
+        await withAuditScope({ ip: clientIp(request, context.remoteAddress) }, () =>
+          remix(request, context),
+        );
     await sendResponse(res, response, req.method === "HEAD", securityHeaders);
   }
 
   const server = createServer((req, res) => {
+    if (ingress?.handle(req, res)) return;
     handle(req, res).catch((error: unknown) => {
       logger().error({ err: error, url: req.url }, "request failed outside a route");
       if (!res.headersSent) {
@@ -102,6 +116,14 @@ export function createWebServer({
       }
     });
   });
-  // WebSocket endpoints (the live agent socket) are attached by the entry, which knows the areas.
+  // WebSocket endpoints (the ingress, the live agent socket) are handed in by the entry, which
+  // knows the areas; one listener, so that exactly one of them answers each upgrade.
+  if (ingress || upgrade) {
+    server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      if (ingress?.upgrade(req, socket, head)) return;
+      if (upgrade) upgrade(req, socket, head);
+      else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
+    });
+  }
   return server;
 }

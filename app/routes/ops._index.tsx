@@ -1,0 +1,78 @@
+import type { LoaderFunctionArgs } from "@remix-run/node";
+import { useLoaderData } from "@remix-run/react";
+import { Card } from "../components/forms.tsx";
+import { usd } from "../components/ops.tsx";
+import { requireOperator } from "../server/ops/access.server.ts";
+import { opsOverview } from "../server/ops/overview.server.ts";
+
+export async function loader({ request }: LoaderFunctionArgs) {
+  await requireOperator(request);
+  return opsOverview();
+}
+
+export default function OpsOverview() {
+  const { metrics, pool, providers, aiStatus } = useLoaderData<typeof loader>();
+  const day = metrics.last24h;
+  return (
+    <div className="grid gap-6 md:grid-cols-2">
+      <Card title="Platform">
+        <dl className="grid grid-cols-2 gap-1 text-sm" data-testid="ops-platform">
+          <dt>Users</dt>
+          <dd>{metrics.users}</dd>
+          <dt>Agents</dt>
+          <dd>{metrics.agents}</dd>
+          <dt>Instances (running)</dt>
+          <dd>
+            {metrics.instances.total} ({metrics.instances.running})
+          </dd>
+          <dt>Active users, 24 h</dt>
+          <dd>{day.activeUsers}</dd>
+          <dt>Messages, 24 h</dt>
+          <dd>{day.messages ?? "—"}</dd>
+          <dt>AI calls, 24 h</dt>
+          <dd>{day.aiCalls ?? "—"}</dd>
+          <dt>Version</dt>
+          <dd>{metrics.version}</dd>
+        </dl>
+      </Card>
+      <Card title="Warm pool">
+        <dl className="grid grid-cols-2 gap-1 text-sm" data-testid="ops-pool">
+          <dt>Size</dt>
+          <dd>{pool.size}</dd>
+          <dt>Ready</dt>
+          <dd>{pool.ready}</dd>
+          <dt>Filling</dt>
+          <dd>{pool.filling}</dd>
+        </dl>
+      </Card>
+      <Card title={`AI providers (${aiStatus})`}>
+        {providers.length === 0 ? (
+          <p className="text-sm text-slate-600">No provider is configured.</p>
+        ) : (
+          <table className="w-full text-left text-sm" data-testid="ops-providers">
+            <thead className="text-slate-500">
+              <tr>
+                <th>Provider</th>
+                <th>Health</th>
+                <th>Cool-down until</th>
+                <th>Calls today</th>
+                <th>Spend today</th>
+              </tr>
+            </thead>
+            <tbody>
+              {providers.map((p) => (
+                <tr key={p.name}>
+                  <td>{p.name}</td>
+                  <td>{p.healthy ? "up" : "down"}</td>
+                  <td>{p.coolingUntil ?? "—"}</td>
+                  <td>{p.callsToday}</td>
+                  <td>{usd(p.spendTodayMicroUsd)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Card>
+    </div>
+  );
+}

@@ -1,0 +1,90 @@
+import { z } from "zod";
+import { DomainError } from "../platform/errors.server.ts";
+import { liveStreamOf } from "./channel-provisioning.server.ts";
+import { CREDENTIAL_KEYS } from "./channels.server.ts";
+import {
+  activeSessionId,
+  credentials,
+  getSession,
+  listSessions,
+  listSkills,
+  memory,
+} from "./talk.server.ts";
+import { whatsappStatus } from "./whatsapp-link.server.ts";
+
+// The data of an agent's chat page (app/routes/agents.$id.chat.tsx).
+
+/** A gateway that is down must not take the whole page with it: show why instead. */
+async function attempt<T>(fn: () => Promise<T>): Promise<{ value?: T; error?: string }> {
+  try {
+    return { value: await fn() };
+  } catch (error) {
+    if (error instanceof DomainError) return { error: error.message };
+    throw error;
+  }
+}
+
+/** What the chat page shows of the user's agent (`selected`: the session in the URL). */
+export async function chatPage(
+  user: { id: string },
+  agent: { id: string; name: string; model: string },
+  selected: string | undefined,
+) {
+  const sessions = await attempt(() => listSessions(user.id, agent.id));
+  const sessionId =
+    selected ?? (await activeSessionId(user.id, agent.id)) ?? sessions.value?.sessions.at(0)?.id;
+  const [conversation, mem, skills, creds, stream] = await Promise.all([
+    attempt(async () => (sessionId ? getSession(user.id, sessionId, agent.id) : undefined)),
+    attempt(() => memory(user.id, agent.id)),
+    attempt(() => listSkills(user.id, agent.id)),
+    credentials(user.id),
+    liveStreamOf(user.id),
+  ]);
+  // WhatsApp's link state, once chatapp3 is set up (the gateway is asked only then).
+  const whatsapp = creds.credentials.chatapp3 ? await attempt(() => whatsappStatus(user.id)) : null;
+  return {
+    userId: user.id,
+    agent: { id: agent.id, name: agent.name, model: agent.model },
+    sessions: sessions.value?.sessions ?? [],
+    gatewayError: sessions.error,
+    sessionId: sessionId ?? null,
+    messages: conversation.value?.messages ?? [],
+    memory: mem.value?.memory ?? [],
+    skills: skills.value?.skills ?? [],
+    credentials: creds.credentials,
+    stream: stream ?? null,
+    whatsapp: whatsapp ? { status: whatsapp.value ?? null, error: whatsapp.error ?? null } : null,
+  };
+}
+
+const token = z.string().trim().max(4096).optional();
+
+/** The forms of the page, by `intent` (server-only: it names server constants). */
+export const chatPageActions = z.discriminatedUnion("intent", [
+  z.object({
+    intent: z.literal("chat"),
+    message: z.string({ error: "Write a message" }).trim().min(1, "Write a message"),
+    sessionId: z.string().max(200).optional(),
+  }),
+  z.object({ intent: z.literal("new-session") }),
+  z.object({
+    intent: z.literal("skill"),
+    skillId: z.string().max(200),
+    enabled: z.enum(["true", "false"]),
+  }),
+  z.object({
+    intent: z.literal("credential"),
+    key: z.enum(CREDENTIAL_KEYS, { error: "Choose a credential" }),
+    value: z.string({ error: "Enter a value" }).trim().min(1, "Enter a value").max(4096),
+  }),
+  z.object({
+    intent: z.literal("channels"),
+    chatapp1Token: token,
+    chatapp2BotToken: token,
+    chatapp3Token: token,
+  }),
+  z.object({ intent: z.literal("whatsapp-link"), force: z.enum(["true", "false"]).optional() }),
+  z.object({ intent: z.literal("whatsapp-wait"), currentQrDataUrl: z.string().optional() }),
+  // The marketplace skills card (app/server/skills): update or remove an installed skill.
+  z.object({ intent: z.enum(["skill-update", "skill-remove"]), name: z.string().min(1).max(100) }),
+]);

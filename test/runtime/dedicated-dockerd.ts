@@ -1,0 +1,104 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { GATEWAY_PORT } from "../../worker/instances/engine.ts";
+import { DockerRuntime } from "../../worker/runtime/docker.ts";
+import { waitFor } from "./docker-support.ts";
+
+// A Docker engine of the test's own, so a test can stop and start it (the engine going down)
+// without touching the machine's dockerd: its own socket, data root, exec root and pid file in
+// a temp dir, no default bridge, no iptables rules, containerd namespaces and an address pool
+// of its own (10.213.0.0/16), so nothing it creates can collide with the system engine's.
+
+export const BUSYBOX = "/usr/bin/busybox";
+/** A gateway stand-in built from the host's static busybox: `/healthz` on the gateway port. */
+export const STANDIN_IMAGE = "agent-platform-test-busybox-healthz:1";
+
+export interface DedicatedDockerd {
+  host: string;
+  dir: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+export async function dedicatedDockerd(name: string): Promise<DedicatedDockerd> {
+  // Short: a unix socket path must stay under 108 bytes.
+  const dir = await mkdtemp(`/tmp/dd-${name}-`);
+  const socket = path.join(dir, "docker.sock");
+  const host = `unix://${socket}`;
+  let child: ChildProcess | undefined;
+  const args = [
+    `--host=${host}`,
+    `--data-root=${path.join(dir, "data")}`,
+    `--exec-root=${path.join(dir, "exec")}`,
+    `--pidfile=${path.join(dir, "docker.pid")}`,
+    "--bridge=none",
+    "--iptables=false",
+    "--ip6tables=false",
+    "--default-address-pool=base=10.213.0.0/16,size=24",
+    `--containerd-namespace=dd-${name}`,
+    `--containerd-plugins-namespace=dd-${name}-plugins`,
+  ];
+  const rt = new DockerRuntime({ socketPath: socket });
+
+  async function start() {
+    child = spawn("dockerd", args, { stdio: "ignore" });
+    await waitFor(
+      async () => {
+        await rt.ping();
+        return true;
+      },
+      { timeoutMs: 60_000, intervalMs: 100, what: "the dedicated dockerd" },
+    );
+  }
+
+  async function stop() {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      running.once("exit", () => resolve());
+      running.kill("SIGTERM");
+    });
+  }
+
+  return {
+    host,
+    dir,
+    start,
+    stop,
+    async destroy() {
+      if (child) {
+        const c = await rt.docker.listContainers({ all: true });
+        for (const x of c) await rt.docker.getContainer(x.Id).remove({ force: true, v: true });
+      }
+      await stop();
+      await rm(dir, { recursive: true, force: true }).catch(() => {});
+    },
+  };
+}
+
+/** Builds the busybox `/healthz` stand-in inside the dedicated engine (no pull, no network). */
+export async function buildStandin(dockerd: DedicatedDockerd): Promise<string> {
+  if (!existsSync(BUSYBOX)) throw new Error(`${BUSYBOX} is missing: the stand-in needs it`);
+  const ctx = path.join(dockerd.dir, "standin");
+  await mkdir(ctx, { recursive: true });
+  await copyFile(BUSYBOX, path.join(ctx, "busybox"));
+  await writeFile(
+    path.join(ctx, "Dockerfile"),
+    [
+      "FROM scratch",
+      "COPY busybox /bin/busybox",
+      'RUN ["/bin/busybox", "--install", "-s", "/bin"]',
+      "RUN mkdir -p /www /home/node/.openclaw && echo ok > /www/healthz",
+      `CMD ["httpd", "-f", "-p", "${GATEWAY_PORT}", "-h", "/www"]`,
+    ].join("\n"),
+  );
+  execFileSync("docker", ["build", "-q", "-t", STANDIN_IMAGE, ctx], {
+    env: { ...process.env, DOCKER_HOST: dockerd.host, DOCKER_BUILDKIT: "0" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return STANDIN_IMAGE;
+}

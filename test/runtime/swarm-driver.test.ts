@@ -1,0 +1,236 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chooseNode, type NodeCapacity } from "../../worker/runtime/placement.ts";
+import { SwarmRuntime } from "../../worker/runtime/swarm.ts";
+import {
+  type ContainerSpec,
+  LABELS,
+  limitsForPlan,
+  NoCapacityError,
+} from "../../worker/runtime/types.ts";
+import { testLabels, testRun } from "./docker-support.ts";
+import {
+  buildTinyImage,
+  describeSwarm,
+  fetchFromOverlay,
+  type SwarmEngine,
+  startSwarmEngine,
+  TINY_IMAGE,
+} from "./swarm-support.ts";
+
+// The Swarm driver against a real swarm: a dedicated dockerd in its own network namespace,
+// made a one-node swarm by the test (swarm-support.ts), never the system engine.
+
+const GiB = 1024 ** 3;
+
+describe("placement", () => {
+  const node = (id: string, memGiB: number, cpus: number, resMemGiB: number, resCpus: number) =>
+    ({
+      id,
+      hostname: id,
+      schedulable: true,
+      memoryBytes: memGiB * GiB,
+      nanoCpus: cpus * 1e9,
+      reservedMemoryBytes: resMemGiB * GiB,
+      reservedNanoCpus: resCpus * 1e9,
+    }) satisfies NodeCapacity;
+  const solo = { memoryBytes: 2 * GiB, nanoCpus: 1e9 };
+
+  it("chooses by free memory and CPU against reservations, not by how many instances run", () => {
+    // a runs many small services (little reserved); b runs one big one (most reserved).
+    const a = node("a", 16, 8, 4, 2);
+    const b = node("b", 16, 8, 12, 6);
+    expect(chooseNode([b, a], solo).id).toBe("a");
+    // The tighter resource decides: c has memory to spare but almost no CPU left.
+    const c = node("c", 64, 8, 0, 6.5);
+    expect(chooseNode([c, a], solo).id).toBe("a");
+  });
+
+  it("skips nodes that are drained, down or too small, and refuses when none has room", () => {
+    const drained = { ...node("d", 64, 16, 0, 0), schedulable: false };
+    const full = node("f", 8, 4, 7, 1);
+    const ok = node("o", 4, 2, 1, 0);
+    expect(chooseNode([drained, full, ok], solo).id).toBe("o");
+    expect(() => chooseNode([drained, full], solo)).toThrow(NoCapacityError);
+    expect(() => chooseNode([drained, full], solo)).toThrow(
+      /No node has room .* 2\.0 GiB and 1 CPUs/,
+    );
+  });
+});
+
+describeSwarm("Swarm driver (a real swarm)", () => {
+  let engine: SwarmEngine;
+  let rt: SwarmRuntime;
+  const network = `agent-swarm-${testRun}`;
+
+  const spec = (n: number, extra: Partial<ContainerSpec> = {}): ContainerSpec => {
+    const instanceId = `ins_${testRun}_${n}`;
+    return {
+      instanceId,
+      userId: `usr_${testRun}_${n}`,
+      image: TINY_IMAGE,
+      hostname: `agent-${instanceId}`.slice(0, 63),
+      name: `agent-${instanceId}`,
+      volume: `agent-${instanceId}-state`,
+      volumeTarget: "/home/node/.openclaw",
+      network,
+      limits: limitsForPlan("solo"),
+      env: { OPENCLAW_GATEWAY_TOKEN: "instance-own-token" },
+      labels: testLabels(),
+      restartPolicy: "on-failure",
+      ...extra,
+    };
+  };
+
+  beforeAll(async () => {
+    engine = await startSwarmEngine(`swt${process.pid}`);
+    buildTinyImage(engine);
+    rt = new SwarmRuntime({ host: engine.host, settleMs: 45_000 });
+    await rt.ping();
+  }, 120_000);
+
+  afterAll(async () => {
+    await engine?.stop();
+  }, 60_000);
+
+  it("refuses an engine that is not a swarm manager", async () => {
+    const plain = new SwarmRuntime({ host: "unix:///var/run/docker.sock" });
+    await expect(plain.ping()).rejects.toThrow(/not a Swarm manager/);
+  });
+
+  it("provisions a hardened service pinned to the node with room; start, stop, restart, stats, logs", async () => {
+    const { gatewayIp } = await rt.ensureNetwork(network, testLabels());
+    expect(gatewayIp).toBeUndefined(); // gateways reach the platform by RUNTIME_PLATFORM_AI_URL
+    // The manager fills the network's details in a moment after creating it.
+    await expect
+      .poll(async () => {
+        const net = await engine.docker.getNetwork(network).inspect();
+        return { driver: net.Driver, attachable: net.Attachable };
+      })
+      .toEqual({ driver: "overlay", attachable: true });
+
+    const s = spec(1);
+    await rt.ensureVolume(s.volume, { ...testLabels(), [LABELS.instanceId]: s.instanceId }, s);
+    expect(await rt.volumeExists(s.volume)).toBe(true);
+    const id = await rt.create(s);
+
+    // The service spec as the swarm holds it: one replica at most, pinned, reservations and
+    // limits from the plan, hardening.
+    const svc = (await engine.docker.getService(id).inspect()) as {
+      Spec: {
+        Labels: Record<string, string>;
+        Mode: { Replicated: { Replicas: number } };
+        EndpointSpec?: { Mode?: string; Ports?: unknown[] };
+        TaskTemplate: {
+          ContainerSpec: { Init: boolean; CapabilityDrop: string[]; Env: string[] };
+          Resources: {
+            Limits: { NanoCPUs: number; MemoryBytes: number; Pids: number };
+            Reservations: { NanoCPUs: number; MemoryBytes: number };
+          };
+          Placement: { Constraints: string[] };
+        };
+      };
+    };
+    const tt = svc.Spec.TaskTemplate;
+    expect(svc.Spec.Mode.Replicated.Replicas).toBe(0);
+    expect(tt.Placement.Constraints).toEqual([`node.id==${engine.nodeId}`]);
+    expect(tt.Resources.Limits).toEqual({ NanoCPUs: 1e9, MemoryBytes: 2 * GiB, Pids: 512 });
+    expect(tt.Resources.Reservations).toEqual({ NanoCPUs: 1e9, MemoryBytes: 2 * GiB });
+    expect(tt.ContainerSpec.Init).toBe(true);
+    expect(tt.ContainerSpec.CapabilityDrop).toEqual(["ALL"]);
+    expect(tt.ContainerSpec.Env).toEqual(["OPENCLAW_GATEWAY_TOKEN=instance-own-token"]);
+    expect(svc.Spec.EndpointSpec?.Ports ?? []).toEqual([]); // nothing published
+    expect(svc.Spec.Labels[LABELS.instanceId]).toBe(s.instanceId);
+
+    const created = await rt.inspect(s.name);
+    expect(created?.state).toBe("created");
+    expect(created?.running).toBe(false);
+    expect(created?.node).toBe(engine.nodeId);
+
+    await rt.start(id);
+    const info = await rt.inspect(id);
+    expect(info?.running).toBe(true);
+    expect(info?.address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    expect(info?.security).toMatchObject({ init: true, capDrop: ["ALL"] });
+    expect(info?.limits).toMatchObject({ memoryBytes: 2 * GiB, nanoCpus: 1e9, pidsLimit: 512 });
+    expect(info?.mounts).toContainEqual({
+      name: s.volume,
+      destination: s.volumeTarget,
+      type: "volume",
+    });
+    expect(info?.imageId).toMatch(/^sha256:/);
+
+    // Non-root, no capabilities, no new privileges, seen from inside the task's container.
+    const who = await rt.exec(id, ["id", "-u"]);
+    expect(who.stdout.trim()).toBe("1000");
+    const status = await rt.exec(id, ["grep", "-E", "^(NoNewPrivs|CapEff)", "/proc/1/status"]);
+    expect(status.stdout).toMatch(/NoNewPrivs:\s+1/);
+    expect(status.stdout).toMatch(/CapEff:\s+0+\n/);
+
+    // Reachable where the platform's containers sit: attached to the gateways' overlay.
+    const health = await fetchFromOverlay(engine, network, info?.address);
+    expect(health).toMatch(/^HTTP\/1\.[01] 200/);
+    expect(health).toMatch(/\r\n\r\nok\n$/);
+
+    const stats = await rt.stats(id);
+    expect(stats.memoryLimitBytes).toBe(2 * GiB);
+    expect(stats.pids).toBeGreaterThan(0);
+    const logs = await rt.logs(id);
+    expect(logs).toContain("hello-from-task");
+    expect(logs).toContain("oops");
+
+    await rt.stop(id);
+    const stopped = await rt.inspect(id);
+    expect(stopped?.running).toBe(false);
+    expect(stopped?.state).toBe("exited");
+    expect(stopped?.address).toBeUndefined();
+    // Stopped, it keeps its reservation on its node: its start must never find the node full.
+    const node = (await rt.capacity()).find((n) => n.id === engine.nodeId);
+    expect(node?.reservedMemoryBytes).toBe(2 * GiB);
+
+    await rt.start(id);
+    const before = (await rt.inspect(id))?.startedAt;
+    await rt.restart(id);
+    const after = await rt.inspect(id);
+    expect(after?.running).toBe(true);
+    expect(after?.startedAt).not.toBe(before);
+    expect(after?.node).toBe(engine.nodeId);
+    expect(after?.restartCount).toBeGreaterThan(0);
+    expect(await fetchFromOverlay(engine, network, after?.address)).toMatch(/^HTTP\/1\.[01] 200/);
+
+    const listed = await rt.list({ [LABELS.instanceId]: s.instanceId });
+    expect(listed).toEqual([expect.objectContaining({ id, name: s.name, state: "running" })]);
+
+    expect((await rt.volumeHolders(s.volume)).map((h) => h.id)).toEqual([id]);
+    await rt.remove(id);
+    expect(await rt.inspect(id)).toBeUndefined();
+    expect(await rt.volumeHolders(s.volume)).toEqual([]);
+    await rt.removeVolume(s.volume);
+    expect(await rt.volumeExists(s.volume)).toBe(false);
+  }, 180_000);
+
+  it("refuses clearly when no node has room, counting what is reserved", async () => {
+    const [node] = await rt.capacity();
+    expect(node).toBeDefined();
+    if (!node) return;
+    const free = node.memoryBytes - node.reservedMemoryBytes;
+    const huge = { ...limitsForPlan("solo"), memoryBytes: free + GiB };
+    const s = spec(2, { limits: huge });
+    await expect(
+      rt.ensureVolume(s.volume, { [LABELS.instanceId]: s.instanceId }, { limits: huge }),
+    ).rejects.toThrow(NoCapacityError);
+    expect(await rt.volumeExists(s.volume)).toBe(false);
+
+    // One instance that fits takes its share: what is left is exactly what it did not reserve.
+    const fitting = spec(3);
+    await rt.ensureVolume(fitting.volume, { [LABELS.instanceId]: fitting.instanceId }, fitting);
+    const id = await rt.create(fitting);
+    const [after] = await rt.capacity();
+    expect(after?.reservedMemoryBytes).toBe(node.reservedMemoryBytes + 2 * GiB);
+    expect(after?.reservedNanoCpus).toBe(node.reservedNanoCpus + 1e9);
+    // A demand that fitted before no longer does once the reservation is counted.
+    const exact = { ...limitsForPlan("solo"), memoryBytes: free - GiB };
+    await expect(rt.place(exact)).rejects.toThrow(/No node has room/);
+    await rt.remove(id);
+    await rt.removeVolume(fitting.volume);
+  }, 120_000);
+});

@@ -1,0 +1,65 @@
+import { recordEngineCheck } from "../../app/server/agents/engine-health.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import { sendJob } from "../../app/server/platform/jobs.server.ts";
+import { log, rt } from "./engine.ts";
+
+// The worker's check of the container engine: a ping every ENGINE_CHECK_INTERVAL_MS, recorded
+// in runtime_engines (the web reads it). While the engine does not answer, instances are marked
+// `unknown`; when it answers again (or at the worker's first check) a reconcile pass is queued at
+// once, so an instance whose container exited meanwhile is healed within seconds.
+
+/** A ping that does not answer within this bound counts as down (a hung daemon). */
+const PING_TIMEOUT_MS = 3_000;
+
+async function ping(): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      rt().ping(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error("no answer to ping")), PING_TIMEOUT_MS);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** One check: records it; returns what changed ("returned", "lost") or the steady state. */
+export async function checkEngine(): Promise<"returned" | "lost" | "up" | "down"> {
+  let error: string | undefined;
+  try {
+    await ping();
+  } catch (e) {
+    error = (e as Error).message;
+  }
+  const previous = await recordEngineCheck(error === undefined, error);
+  if (error !== undefined) {
+    if (previous !== false) log().warn({ err: error }, "container engine does not answer");
+    return previous === false ? "down" : "lost";
+  }
+  if (previous === true) return "up";
+  if (previous === false) log().info("container engine answers again: reconciling at once");
+  await sendJob("reconcile", {});
+  return "returned";
+}
+
+/** Checks the engine every ENGINE_CHECK_INTERVAL_MS; returns a stop function. */
+export function startEngineWatch(): () => void {
+  const every = env().ENGINE_CHECK_INTERVAL_MS;
+  if (every <= 0) return () => {};
+  let running = false;
+  const tick = () => {
+    if (running) return;
+    running = true;
+    checkEngine()
+      .catch((error) => log().warn({ err: error }, "engine check could not be recorded"))
+      .finally(() => {
+        running = false;
+      });
+  };
+  tick();
+  const timer = setInterval(tick, every);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,708 @@
+import type Docker from "dockerode";
+import { z } from "zod";
+import { DockerRuntime } from "./docker.ts";
+import { chooseNode, type Demand, demandOf, fits, type NodeCapacity } from "./placement.ts";
+import {
+  type AgentRuntime,
+  type ContainerInfo,
+  type ContainerSpec,
+  type ContainerState,
+  type ContainerStats,
+  type ContainerSummary,
+  type ExecResult,
+  LABELS,
+  limitsForPlan,
+  NoCapacityError,
+  type ResourceLimits,
+  RuntimeUnavailableError,
+} from "./types.ts";
+
+// The Swarm driver: one replicated service (0 or 1 replica) per instance, pinned by a placement
+// constraint to the node that holds its state volume. The swarm's manager API places, starts and
+// stops; what only a node's own engine can do (volumes, a task's container: inspect, stats,
+// logs, exec, one-shot containers) goes to that node's engine. Hardening as the Docker driver:
+// Init, every capability dropped, no-new-privileges, a pids limit, the plan's memory and CPUs as
+// reservations and limits, the image's non-root user. docs/decisions/0145-swarm-driver-and-placement.md
+
+/** The label a node's engine address may be given by (`docker node update --label-add`). */
+export const NODE_ENGINE_LABEL = "agent-platform.engine";
+
+export interface SwarmDriverOptions {
+  /** The manager's engine (default: DOCKER_SOCKET or /var/run/docker.sock). */
+  host?: string;
+  /** Node id or hostname → that node's engine (unix:///path or tcp://host:port). */
+  nodeEngines?: Record<string, string>;
+  /** Upper bound on a gateway's CPUs. */
+  maxCpus?: number;
+  /** How long start/stop/restart wait for the task to get there. */
+  settleMs?: number;
+}
+
+type Task = Docker.Task & {
+  ID: string;
+  NodeID?: string;
+  DesiredState?: string;
+  CreatedAt?: string;
+  Status?: {
+    State?: string;
+    Err?: string;
+    Message?: string;
+    ContainerStatus?: { ContainerID?: string; ExitCode?: number };
+  };
+  NetworksAttachments?: Array<{ Network?: { Spec?: { Name?: string } }; Addresses?: string[] }>;
+};
+
+type Service = {
+  ID: string;
+  /** Present once the service was updated (started): a never-started one is "created". */
+  PreviousSpec?: ServiceSpec;
+  Version?: { Index?: number };
+  CreatedAt?: string;
+  Spec?: ServiceSpec;
+};
+
+type ServiceSpec = {
+  Name?: string;
+  Labels?: Record<string, string>;
+  Mode?: { Replicated?: { Replicas?: number } };
+  TaskTemplate?: {
+    ContainerSpec?: {
+      Image?: string;
+      Hostname?: string;
+      Env?: string[];
+      Init?: boolean;
+      CapabilityDrop?: string[];
+      Privileges?: { NoNewPrivileges?: boolean };
+      User?: string;
+      Mounts?: Array<{ Type?: string; Source?: string; Target?: string }>;
+    };
+    Resources?: {
+      Limits?: { NanoCPUs?: number; MemoryBytes?: number; Pids?: number };
+      Reservations?: { NanoCPUs?: number; MemoryBytes?: number };
+    };
+    RestartPolicy?: { Condition?: string };
+    Placement?: { Constraints?: string[] };
+    ForceUpdate?: number;
+    Networks?: Array<{ Target?: string }>;
+  };
+};
+
+/** What the driver reads of a node (GET /nodes): parsed, not cast. */
+const nodeSchema = z.object({
+  ID: z.string(),
+  Spec: z
+    .object({
+      Availability: z.string().optional(),
+      Labels: z.record(z.string(), z.string()).nullish(),
+    })
+    .optional(),
+  Description: z
+    .object({
+      Hostname: z.string().optional(),
+      Resources: z
+        .object({ NanoCPUs: z.number().optional(), MemoryBytes: z.number().optional() })
+        .optional(),
+    })
+    .optional(),
+  Status: z.object({ State: z.string().optional(), Addr: z.string().optional() }).optional(),
+});
+type SwarmNode = z.infer<typeof nodeSchema>;
+
+const LIVE_TASK = new Set(["new", "pending", "assigned", "accepted", "preparing", "starting"]);
+const ENGINE_DOWN = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET", "EPIPE"]);
+
+const statusOf = (error: unknown) => (error as { statusCode?: number }).statusCode;
+
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code && ENGINE_DOWN.has(code)) {
+      throw new RuntimeUnavailableError(`Swarm manager unreachable (${code})`, { cause: error });
+    }
+    throw error;
+  }
+}
+
+const newest = (a: { CreatedAt?: string }, b: { CreatedAt?: string }) =>
+  (b.CreatedAt ?? "").localeCompare(a.CreatedAt ?? "");
+
+/** The node id a service is pinned to (its `node.id==…` constraint). */
+export function pinnedNode(spec: ServiceSpec | undefined): string | undefined {
+  for (const c of spec?.TaskTemplate?.Placement?.Constraints ?? []) {
+    const m = /^node\.id\s*==\s*(\S+)$/.exec(c);
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
+export class SwarmRuntime implements AgentRuntime {
+  readonly driver = "swarm" as const;
+  readonly manager: DockerRuntime;
+  readonly maxCpus: number | undefined;
+  readonly #nodeEngines: Record<string, string>;
+  readonly #engines = new Map<string, DockerRuntime>();
+  readonly #settleMs: number;
+  #managerNodeId: string | undefined;
+
+  constructor(options: SwarmDriverOptions = {}) {
+    this.manager = new DockerRuntime({ host: options.host });
+    this.maxCpus = options.maxCpus;
+    this.#nodeEngines = options.nodeEngines ?? {};
+    this.#settleMs = options.settleMs ?? 60_000;
+  }
+
+  get docker(): Docker {
+    return this.manager.docker;
+  }
+
+  async ping(): Promise<void> {
+    const info = await call(() => this.docker.info());
+    const swarm = info.Swarm as { LocalNodeState?: string; ControlAvailable?: boolean };
+    if (swarm?.LocalNodeState !== "active" || !swarm.ControlAvailable) {
+      throw new RuntimeUnavailableError(
+        "the engine is not a Swarm manager (docker swarm init, or point DOCKER_SOCKET at a manager)",
+      );
+    }
+  }
+
+  // --- nodes and their engines ---------------------------------------------------------------
+
+  async #nodes(): Promise<SwarmNode[]> {
+    return z.array(nodeSchema).parse(await call(() => this.docker.listNodes()));
+  }
+
+  async #managerNode(): Promise<string> {
+    this.#managerNodeId ??= (
+      (await call(() => this.docker.info())).Swarm as { NodeID: string }
+    ).NodeID;
+    return this.#managerNodeId;
+  }
+
+  /** The engine of a node: configured by id or hostname, its engine label, or the manager's own. */
+  async engineOf(nodeId: string): Promise<DockerRuntime> {
+    const cached = this.#engines.get(nodeId);
+    if (cached) return cached;
+    const node = nodeSchema.parse(await call(() => this.docker.getNode(nodeId).inspect()));
+    const host =
+      this.#nodeEngines[nodeId] ??
+      (node.Description?.Hostname ? this.#nodeEngines[node.Description.Hostname] : undefined) ??
+      node.Spec?.Labels?.[NODE_ENGINE_LABEL];
+    let engine: DockerRuntime;
+    if (host) engine = new DockerRuntime({ host });
+    else if (nodeId === (await this.#managerNode())) engine = this.manager;
+    else {
+      throw new RuntimeUnavailableError(
+        `no engine address for node ${nodeId} (SWARM_NODE_ENGINES or node label ${NODE_ENGINE_LABEL})`,
+      );
+    }
+    this.#engines.set(nodeId, engine);
+    return engine;
+  }
+
+  async #readyEngines(): Promise<Array<{ nodeId: string; engine: DockerRuntime }>> {
+    const out: Array<{ nodeId: string; engine: DockerRuntime }> = [];
+    for (const n of await this.#nodes()) {
+      if (n.Status?.State !== "ready") continue;
+      try {
+        out.push({ nodeId: n.ID, engine: await this.engineOf(n.ID) });
+      } catch (error) {
+        if (!(error instanceof RuntimeUnavailableError)) throw error;
+      }
+    }
+    return out;
+  }
+
+  /** The node whose engine holds the volume, if any. */
+  async #nodeOfVolume(name: string): Promise<string | undefined> {
+    for (const { nodeId, engine } of await this.#readyEngines()) {
+      if (await engine.volumeExists(name)) return nodeId;
+    }
+    return undefined;
+  }
+
+  /** Every node with what it has and what the services pinned to or running on it reserve. */
+  async capacity(): Promise<NodeCapacity[]> {
+    const [nodes, services, tasks] = await Promise.all([
+      this.#nodes(),
+      call(() => this.docker.listServices()) as Promise<Service[]>,
+      call(() => this.docker.listTasks({ filters: { "desired-state": ["running"] } })) as Promise<
+        Task[]
+      >,
+    ]);
+    const byId = new Map(services.map((s) => [s.ID, s]));
+    const reserved = new Map<string, { mem: number; cpu: number }>();
+    const counted = new Set<string>();
+    const add = (nodeId: string, s: Service) => {
+      const key = `${nodeId}/${s.ID}`;
+      if (counted.has(key)) return;
+      counted.add(key);
+      const r = s.Spec?.TaskTemplate?.Resources?.Reservations;
+      const cur = reserved.get(nodeId) ?? { mem: 0, cpu: 0 };
+      reserved.set(nodeId, {
+        mem: cur.mem + (r?.MemoryBytes ?? 0),
+        cpu: cur.cpu + (r?.NanoCPUs ?? 0),
+      });
+    };
+    // A pinned instance keeps its reservation while stopped: its start must never find the
+    // node full.
+    for (const s of services) {
+      const node = pinnedNode(s.Spec);
+      if (node) add(node, s);
+    }
+    for (const t of tasks) {
+      const s = byId.get((t as { ServiceID?: string }).ServiceID ?? "");
+      if (t.NodeID && s) add(t.NodeID, s);
+    }
+    return nodes.map((n) => {
+      const r = reserved.get(n.ID) ?? { mem: 0, cpu: 0 };
+      return {
+        id: n.ID,
+        hostname: n.Description?.Hostname ?? "",
+        schedulable: n.Status?.State === "ready" && n.Spec?.Availability === "active",
+        memoryBytes: n.Description?.Resources?.MemoryBytes ?? 0,
+        nanoCpus: n.Description?.Resources?.NanoCPUs ?? 0,
+        reservedMemoryBytes: r.mem,
+        reservedNanoCpus: r.cpu,
+      };
+    });
+  }
+
+  #demand(limits: ResourceLimits): Demand {
+    return demandOf(limits, this.maxCpus);
+  }
+
+  /** Chooses the node for a new instance (NoCapacityError when none has room). */
+  async place(limits: ResourceLimits): Promise<NodeCapacity> {
+    return chooseNode(await this.capacity(), this.#demand(limits));
+  }
+
+  // --- volumes -------------------------------------------------------------------------------
+
+  /**
+   * The gateways' overlay network, attachable so the platform's own containers (the AI
+   * endpoint) join it. Its gateway address is no host of ours: gateways reach the platform by
+   * RUNTIME_PLATFORM_AI_URL (a service name on this network), so none is returned.
+   */
+  async ensureNetwork(
+    name: string,
+    labels: Record<string, string> = {},
+  ): Promise<{ gatewayIp: string | undefined }> {
+    try {
+      await call(() => this.docker.getNetwork(name).inspect());
+      return { gatewayIp: undefined };
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+    }
+    try {
+      await call(() =>
+        this.docker.createNetwork({
+          Name: name,
+          Driver: "overlay",
+          Attachable: true,
+          CheckDuplicate: true,
+          Labels: { ...labels, [LABELS.managed]: "1" },
+        }),
+      );
+    } catch (error) {
+      if (statusOf(error) !== 409) throw error;
+    }
+    return { gatewayIp: undefined };
+  }
+
+  /**
+   * A new volume goes where its instance will run: next to another volume of the same instance
+   * (a snapshot beside its state), else on the node chosen by capacity for `placement`'s limits
+   * (solo's when not said).
+   */
+  async ensureVolume(
+    name: string,
+    labels: Record<string, string>,
+    placement?: { limits: ResourceLimits },
+  ): Promise<void> {
+    if (await this.#nodeOfVolume(name)) return;
+    let nodeId: string | undefined;
+    const instanceId = labels[LABELS.instanceId];
+    if (instanceId) {
+      for (const { nodeId: id, engine } of await this.#readyEngines()) {
+        const { Volumes } = await engine.docker.listVolumes({
+          filters: { label: [`${LABELS.instanceId}=${instanceId}`] },
+        });
+        if ((Volumes ?? []).length > 0) nodeId = id;
+      }
+    }
+    nodeId ??= (await this.place(placement?.limits ?? limitsForPlan(undefined))).id;
+    await (await this.engineOf(nodeId)).ensureVolume(name, labels);
+  }
+
+  async volumeExists(name: string): Promise<boolean> {
+    return (await this.#nodeOfVolume(name)) !== undefined;
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    for (const { engine } of await this.#readyEngines()) await engine.removeVolume(name);
+  }
+
+  async volumeSizes(): Promise<Map<string, number>> {
+    const sizes = new Map<string, number>();
+    for (const { engine } of await this.#readyEngines()) {
+      for (const [k, v] of await engine.volumeSizes()) sizes.set(k, v);
+    }
+    return sizes;
+  }
+
+  async imageId(image: string): Promise<string | undefined> {
+    return this.manager.imageId(image);
+  }
+
+  // --- services ------------------------------------------------------------------------------
+
+  async create(spec: ContainerSpec): Promise<string> {
+    // The instance's state volume decides its node; a volume not made yet is placed now.
+    let nodeId = await this.#nodeOfVolume(spec.volume);
+    if (!nodeId) {
+      await this.ensureVolume(spec.volume, { [LABELS.instanceId]: spec.instanceId }, spec);
+      nodeId = await this.#nodeOfVolume(spec.volume);
+    }
+    if (!nodeId) throw new Error(`volume ${spec.volume} vanished after create`);
+    const demand = this.#demand(spec.limits);
+    const node = (await this.capacity()).find((n) => n.id === nodeId);
+    if (!node?.schedulable || !fits(node, demand)) {
+      throw new NoCapacityError(
+        `Node ${node?.hostname || nodeId} holding this instance's state has no room for it now`,
+      );
+    }
+    const labels = {
+      ...spec.labels,
+      [LABELS.managed]: "1",
+      [LABELS.instanceId]: spec.instanceId,
+      [LABELS.userId]: spec.userId,
+      [LABELS.role]: "gateway",
+    };
+    const created = (await call(() =>
+      this.docker.createService({
+        Name: spec.name,
+        Labels: labels,
+        Mode: { Replicated: { Replicas: 0 } },
+        TaskTemplate: {
+          ContainerSpec: {
+            Image: spec.image,
+            Hostname: spec.hostname,
+            Args: spec.cmd,
+            Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+            Labels: labels,
+            Init: true,
+            CapabilityDrop: ["ALL"],
+            // Honoured from API 1.46; older engines need dockerd --no-new-privileges (decision).
+            Privileges: { NoNewPrivileges: true },
+            StopGracePeriod: 10e9,
+            Mounts: [{ Type: "volume", Source: spec.volume, Target: spec.volumeTarget }],
+          },
+          Resources: {
+            Limits: {
+              NanoCPUs: demand.nanoCpus,
+              MemoryBytes: demand.memoryBytes,
+              Pids: spec.limits.pidsLimit,
+            },
+            Reservations: { NanoCPUs: demand.nanoCpus, MemoryBytes: demand.memoryBytes },
+          },
+          RestartPolicy: {
+            Condition: spec.restartPolicy === "no" ? "none" : "on-failure",
+            Delay: 1e9,
+          },
+          Placement: { Constraints: [`node.id==${nodeId}`] },
+          Networks: [{ Target: spec.network, Aliases: [spec.hostname] }],
+          LogDriver: { Name: "json-file", Options: { "max-size": "10m", "max-file": "3" } },
+        },
+        // One replica, one address: the task's own (no virtual IP in front of it).
+        EndpointSpec: { Mode: "dnsrr" },
+      } as unknown as Docker.CreateServiceOptions),
+    )) as { id?: string; ID?: string };
+    return (created.ID ?? created.id) as string;
+  }
+
+  async #service(id: string): Promise<Service | undefined> {
+    try {
+      return (await call(() => this.docker.getService(id).inspect())) as Service;
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async #tasks(serviceId: string): Promise<Task[]> {
+    const tasks = (await call(() =>
+      this.docker.listTasks({ filters: { service: [serviceId] } }),
+    )) as Task[];
+    return tasks.sort(newest);
+  }
+
+  /** The task that counts now: the newest one meant to run, else the newest of all. */
+  #current(tasks: Task[]): Task | undefined {
+    return tasks.find((t) => t.DesiredState === "running") ?? tasks[0];
+  }
+
+  async #update(id: string, change: (spec: ServiceSpec) => void): Promise<Service> {
+    const service = await this.#service(id);
+    if (!service?.Spec) throw new Error(`no such service: ${id}`);
+    const spec = structuredClone(service.Spec);
+    change(spec);
+    await call(() =>
+      this.docker.getService(service.ID).update({ version: service.Version?.Index, ...spec }),
+    );
+    return service;
+  }
+
+  /** Waits until the service's current task runs (or, for `stopped`, none runs). */
+  async #settle(serviceId: string, want: "running" | "stopped", after?: string): Promise<void> {
+    const deadline = Date.now() + this.#settleMs;
+    let delay = 100;
+    for (;;) {
+      const tasks = await this.#tasks(serviceId);
+      if (want === "stopped") {
+        const live = tasks.filter(
+          (t) => t.Status?.State === "running" || LIVE_TASK.has(t.Status?.State ?? ""),
+        );
+        if (live.length === 0) return;
+      } else {
+        const t = tasks.find((x) => x.DesiredState === "running" && (!after || x.ID !== after));
+        const state = t?.Status?.State;
+        if (state === "running") return;
+        if (t && state === "pending" && /insufficient resources/i.test(t.Status?.Err ?? "")) {
+          throw new NoCapacityError(`No room on the instance's node: ${t.Status?.Err}`);
+        }
+        if (t && (state === "rejected" || state === "failed")) {
+          throw new Error(`task ${state}: ${t.Status?.Err ?? t.Status?.Message ?? "unknown"}`);
+        }
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`service ${serviceId} not ${want} after ${this.#settleMs} ms`);
+      }
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 500);
+    }
+  }
+
+  async start(id: string): Promise<void> {
+    const service = await this.#service(id);
+    if (!service) throw new Error(`no such service: ${id}`);
+    if (service.Spec?.Mode?.Replicated?.Replicas !== 1) {
+      await this.#update(id, (s) => {
+        s.Mode = { Replicated: { Replicas: 1 } };
+      });
+    }
+    await this.#settle(service.ID, "running");
+  }
+
+  async stop(id: string, _timeoutSeconds = 10): Promise<void> {
+    const service = await this.#service(id);
+    if (!service) throw new Error(`no such service: ${id}`);
+    if (service.Spec?.Mode?.Replicated?.Replicas !== 0) {
+      await this.#update(id, (s) => {
+        s.Mode = { Replicated: { Replicas: 0 } };
+      });
+    }
+    await this.#settle(service.ID, "stopped");
+  }
+
+  async restart(id: string, _timeoutSeconds = 10): Promise<void> {
+    const before = this.#current(await this.#tasks(id));
+    const service = await this.#update(id, (s) => {
+      s.Mode = { Replicated: { Replicas: 1 } };
+      const tt = s.TaskTemplate ?? {};
+      tt.ForceUpdate = (tt.ForceUpdate ?? 0) + 1; // a new task, as `docker service update --force`
+      s.TaskTemplate = tt;
+    });
+    await this.#settle(
+      service.ID,
+      "running",
+      before?.DesiredState === "running" ? before.ID : undefined,
+    );
+  }
+
+  async remove(id: string): Promise<void> {
+    const service = await this.#service(id);
+    if (!service) {
+      // A plain container on some node (a one-shot left behind, see volumeHolders).
+      for (const { engine } of await this.#readyEngines()) await engine.remove(id);
+      return;
+    }
+    const nodes = new Set(
+      (await this.#tasks(service.ID)).map((t) => t.NodeID).filter((n): n is string => !!n),
+    );
+    try {
+      await call(() => this.docker.getService(service.ID).remove());
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+    }
+    // The tasks' containers go asynchronously; the volume can only be removed once they have.
+    const deadline = Date.now() + this.#settleMs;
+    for (const nodeId of nodes) {
+      const engine = await this.engineOf(nodeId).catch(() => undefined);
+      if (!engine) continue;
+      const filters = { label: [`com.docker.swarm.service.id=${service.ID}`] };
+      while ((await engine.docker.listContainers({ all: true, filters })).length > 0) {
+        if (Date.now() > deadline) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  }
+
+  /** The service's current task's container on its node, when it has one. */
+  async #container(
+    id: string,
+  ): Promise<{ engine: DockerRuntime; containerId: string; task: Task } | undefined> {
+    const tasks = await this.#tasks(id);
+    for (const task of [this.#current(tasks), ...tasks]) {
+      const containerId = task?.Status?.ContainerStatus?.ContainerID;
+      if (task?.NodeID && containerId) {
+        return { engine: await this.engineOf(task.NodeID), containerId, task };
+      }
+    }
+    return undefined;
+  }
+
+  async #taskContainer(id: string) {
+    const found = await this.#container(id);
+    if (!found) throw new Error(`service ${id} has no container`);
+    return found;
+  }
+
+  async inspect(id: string): Promise<ContainerInfo | undefined> {
+    const service = await this.#service(id);
+    if (!service?.Spec) return undefined;
+    const spec = service.Spec;
+    const cs = spec.TaskTemplate?.ContainerSpec ?? {};
+    const limits = spec.TaskTemplate?.Resources?.Limits ?? {};
+    const tasks = await this.#tasks(service.ID);
+    const task = this.#current(tasks);
+    const replicas = spec.Mode?.Replicated?.Replicas ?? 0;
+    const taskState = task?.Status?.State;
+    const running = replicas > 0 && taskState === "running";
+    let state: ContainerState;
+    if (running) state = "running";
+    else if (replicas > 0) state = "restarting";
+    // Scaled to 0 the swarm drops the tasks: a service that was ever updated has been started.
+    else state = tasks.length === 0 && !service.PreviousSpec ? "created" : "exited";
+    const network = spec.TaskTemplate?.Networks?.[0]?.Target;
+    const attachment = (task?.NetworksAttachments ?? []).find(
+      (a) =>
+        a.Network?.Spec?.Name === network ||
+        (a as { Network?: { ID?: string } }).Network?.ID === network,
+    );
+    const address = running ? attachment?.Addresses?.[0]?.split("/")[0] : undefined;
+    const found = await this.#container(service.ID).catch(() => undefined);
+    const container = found ? await found.engine.inspect(found.containerId) : undefined;
+    const image = (cs.Image ?? "").replace(/@sha256:[0-9a-f]+$/, "");
+    const nodeId = pinnedNode(spec);
+    return {
+      id: service.ID,
+      name: spec.Name ?? "",
+      image,
+      imageId:
+        container?.imageId ??
+        (nodeId ? await (await this.engineOf(nodeId)).imageId(image) : undefined) ??
+        "",
+      state,
+      running,
+      health: running ? container?.health : undefined,
+      oomKilled: container?.oomKilled ?? false,
+      exitCode: task?.Status?.ContainerStatus?.ExitCode ?? container?.exitCode ?? 0,
+      restartCount: Math.max(0, tasks.length - 1),
+      startedAt: running ? container?.startedAt : undefined,
+      finishedAt: container?.finishedAt,
+      labels: spec.Labels ?? {},
+      address,
+      node: nodeId,
+      ports: {},
+      hostname: cs.Hostname ?? "",
+      limits: {
+        memoryBytes: limits.MemoryBytes ?? 0,
+        cpuShares: container?.limits.cpuShares ?? 0,
+        nanoCpus: limits.NanoCPUs ?? 0,
+        pidsLimit: limits.Pids ?? 0,
+      },
+      security: {
+        init: cs.Init === true,
+        capDrop: cs.CapabilityDrop ?? [],
+        securityOpt: cs.Privileges?.NoNewPrivileges ? ["no-new-privileges"] : [],
+        readOnly: false,
+      },
+      restartPolicy: spec.TaskTemplate?.RestartPolicy?.Condition ?? "",
+      env: cs.Env ?? [],
+      mounts: (cs.Mounts ?? []).map((m) => ({
+        name: m.Source,
+        destination: m.Target ?? "",
+        type: m.Type ?? "volume",
+      })),
+    };
+  }
+
+  async stats(id: string): Promise<ContainerStats> {
+    const { engine, containerId } = await this.#taskContainer(id);
+    return engine.stats(containerId);
+  }
+
+  async logs(id: string, options: { tail?: number } = {}): Promise<string> {
+    const { engine, containerId } = await this.#taskContainer(id);
+    return engine.logs(containerId, options);
+  }
+
+  async exec(id: string, cmd: string[], options: { timeoutMs?: number } = {}): Promise<ExecResult> {
+    const { engine, containerId } = await this.#taskContainer(id);
+    return engine.exec(containerId, cmd, options);
+  }
+
+  async list(labels: Record<string, string>): Promise<ContainerSummary[]> {
+    const filters = { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
+    const services = (await call(() => this.docker.listServices({ filters }))) as Service[];
+    if (services.length === 0) return [];
+    const running = new Set(
+      (
+        (await call(() =>
+          this.docker.listTasks({ filters: { "desired-state": ["running"] } }),
+        )) as Task[]
+      )
+        .filter((t) => t.Status?.State === "running")
+        .map((t) => (t as { ServiceID?: string }).ServiceID),
+    );
+    return services.map((s) => ({
+      id: s.ID,
+      name: s.Spec?.Name ?? "",
+      state: running.has(s.ID) ? "running" : "exited",
+      labels: s.Spec?.Labels ?? {},
+    }));
+  }
+
+  /**
+   * What keeps a volume from removal: the services mounting it, and plain containers (not a
+   * service's task) on the nodes that mount it. `remove` takes either id.
+   */
+  async volumeHolders(volume: string): Promise<ContainerSummary[]> {
+    const services = (await call(() => this.docker.listServices())) as Service[];
+    const holders: ContainerSummary[] = services
+      .filter((s) =>
+        (s.Spec?.TaskTemplate?.ContainerSpec?.Mounts ?? []).some((m) => m.Source === volume),
+      )
+      .map((s) => ({
+        id: s.ID,
+        name: s.Spec?.Name ?? "",
+        state: "service",
+        labels: s.Spec?.Labels ?? {},
+      }));
+    for (const { engine } of await this.#readyEngines()) {
+      for (const c of await engine.volumeHolders(volume)) {
+        if (!c.labels["com.docker.swarm.service.id"]) holders.push(c);
+      }
+    }
+    return holders;
+  }
+
+  /** A one-shot container on the node that holds the volume (its state lives there). */
+  async runOnce(spec: Parameters<AgentRuntime["runOnce"]>[0]): Promise<ExecResult> {
+    const nodeId = await this.#nodeOfVolume(spec.volume);
+    const engine = nodeId ? await this.engineOf(nodeId) : this.manager;
+    return engine.runOnce(spec);
+  }
+}
