@@ -36,7 +36,8 @@ server.keepAliveTimeout = 65_000;
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.PORT;
-  logger().info({ url: `http://${config.HOST}:${port}` }, "web listening");
+  // APP_URL is the address to open: mail links, wallet sign-in and security keys name it.
+  logger().info({ url: config.APP_URL, listening: `${config.HOST}:${port}` }, "web listening");
 });
 
 onStopSignal((signal) => {

@@ -88,6 +88,4 @@ async function shutdown() {
 process.on("SIGINT", () => void shutdown());
 process.on("SIGTERM", () => void shutdown());
 
-say(
-  `platform starting at http://${config.HOST === "0.0.0.0" ? "localhost" : config.HOST}:${config.PORT} (Ctrl-C stops web, worker and database)`,
-);
+say(`platform starting at ${config.APP_URL} (Ctrl-C stops web, worker and database)`);

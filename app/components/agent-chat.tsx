@@ -1,14 +1,14 @@
-import { Form, useNavigate, useRevalidator } from "@remix-run/react";
-import { type FormEvent, type ReactNode, useEffect, useRef, useState } from "react";
+import { Form, useNavigate, useRevalidator, useSearchParams } from "@remix-run/react";
+import { type FormEvent, useEffect, useRef, useState } from "react";
 import type { chatPage } from "../server/agents/chat-page.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
+import { StartingNotice } from "./agent-progress.tsx";
+import { AgentTabs } from "./agent-tabs.tsx";
 import { Card, Notice } from "./forms.tsx";
-import { HlsPlayer } from "./hls-player.tsx";
-import { WhatsAppLinkPanel } from "./whatsapp-link.tsx";
 
-// The chat page of an agent (app/routes/agents.$id.chat.tsx): sessions, the conversation
-// (streamed over the live agent socket when JavaScript runs, a plain form post otherwise),
-// memory, skills, credentials and channels with the live stream.
+// The chat page of an agent (app/routes/agents.$id.chat.tsx), its first tab: sessions, the
+// conversation (streamed over the live agent socket when JavaScript runs, a plain form post
+// otherwise) and memory. Skills, channels and keys have their own tabs.
 
 export type ChatPageData = Awaited<ReturnType<typeof chatPage>>;
 
@@ -17,7 +17,6 @@ export interface ChatAnswer {
   message?: string;
   reply?: string;
   sessionId?: string;
-  whatsapp?: { linked: boolean; qrDataUrl: string | null };
 }
 
 export type ChatReply = FormReply<ChatAnswer>;
@@ -78,18 +77,10 @@ function streamChat(
   });
 }
 
-export function AgentChat({
-  d,
-  reply,
-  extra,
-}: {
-  d: ChatPageData;
-  reply: ChatReply | undefined;
-  /** Cards of other areas, after the skills card (the marketplace's installed skills). */
-  extra?: ReactNode;
-}) {
+export function AgentChat({ d, reply }: { d: ChatPageData; reply: ChatReply | undefined }) {
   const result = reply?.value;
   const revalidator = useRevalidator();
+  const suggestion = useSearchParams()[0].get("suggest")?.slice(0, 2000) ?? undefined;
   const navigate = useNavigate();
   const [live, setLive] = useState<Bubble[]>([]);
   const [streaming, setStreaming] = useState(false);
@@ -137,11 +128,13 @@ export function AgentChat({
   return (
     <div className="space-y-6">
       <h1 className="text-2xl font-semibold">Chat with {d.agent.name}</h1>
-      {d.gatewayError ? <Notice>{d.gatewayError}</Notice> : null}
-      {result?.message || reply?.error ? (
-        <p role="status" className={reply?.error ? "text-red-700" : "text-green-700"}>
-          {reply?.error ?? result?.message}
-        </p>
+      <AgentTabs agentId={d.agent.id} />
+      {d.progress ? <StartingNotice agentId={d.agent.id} progress={d.progress} /> : null}
+      {d.gatewayError ? <Notice tone="error">{d.gatewayError}</Notice> : null}
+      {reply?.error ? (
+        <Notice tone="error">{reply.error}</Notice>
+      ) : result?.message ? (
+        <Notice>{result.message}</Notice>
       ) : null}
 
       <div className="grid gap-6 md:grid-cols-[14rem_1fr]">
@@ -200,6 +193,8 @@ export function AgentChat({
               id="message"
               name="message"
               rows={3}
+              // After onboarding: a first message to send (the person may edit it).
+              defaultValue={suggestion}
               className="w-full rounded-md border px-3 py-2"
             />
             <button
@@ -207,7 +202,11 @@ export function AgentChat({
               disabled={streaming}
               className="rounded-md bg-slate-900 px-4 py-2 text-white"
             >
-              {streaming ? "Answering…" : "Send"}
+              {streaming
+                ? d.progress
+                  ? "Waiting for your agent to start…"
+                  : "Answering…"
+                : "Send"}
             </button>
           </Form>
         </Card>
@@ -222,115 +221,6 @@ export function AgentChat({
             </li>
           ))}
         </ul>
-      </Card>
-
-      <Card title="Skills">
-        <ul className="grid gap-1 text-sm md:grid-cols-2" data-testid="skills">
-          {d.skills.map((s) => (
-            <li key={s.id} className="flex items-center justify-between gap-2">
-              <span title={s.description}>
-                {s.emoji ? `${s.emoji} ` : ""}
-                {s.name}
-                {s.eligible ? "" : " (unavailable here)"}
-              </span>
-              <Form method="post">
-                <input type="hidden" name="intent" value="skill" />
-                <input type="hidden" name="skillId" value={s.id} />
-                <input type="hidden" name="enabled" value={s.enabled ? "false" : "true"} />
-                <button
-                  type="submit"
-                  aria-label={`${s.enabled ? "Disable" : "Enable"} ${s.name}`}
-                  className="rounded border px-2 text-xs"
-                >
-                  {s.enabled ? "On" : "Off"}
-                </button>
-              </Form>
-            </li>
-          ))}
-        </ul>
-      </Card>
-
-      {extra}
-
-      <Card title="Credentials">
-        <ul className="text-sm" data-testid="credentials">
-          {Object.entries(d.credentials).map(([key, configured]) => (
-            <li key={key}>
-              {key}: {configured ? "configured" : "not configured"}
-            </li>
-          ))}
-        </ul>
-        <Form method="post" className="mt-3 flex flex-wrap items-end gap-2">
-          <input type="hidden" name="intent" value="credential" />
-          <label className="text-sm">
-            Credential{" "}
-            <select name="key" className="rounded border px-2 py-1">
-              {/* From the loader: server modules do not reach the browser bundle. */}
-              {Object.keys(d.credentials).map((k) => (
-                <option key={k}>{k}</option>
-              ))}
-            </select>
-          </label>
-          <label className="text-sm">
-            Value{" "}
-            <input
-              name="value"
-              type="password"
-              autoComplete="off"
-              className="rounded border px-2 py-1"
-            />
-          </label>
-          <button type="submit" className="rounded-md border px-3 py-1 text-sm">
-            Save
-          </button>
-        </Form>
-      </Card>
-
-      <Card title="Channels and live stream">
-        <Form method="post" className="space-y-2 text-sm">
-          <input type="hidden" name="intent" value="channels" />
-          {[
-            ["chatapp1Token", "Telegram bot token"],
-            ["chatapp2BotToken", "Discord bot token"],
-            ["chatapp3Token", "WhatsApp (a reference of yours; the phone is linked by QR below)"],
-          ].map(([name, label]) => (
-            <label key={name} className="block">
-              {label}{" "}
-              <input
-                name={name}
-                type="password"
-                autoComplete="off"
-                className="rounded border px-2 py-1"
-              />
-            </label>
-          ))}
-          <button type="submit" className="rounded-md border px-3 py-1">
-            Save channels
-          </button>
-        </Form>
-        {d.whatsapp ? (
-          <WhatsAppLinkPanel
-            status={d.whatsapp.status}
-            statusError={d.whatsapp.error}
-            result={result?.whatsapp}
-          />
-        ) : null}
-        {d.stream ? (
-          <div className="mt-4 space-y-1 text-sm" data-testid="stream">
-            <p>
-              RTMP server: <code>{d.stream.rtmpServer}</code>
-            </p>
-            <p>
-              Stream key: <code>{d.stream.streamKey}</code>
-            </p>
-            <p>
-              Playback: <a href={d.stream.playbackUrl}>{d.stream.playbackUrl}</a>
-            </p>
-            <HlsPlayer src={d.stream.playbackUrl} className="w-full max-w-xl" />
-          </div>
-        ) : (
-          <p className="mt-2 text-sm text-slate-600">No live stream yet: save a channel first.</p>
-        )}
       </Card>
     </div>
   );

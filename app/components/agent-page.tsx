@@ -1,17 +1,15 @@
-import { getFormProps, getTextareaProps, useForm } from "@conform-to/react";
-import { parseWithZod } from "@conform-to/zod/v4";
-import { Form, Link, useNavigation, useSearchParams } from "@remix-run/react";
+import { Form, Link, useSearchParams } from "@remix-run/react";
 import type { ReactNode } from "react";
-import type { z } from "zod";
-import { CONFIG_MAX_BYTES, configFormSchema, LOG_LEVELS } from "../schemas/agents.ts";
 import type { agentPage } from "../server/agents/pages.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
+import { AgentProgress } from "./agent-progress.tsx";
+import { AgentTabs } from "./agent-tabs.tsx";
 import { LifecycleButtons, StatusBadge, useLivePoll } from "./agents.tsx";
-import { Card, Errors, Notice, Submit } from "./forms.tsx";
+import { Card, Notice } from "./forms.tsx";
 import { VerificationPanel } from "./verification-panel.tsx";
 
-// The agent page (app/routes/agents.$id._index.tsx): status and lifecycle, live figures,
-// messages, logs, the configuration editor and verification.
+// The agent's status tab (app/routes/agents.$id._index.tsx): status and lifecycle, live
+// figures, messages and verification.
 
 export type AgentPageData = Awaited<ReturnType<typeof agentPage>>;
 
@@ -88,25 +86,11 @@ export function AgentPage({
   page: AgentPageData;
   actionData: FormReply<unknown> | undefined;
 }) {
-  const navigation = useNavigation();
   const [searchParams] = useSearchParams();
-  const { agent, verification, messages, logs, config } = page;
+  const { agent, verification, messages } = page;
   const live = useLivePoll(`/agents/${agent.id}/live`, page.live);
   // An error of this submission replaces the notice of an earlier one (still in the URL).
   const notice = actionData?.error ? undefined : notices[searchParams.get("notice") ?? ""];
-  const [configForm, configFields] = useForm<
-    z.input<typeof configFormSchema>,
-    z.output<typeof configFormSchema>
-  >({
-    id: "config",
-    lastResult: actionData?.intent === "config" ? actionData.result : undefined,
-    defaultValue: { config: JSON.stringify(config, null, 2) },
-    // Errors clear while typing, not on blur: a blur that removes an error line moves the
-    // submit button between mousedown and mouseup, and the click is lost.
-    shouldValidate: "onSubmit",
-    shouldRevalidate: "onInput",
-    onValidate: ({ formData }) => parseWithZod(formData, { schema: configFormSchema }),
-  });
   const pageLink = (offset: number) => {
     const next = new URLSearchParams(searchParams);
     next.delete("notice");
@@ -132,14 +116,13 @@ export function AgentPage({
           >
             Control UI
           </a>
-          <Link to={`/agents/${agent.id}/chat`} className="text-indigo-700 underline">
-            Chat
-          </Link>
           <Link to="/agents" className="text-indigo-700 underline">
             All agents
           </Link>
         </span>
       </header>
+      <AgentTabs agentId={agent.id} />
+      <AgentProgress status={live.status} progress={live.progress} />
       {notice ? <Notice>{notice}</Notice> : null}
       {actionData?.error ? <Notice tone="error">{actionData.error}</Notice> : null}
       {live.lastError ? <Notice tone="error">Last error: {live.lastError}</Notice> : null}
@@ -204,79 +187,13 @@ export function AgentPage({
         />
       </Card>
 
-      <Card title="Configuration">
-        <Form method="post" {...getFormProps(configForm)} className="space-y-3">
-          <input type="hidden" name="intent" value="config" />
-          <Errors id={configForm.errorId} errors={configForm.errors} />
-          <label htmlFor={configFields.config.id} className="block text-sm font-medium">
-            Configuration (a JSON object, at most {CONFIG_MAX_BYTES / 1024} KiB)
-          </label>
-          <textarea
-            {...getTextareaProps(configFields.config)}
-            key={configFields.config.key}
-            rows={10}
-            spellCheck={false}
-            className="block w-full rounded-md border border-slate-300 px-3 py-2 font-mono text-xs shadow-sm focus:border-indigo-500 focus:outline-none focus:ring-1 focus:ring-indigo-500"
-          />
-          <Errors id={configFields.config.errorId} errors={configFields.config.errors} />
-          <p className="text-xs text-slate-500">
-            {agent.configApplied
-              ? "The gateway runs this configuration."
-              : agent.applyError
-                ? `Not applied: ${agent.applyError}`
-                : "Saved; the gateway picks it up when it is running."}
-          </p>
-          <Submit busy={navigation.formData?.get("intent") === "config"}>Save configuration</Submit>
-        </Form>
-      </Card>
-
-      <Card title="Logs">
-        <Form method="get" className="flex items-end gap-2">
-          <div>
-            <label htmlFor="level" className="block text-sm font-medium">
-              Level
-            </label>
-            <select
-              id="level"
-              name="level"
-              defaultValue={logs.level ?? ""}
-              className="rounded-md border border-slate-300 bg-white px-2 py-1 text-sm"
-            >
-              <option value="">all</option>
-              {LOG_LEVELS.map((l) => (
-                <option key={l} value={l}>
-                  {l}
-                </option>
-              ))}
-            </select>
-          </div>
-          <button
-            type="submit"
-            className="rounded-md border border-slate-300 bg-white px-3 py-1 text-sm"
-          >
-            Filter
-          </button>
-        </Form>
-        {logs.unavailable ? (
-          <p className="text-sm text-slate-600">{logs.unavailable}</p>
-        ) : logs.logs.length === 0 ? (
-          <p className="text-sm text-slate-600">
-            No log entries{logs.level ? ` at level ${logs.level}` : ""}.
-          </p>
-        ) : (
-          <ol className="max-h-96 overflow-y-auto font-mono text-xs" data-testid="logs">
-            {logs.logs.map((entry) => (
-              <li key={entry.id} className="py-0.5">
-                <span className="text-slate-500">{entry.timestamp}</span>{" "}
-                <span className={entry.level === "error" ? "text-red-700" : "text-slate-700"}>
-                  {entry.level}
-                </span>{" "}
-                <span className="text-slate-500">[{entry.source}]</span> {entry.message}
-              </li>
-            ))}
-          </ol>
-        )}
-      </Card>
+      <p className="text-sm text-slate-600">
+        Name, model, persona, who may talk to it, heartbeat and the full configuration are on the{" "}
+        <Link to={`/agents/${agent.id}/settings`} className="text-indigo-700 underline">
+          Settings
+        </Link>{" "}
+        tab.
+      </p>
 
       <Card title="Delete agent">
         {searchParams.get("confirm") === "delete" ? (

@@ -9,7 +9,6 @@ import {
   agentPageQuery,
   deleteAgentFromPage,
   pageError,
-  saveAgentConfig,
   unverifyAgent,
   verifyAgentWithEas,
 } from "../server/agents/pages.server.ts";
@@ -35,18 +34,9 @@ const back = (id: string, notice: string) =>
 export const action = /* @__PURE__ */ formAction({
   schema: agentPageActions,
   access: signedIn,
-  fields: ["config"],
   handler: async ({ session: { user }, params, value }) => {
     const agentId = params.id ?? "";
     switch (value.intent) {
-      case "config": {
-        const saved = await saveAgentConfig(user.id, agentId, value.config);
-        const refused = "applyError" in saved && saved.applyError;
-        return back(
-          agentId,
-          saved.applied ? "config-applied" : refused ? "config-refused" : "config",
-        );
-      }
       case "verify-eas":
         await verifyAgentWithEas(user.id, agentId, (value.attestationUid ?? "").trim());
         return back(agentId, "verified");

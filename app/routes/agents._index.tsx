@@ -63,7 +63,13 @@ export default function Agents() {
 
       <Card title="Your agents">
         {agents.length === 0 ? (
-          <p className="text-sm text-slate-600">No agents yet.</p>
+          <p className="text-sm text-slate-600">
+            No agents yet.{" "}
+            <Link to="/welcome" className="text-indigo-700 underline">
+              Set one up step by step
+            </Link>{" "}
+            or use the form below.
+          </p>
         ) : (
           <table className="w-full text-left text-sm">
             <thead className="text-slate-500">
@@ -78,7 +84,7 @@ export default function Agents() {
               {agents.map((a) => (
                 <tr key={a.id}>
                   <td className="py-2 font-medium">
-                    <Link to={`/agents/${a.id}`} className="text-indigo-700 underline">
+                    <Link to={`/agents/${a.id}/chat`} className="text-indigo-700 underline">
                       {a.name}
                     </Link>
                   </td>

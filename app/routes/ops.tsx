@@ -16,6 +16,7 @@ const links = [
   ["/ops/jobs", "Jobs"],
   ["/ops/requests", "Requests"],
   ["/ops/skills", "Skills"],
+  ["/ops/gateway", "Gateway prices"],
   ["/ops/audit", "Audit log"],
 ] as const;
 

@@ -32,7 +32,8 @@ export const action = /* @__PURE__ */ formAction({
       ip: clientIp(request, context.remoteAddress),
       userAgent: request.headers.get("user-agent") ?? undefined,
     });
-    return redirect("/agents", { headers: { "Set-Cookie": session.setCookie } });
+    // A new account starts with the guided first agent (issue 25).
+    return redirect("/welcome", { headers: { "Set-Cookie": session.setCookie } });
   },
 });
 

@@ -146,7 +146,7 @@ describe("sign-up signs in at once (decision 0010, amended)", () => {
     expect(res.headers.getSetCookie().some((c) => c.startsWith("__session="))).toBe(false);
   });
 
-  it("the sign-up page lands on /agents signed in", async () => {
+  it("the sign-up page lands on /welcome (the guided first agent) signed in", async () => {
     const email = uniqueEmail("page");
     const request = new Request("http://localhost/signup", {
       method: "POST",
@@ -162,7 +162,7 @@ describe("sign-up signs in at once (decision 0010, amended)", () => {
       .action({ request, params: {}, context: { remoteAddress: "198.51.100.7" } })
       .catch((thrown: unknown) => thrown)) as Response;
     expect(res.status).toBe(302);
-    expect(res.headers.get("location")).toBe("/agents");
+    expect(res.headers.get("location")).toBe("/welcome");
     const me = await call(user, "/api/user", { headers: { cookie: cookieOf(res) } });
     expect(me.status).toBe(200);
     expect(me.json.user.email).toBe(email);

@@ -242,6 +242,11 @@ describe("GET /api/agents and /api/agents/:id", () => {
         verificationType: null,
         attestationUid: null,
         verifiedAt: null,
+        // Nothing recorded by a worker in this test (decision 0137).
+        step: null,
+        progress: ["container-created", "gateway-healthy", "paired", "warmed-up", "ready"].map(
+          (step) => ({ step, label: expect.any(String), at: null }),
+        ),
       },
       status: "ok",
     });

@@ -1,9 +1,9 @@
-import type { AppLoadContext } from "@remix-run/node";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as listRoute from "../../app/routes/agents._index.tsx";
 import * as agentRoute from "../../app/routes/agents.$id._index.tsx";
 import * as liveRoute from "../../app/routes/agents.$id.live.ts";
-import { CONFIG_MAX_BYTES, configFormSchema } from "../../app/schemas/agents.ts";
+import * as logsRoute from "../../app/routes/agents.$id.logs.tsx";
+import * as settingsRoute from "../../app/routes/agents.$id.settings.tsx";
 import { recordMessages } from "../../app/server/agents/agent-messages.server.ts";
 import { getOwnedAgent } from "../../app/server/agents/agents.server.ts";
 import { setUserKey } from "../../app/server/ai/byok.server.ts";
@@ -11,6 +11,7 @@ import { setAgentVerification } from "../../app/server/identity/verification.ser
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { consume, resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { configureAi } from "../ai/support.ts";
+import { context, page } from "../helpers/pages.ts";
 import { agentUser } from "./support.ts";
 
 // The dashboard pages' loaders and actions (no browser, no Docker): sign-in redirects,
@@ -18,47 +19,6 @@ import { agentUser } from "./support.ts";
 // configuration editor's validation, messages paging, verification removal, the live route.
 
 type Who = { cookie: string };
-const context = { remoteAddress: "127.0.0.1" } as AppLoadContext;
-
-/** Runs a loader (GET) or action (POST form) as the browser would; thrown Responses returned. */
-async function page(
-  module: { loader: unknown; action?: unknown },
-  path: string,
-  who: Who | undefined,
-  form?: Record<string, string>,
-  params: Record<string, string> = {},
-): Promise<{ status: number; location: string | null; body: unknown }> {
-  const headers = new Headers();
-  if (who) headers.set("cookie", who.cookie);
-  let body: URLSearchParams | undefined;
-  if (form) {
-    body = new URLSearchParams(form);
-    headers.set("origin", "http://localhost");
-    headers.set("content-type", "application/x-www-form-urlencoded");
-  }
-  const request = new Request(new URL(path, "http://localhost"), {
-    method: form ? "POST" : "GET",
-    headers,
-    body,
-  });
-  const fn = (form ? module.action : module.loader) as (args: unknown) => Promise<unknown>;
-  let result: unknown;
-  try {
-    result = await fn({ request, params, context });
-  } catch (thrown) {
-    result = thrown;
-  }
-  if (result instanceof Response) {
-    const text = await result.text();
-    return { status: result.status, location: result.headers.get("location"), body: text };
-  }
-  // data(...) from an action: { type: "DataWithResponseInit", data, init }
-  const wrapped = result as { type?: string; data?: unknown; init?: { status?: number } };
-  if (wrapped?.type === "DataWithResponseInit") {
-    return { status: wrapped.init?.status ?? 200, location: null, body: wrapped.data };
-  }
-  return { status: 200, location: null, body: result };
-}
 
 async function provisionThroughPage(who: Who, name = "Scout") {
   const res = await page(listRoute, "/agents?index", who, { name, model: "custom" });
@@ -133,8 +93,8 @@ describe("agent page", () => {
     const acted = await page(agentRoute, `/agents/${id}`, intruder, { intent: "stop" }, { id });
     expect(acted.status).toBe(404);
     const saved = await page(
-      agentRoute,
-      `/agents/${id}`,
+      settingsRoute,
+      `/agents/${id}/settings`,
       intruder,
       { intent: "config", config: "{}" },
       { id },
@@ -190,7 +150,9 @@ describe("agent page", () => {
     expect(body.messages).toMatchObject({ total: 5, limit: 2, offset: 2 });
     // Newest first: offset 2 of messages 4..0 is messages 2 and 1.
     expect(body.messages.messages.map((m) => m.content)).toEqual(["message 2", "message 1"]);
-    expect(body.logs).toEqual({
+    // Logs have their own tab.
+    const logs = await page(logsRoute, `/agents/${id}/logs?level=error`, who, undefined, { id });
+    expect((logs.body as { logs: unknown }).logs).toEqual({
       logs: [],
       total: 0,
       unavailable: expect.stringMatching(/while it runs/),
@@ -208,38 +170,8 @@ describe("agent page", () => {
       },
     );
     expect((odd.body as typeof body).messages).toMatchObject({ limit: 50, offset: 0 });
-    expect((odd.body as typeof body).logs.level).toBeNull();
-  });
-
-  it("saves a valid configuration and refuses what is not a JSON object or too large", async () => {
-    const who = await agentUser("solo");
-    const id = await provisionThroughPage(who);
-    const save = (config: string) =>
-      page(agentRoute, `/agents/${id}`, who, { intent: "config", config }, { id });
-
-    for (const [text, message] of [
-      ["{ nope", /Not valid JSON/],
-      ["[1, 2]", /must be a JSON object/],
-      ["42", /must be a JSON object/],
-      [JSON.stringify({ blob: "x".repeat(CONFIG_MAX_BYTES) }), /larger than 64 KiB/],
-    ] as const) {
-      const res = await save(text);
-      expect(res.status, text.slice(0, 20)).toBe(400);
-      expect(res.body).toMatchObject({
-        result: { error: { config: [expect.stringMatching(message)] } },
-      });
-    }
-    // Indentation does not count against the cap (it is measured as compact JSON, like the API).
-    const roomy = `{\n${" ".repeat(CONFIG_MAX_BYTES)}"identity": {"name": "Scout"}\n}`;
-    expect(configFormSchema.safeParse({ config: roomy }).success).toBe(true);
-
-    const before = await getOwnedAgent(who.id, id);
-    const ok = await save(JSON.stringify({ identity: { name: "Scout" }, notes: "mine" }, null, 2));
-    expect(ok.status).toBe(303);
-    expect(ok.location).toBe(`/agents/${id}?notice=config`);
-    const after = await getOwnedAgent(who.id, id);
-    expect(after.config).toEqual({ identity: { name: "Scout" }, notes: "mine" });
-    expect(after.config_revision).toBe(before.config_revision + 1);
+    const oddLogs = await page(logsRoute, `/agents/${id}/logs?level=loud`, who, undefined, { id });
+    expect((oddLogs.body as { logs: { level: unknown } }).logs.level).toBeNull();
   });
 
   it("removes a verification, checks the EAS form, and refuses unknown intents", async () => {

@@ -1,7 +1,9 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import * as channelsTab from "../../app/routes/agents.$id.channels.tsx";
 import * as chatPage from "../../app/routes/agents.$id.chat.tsx";
+import * as skillsTab from "../../app/routes/agents.$id.skills.tsx";
 import * as agentRoute from "../../app/routes/api.agent.ts";
 import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
 import * as chatRoute from "../../app/routes/api.chat.ts";
@@ -402,8 +404,23 @@ describeDocker("talking to an agent (real gateway)", () => {
     expect(page.sessions.map((s) => s.id)).toContain(sessionId);
     expect(page.messages.map((m) => m.content)).toContain("From the form");
     expect(page.memory.at(-1)).toEqual({ role: "assistant", content: REPLY.slice(0, 100) });
-    expect(page.skills.length).toBeGreaterThan(0);
-    expect(Object.keys(page.credentials)).toHaveLength(7);
+    // Skills and keys have their own tabs; the skills tab shows what can work here by default.
+    const tab = async (module: typeof skillsTab | typeof channelsTab, path: string) =>
+      module.loader({
+        request: new Request(`http://localhost/agents/${agentId}/${path}`, { headers }),
+        params: { id: agentId },
+        context: {},
+      });
+    const usable = (await tab(skillsTab, "skills")) as Awaited<ReturnType<typeof skillsTab.loader>>;
+    const all = (await tab(skillsTab, "skills?all=1")) as typeof usable;
+    expect(all.skills.length).toBeGreaterThan(0);
+    expect(usable.skills.every((s) => s.eligible || s.enabled)).toBe(true);
+    expect(usable.hidden).toBe(all.skills.length - usable.skills.length);
+    expect(all.hidden).toBe(0);
+    const keys = (await tab(channelsTab, "channels")) as Awaited<
+      ReturnType<typeof channelsTab.loader>
+    >;
+    expect(Object.keys(keys.credentials)).toHaveLength(7);
     // Another user's agent is not found.
     const other = await chatPage
       .loader({

@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import * as chatPage from "../../app/routes/agents.$id.chat.tsx";
+import * as channelsTab from "../../app/routes/agents.$id.channels.tsx";
 import * as agentRoute from "../../app/routes/api.agent.ts";
 import * as whatsappRoute from "../../app/routes/api.agent.whatsapp.ts";
 import * as messagesRoute from "../../app/routes/api.agents.$id.messages.ts";
@@ -229,18 +229,18 @@ describeDocker("chat channels with the real gateway", () => {
     expect(res.status).toBe(502);
     expect(res.json.error).toMatch(/^WhatsApp linking failed: /);
 
-    // The chat page: the channels card gets WhatsApp's state; its "Link WhatsApp" form post
+    // The channels tab: it gets WhatsApp's state; its "Link WhatsApp" form post
     // shows the same failure (no JavaScript needed).
-    const shown = (await chatPage.loader({
-      request: new Request(`http://localhost/agents/${agentId}/chat`, {
+    const shown = (await channelsTab.loader({
+      request: new Request(`http://localhost/agents/${agentId}/channels`, {
         headers: { cookie: user.cookie },
       }),
       params: { id: agentId },
       context: { remoteAddress: "127.0.0.1" },
     } as never)) as { whatsapp: { status: { configured: boolean; linked: boolean } | null } };
     expect(shown.whatsapp.status).toMatchObject({ configured: true, linked: false });
-    const posted = (await chatPage.action({
-      request: new Request(`http://localhost/agents/${agentId}/chat`, {
+    const posted = (await channelsTab.action({
+      request: new Request(`http://localhost/agents/${agentId}/channels`, {
         method: "POST",
         headers: {
           cookie: user.cookie,

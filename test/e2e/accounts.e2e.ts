@@ -41,10 +41,11 @@ describe.each([true, false])("accounts with JavaScript %s", (javaScriptEnabled) 
     await page.getByLabel("Password").fill(password);
     await page.getByLabel("Name (optional)").fill("Eve Tester");
     await page.getByRole("button", { name: "Create account" }).click();
-    // Signed in at once, on the agents page, and this server's default plan hosts an agent.
-    await expect.poll(() => new URL(page.url()).pathname).toBe("/agents");
-    await expect.poll(() => heading(page)).toBe("Agents");
+    // Signed in at once, on the guided first agent, and this server's default plan hosts one.
+    await expect.poll(() => new URL(page.url()).pathname).toBe("/welcome");
+    await expect.poll(() => heading(page)).toBe("Set up your agent");
     await expect.poll(() => page.getByRole("link", { name: "Eve Tester" }).isVisible()).toBe(true);
+    await page.goto(`${app.url}/agents`);
     await expect
       .poll(() => page.getByRole("button", { name: "Provision agent" }).isVisible())
       .toBe(true);

@@ -155,6 +155,14 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await provisioningSettled(userId);
     await expect.poll(() => status(page)).toBe("error");
     await expect.poll(() => page.getByText(/Last error: provision/).isVisible()).toBe(true);
+    // The worker recorded the steps it reached before pairing failed (the stand-in speaks no
+    // gateway protocol), in order; GET /api/agents/:id carries the last one.
+    const steps = await db()<{ step: string }[]>`
+      select p.step from instance_progress p join instances i on i.id = p.instance_id
+      where i.user_id = ${userId} order by p.at`;
+    expect(steps.map((r) => r.step)).toEqual(["container-created", "gateway-healthy"]);
+    const api = await page.request.get(`${app.url}/api/agents/${agentId}`);
+    expect(((await api.json()) as { agent: { step: string } }).agent.step).toBe("gateway-healthy");
 
     await page.getByRole("button", { name: "Start", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent started.");
@@ -182,13 +190,19 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await reconcileUntilRunning(userId);
     await expect.poll(() => status(page)).toBe("running");
 
-    // The configuration editor: refused on the client when not an object, saved when it is.
+    // The configuration editor (settings tab, "Advanced"): refused on the client when not an
+    // object, saved when it is.
+    await page
+      .getByRole("navigation", { name: "Agent" })
+      .getByRole("link", { name: "Settings" })
+      .click();
+    await page.getByText("Edit as JSON").click();
     const editor = page.getByLabel(/^Configuration/);
     await editor.fill("[1, 2]");
     await page.getByRole("button", { name: "Save configuration" }).click();
     await expect
       // The editor's own alert: the page may show others (no model source in this setup).
-      .poll(() => page.locator("#config [role=alert]").first().textContent())
+      .poll(() => page.locator("#settings-config [role=alert]").first().textContent())
       .toBe("The configuration must be a JSON object");
     await editor.fill('{"identity": {"name": "Scout"}}');
     await page.getByRole("button", { name: "Save configuration" }).click();
@@ -239,14 +253,23 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     expect(await status(page)).toBe("starting");
 
     // The server validates the configuration (400, the error on the field) and keeps the text.
+    await page
+      .getByRole("navigation", { name: "Agent" })
+      .getByRole("link", { name: "Settings" })
+      .click();
+    await page.getByText("Edit as JSON").click();
     await page.getByLabel(/^Configuration/).fill("{ nope");
     await page.getByRole("button", { name: "Save configuration" }).click();
     await expect
-      .poll(() => page.locator("#config [role=alert]").first().textContent())
+      .poll(() => page.locator("#settings-config [role=alert]").first().textContent())
       .toMatch(/^Not valid JSON/);
     expect(await page.getByLabel(/^Configuration/).inputValue()).toBe("{ nope");
 
-    // The log level filter is a GET form.
+    // The log level filter (logs tab) is a GET form.
+    await page
+      .getByRole("navigation", { name: "Agent" })
+      .getByRole("link", { name: "Logs" })
+      .click();
     await page.getByLabel("Level").selectOption("error");
     await page.getByRole("button", { name: "Filter" }).click();
     await expect.poll(() => new URL(page.url()).searchParams.get("level")).toBe("error");

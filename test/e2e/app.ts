@@ -24,7 +24,8 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<R
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...extraEnv },
     stdio: ["ignore", "inherit", "inherit"],
   });
-  const url = `http://127.0.0.1:${port}`;
+  // APP_URL's default (http://localhost:PORT): pages on 127.0.0.1 are redirected there.
+  const url = `http://localhost:${port}`;
   const exited = new Promise<never>((_, reject) =>
     child.once("exit", (code) => reject(new Error(`server.ts exited with ${code}`))),
   );

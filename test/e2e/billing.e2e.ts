@@ -61,7 +61,7 @@ describe.each([true, false])("billing pages with JavaScript %s", (javaScriptEnab
     await page.getByLabel("Email").fill(email);
     await page.getByLabel("Password").fill(password);
     await page.getByRole("button", { name: "Create account" }).click();
-    await expect.poll(() => new URL(page.url()).pathname).toBe("/agents");
+    await expect.poll(() => new URL(page.url()).pathname).toBe("/welcome");
 
     await page.goto(`${app.url}/billing`);
     await expect.poll(() => page.getByTestId("current-plan").textContent()).toMatch(/Plan solo/);

@@ -48,7 +48,7 @@ describe("security keys", () => {
     await page.getByLabel("Password").fill(password);
     await page.getByRole("button", { name: "Create account" }).click();
     // Sign-up signs in (decision 0010, amended).
-    await expect.poll(() => new URL(page.url()).pathname).toBe("/agents");
+    await expect.poll(() => new URL(page.url()).pathname).toBe("/welcome");
 
     await page.goto(`${origin}/settings`);
     await page.getByLabel("Security key name").fill("Virtual key");

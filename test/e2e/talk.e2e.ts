@@ -99,14 +99,14 @@ describeDocker("the chat page", () => {
     await cleanupTestObjects(rt);
   });
 
-  async function open(javaScriptEnabled: boolean) {
+  async function open(javaScriptEnabled: boolean, tab = "chat") {
     const context = await browser.newContext({ javaScriptEnabled });
     const cookie = (await sessionCookieFor(USER)).split("=");
     await context.addCookies([
       { name: cookie[0]!, value: cookie.slice(1).join("="), url: app.url },
     ]);
     const page = await context.newPage();
-    await page.goto(`${app.url}/agents/${AGENT}/chat`);
+    await page.goto(`${app.url}/agents/${AGENT}/${tab}`);
     return { context, page };
   }
 
@@ -160,7 +160,8 @@ describeDocker("the chat page", () => {
       on conflict (user_id) do nothing`;
     const playlist = "https://stream.mux.com/pb_e2e.m3u8";
     const player = async (nativeHls: boolean) => {
-      const { context, page } = await open(true);
+      // The live stream is on the channels tab.
+      const { context, page } = await open(true, "channels");
       if (!nativeHls) {
         // A browser without native HLS (Firefox, older Chromium), as far as the page can tell.
         await page.addInitScript(() => {
@@ -211,7 +212,7 @@ describeDocker("the chat page", () => {
     await viaHlsJs.context.close();
 
     // Without JavaScript the page still names the stream for a browser that plays HLS itself.
-    const plain = await open(false);
+    const plain = await open(false, "channels");
     const source = plain.page.getByTestId("stream").locator("video source");
     expect(await source.getAttribute("src")).toBe(playlist);
     await plain.context.close();

@@ -1,5 +1,6 @@
 import { channelSettings, channelsPatch } from "../../app/server/agents/channels.server.ts";
 import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
+import { recordStep } from "../../app/server/agents/progress.server.ts";
 import {
   handOverWarmupToken,
   revokeInstanceTokens,
@@ -84,6 +85,10 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
       observed_at: new Date(),
       last_error: null,
     });
+    // A pooled gateway was created, healthy, paired and warmed up before it was claimed.
+    for (const step of ["container-created", "gateway-healthy", "paired", "warmed-up", "ready"]) {
+      await recordStep(row.id, step as "ready");
+    }
     log().info({ instanceId: row.id, pooled: pooled.id }, "instance adopted a pooled gateway");
     return adopted;
   } catch (error) {

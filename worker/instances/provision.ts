@@ -5,6 +5,7 @@ import {
   recordError,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
+import { recordStep } from "../../app/server/agents/progress.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { sendJob } from "../../app/server/platform/jobs.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
@@ -28,11 +29,15 @@ async function pairAndPrepare(row: InstanceRow, info: ContainerInfo) {
   // A gateway paired now is new (a retried or repeated provisioning finds it paired).
   const fresh = !row.paired_at;
   const { client, hello, row: paired } = await connectPaired(row, gatewayAddress(info) as string);
+  await recordStep(row.id, "paired");
   try {
     await client.request("health");
     const channels = await channelSettings(paired.user_id);
     if (Object.keys(channels).length > 0) await applyChannels(client, channels);
-    if (fresh && env().RUNTIME_COLD_WARMUP === "on") await warmUpTenant(client, paired, info.id);
+    if (fresh && env().RUNTIME_COLD_WARMUP === "on") {
+      await warmUpTenant(client, paired, info.id);
+      await recordStep(row.id, "warmed-up");
+    }
   } finally {
     client.close();
   }
@@ -43,6 +48,7 @@ async function pairAndPrepare(row: InstanceRow, info: ContainerInfo) {
     crash_restarts: 0,
     last_error: null,
   });
+  await recordStep(row.id, "ready");
   return hello;
 }
 
@@ -50,7 +56,9 @@ async function pairAndPrepare(row: InstanceRow, info: ContainerInfo) {
 async function provisionCold(instanceId: string, row: InstanceRow, t0: number) {
   try {
     const info = await ensureContainer(row);
+    await recordStep(instanceId, "container-created");
     await waitHealthy(info);
+    await recordStep(instanceId, "gateway-healthy");
     const healthyMs = Date.now() - t0;
     const hello = await pairAndPrepare((await getInstance(instanceId)) as InstanceRow, info);
     return { instanceId, healthyMs, readyMs: Date.now() - t0, version: hello.server.version };

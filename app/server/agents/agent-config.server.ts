@@ -76,10 +76,13 @@ export async function updateAgentConfig(
   userId: string,
   agentId: string,
   config: Record<string, unknown>,
+  /** The settings form's name and model, in the same revision. */
+  profile?: { name: string; model: string },
 ) {
-  await getOwnedAgent(userId, agentId);
+  const current = await getOwnedAgent(userId, agentId);
   const [row] = await db()<AgentRow[]>`
     update agents set config = ${db().json(config as never)},
+      name = ${profile?.name ?? current.name}, model = ${profile?.model ?? current.model},
       config_revision = config_revision + 1, updated_at = now()
     where id = ${agentId} and user_id = ${userId}
     returning *`;

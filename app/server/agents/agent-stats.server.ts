@@ -1,6 +1,5 @@
-import { agentStatus } from "./agent-views.server.ts";
 import { getOwnedAgent } from "./agents.server.ts";
-import { formatBytes, getInstanceByUser, liveSample } from "./instances.server.ts";
+import { agentStatus, formatBytes, getInstanceByUser, liveSample } from "./instances.server.ts";
 import { messageFigures } from "./message-figures.server.ts";
 
 // GET /api/agents/:id/stats: the instance's latest sample (while fresh) and the agent's turns.

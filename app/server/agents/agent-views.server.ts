@@ -2,7 +2,8 @@ import { getAgentVerification } from "../identity/verification.server.ts";
 import { env } from "../platform/env.server.ts";
 import { agentAddress } from "./agent-address.server.ts";
 import { type AgentRow, getOwnedAgent, listAgents } from "./agents.server.ts";
-import { contractStatus, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
+import { agentStatus, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
+import { instanceProgress } from "./progress.server.ts";
 
 // The contract's views of agents: summaries (lists, provisioning results) and the detail of
 // GET /api/agents/:id. docs/decisions/0060-agents.md
@@ -12,15 +13,6 @@ export function websocketUrl(userId: string): string {
   const app = new URL(env().APP_URL);
   const scheme = app.protocol === "https:" ? "wss" : "ws";
   return `${scheme}://${app.host}/agent/${encodeURIComponent(userId)}`;
-}
-
-/** An agent's status is its instance's (one gateway runs all of a user's agents). */
-export function agentStatus(instance: InstanceRow | undefined): string {
-  if (!instance) return "provisioning";
-  if (instance.observed_state === "new" && instance.desired_state === "running") {
-    return "provisioning";
-  }
-  return contractStatus(instance);
 }
 
 /** Agent summary (list items and provisioning results). */
@@ -54,6 +46,7 @@ export async function agentDetail(userId: string, agentId: string) {
     getInstanceByUser(userId),
     getAgentVerification(agentId),
   ]);
+  const progress = await instanceProgress(instance);
   const { subdomain, url } = agentAddress(agent.id);
   return {
     agent: {
@@ -71,6 +64,9 @@ export async function agentDetail(userId: string, agentId: string) {
       verificationType: verification.verificationType,
       attestationUid: verification.attestationUid,
       verifiedAt: verification.verifiedAt,
+      // What the worker is at while it brings the gateway up (decision 0137).
+      step: progress.step,
+      progress: progress.steps,
     },
     status: "ok",
   };

@@ -178,7 +178,16 @@ export async function setCredential(userId: string, key: CredentialKey, value: s
   }
   const current = await channelSettings(userId);
   // A new token keeps the channel's ids given at provisioning (owner, guild, channel…).
-  const setting: ChannelSetting = { token: value, details: current[key]?.details ?? {} };
+  await saveChannelSetting(userId, key, { token: value, details: current[key]?.details ?? {} });
+  return { success: true, key, configured: true };
+}
+
+/**
+ * A channel's token and ids: applied to the running gateway first and stored (sealed) only once
+ * it took them, so a gateway failure (502) leaves nothing half-done.
+ */
+export async function saveChannelSetting(userId: string, key: Channel, setting: ChannelSetting) {
+  const current = await channelSettings(userId);
   const instance = await getInstanceByUser(userId);
   if (instance?.paired_at) {
     try {
@@ -189,5 +198,4 @@ export async function setCredential(userId: string, key: CredentialKey, value: s
     }
   }
   await storeChannelCredential(userId, key, setting);
-  return { success: true, key, configured: true };
 }

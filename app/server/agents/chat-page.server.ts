@@ -2,6 +2,8 @@ import { z } from "zod";
 import { DomainError } from "../platform/errors.server.ts";
 import { liveStreamOf } from "./channel-provisioning.server.ts";
 import { CREDENTIAL_KEYS } from "./channels.server.ts";
+import { agentStatus, getInstanceByUser } from "./instances.server.ts";
+import { instanceProgress, STARTING_STATUSES } from "./progress.server.ts";
 import {
   activeSessionId,
   credentials,
@@ -12,10 +14,11 @@ import {
 } from "./talk.server.ts";
 import { whatsappStatus } from "./whatsapp-link.server.ts";
 
-// The data of an agent's chat page (app/routes/agents.$id.chat.tsx).
+// The data of an agent's tabs (issue 25: chat first): the chat (app/routes/agents.$id.chat.tsx),
+// skills (agents.$id.skills.tsx) and channels (agents.$id.channels.tsx).
 
 /** A gateway that is down must not take the whole page with it: show why instead. */
-async function attempt<T>(fn: () => Promise<T>): Promise<{ value?: T; error?: string }> {
+export async function attempt<T>(fn: () => Promise<T>): Promise<{ value?: T; error?: string }> {
   try {
     return { value: await fn() };
   } catch (error) {
@@ -33,24 +36,55 @@ export async function chatPage(
   const sessions = await attempt(() => listSessions(user.id, agent.id));
   const sessionId =
     selected ?? (await activeSessionId(user.id, agent.id)) ?? sessions.value?.sessions.at(0)?.id;
-  const [conversation, mem, skills, creds, stream] = await Promise.all([
+  const [conversation, mem, instance] = await Promise.all([
     attempt(async () => (sessionId ? getSession(user.id, sessionId, agent.id) : undefined)),
     attempt(() => memory(user.id, agent.id)),
-    attempt(() => listSkills(user.id, agent.id)),
-    credentials(user.id),
-    liveStreamOf(user.id),
+    getInstanceByUser(user.id),
   ]);
-  // WhatsApp's link state, once chatapp3 is set up (the gateway is asked only then).
-  const whatsapp = creds.credentials.chatapp3 ? await attempt(() => whatsappStatus(user.id)) : null;
+  const status = agentStatus(instance);
+  const starting = STARTING_STATUSES.includes(status);
   return {
     userId: user.id,
     agent: { id: agent.id, name: agent.name, model: agent.model },
     sessions: sessions.value?.sessions ?? [],
-    gatewayError: sessions.error,
+    // While it starts, "gateway unavailable" is expected: the page says it is starting instead.
+    gatewayError: starting ? undefined : sessions.error,
+    status,
+    progress: starting ? await instanceProgress(instance) : null,
     sessionId: sessionId ?? null,
     messages: conversation.value?.messages ?? [],
     memory: mem.value?.memory ?? [],
-    skills: skills.value?.skills ?? [],
+  };
+}
+
+/**
+ * The skills tab: by default only the skills that can work on this agent (eligible, or turned
+ * on: an enabled skill stays visible so it can be turned off); `all` shows every one.
+ */
+export async function skillsPage(
+  user: { id: string },
+  agent: { id: string; name: string },
+  all: boolean,
+) {
+  const listed = await attempt(() => listSkills(user.id, agent.id));
+  const skills = listed.value?.skills ?? [];
+  const usable = skills.filter((s) => s.eligible || s.enabled);
+  return {
+    agent: { id: agent.id, name: agent.name },
+    skills: all ? skills : usable,
+    hidden: all ? 0 : skills.length - usable.length,
+    all,
+    gatewayError: listed.error ?? null,
+  };
+}
+
+/** The channels tab: credentials, the chat apps, WhatsApp's link state and the live stream. */
+export async function channelsPage(user: { id: string }, agent: { id: string; name: string }) {
+  const [creds, stream] = await Promise.all([credentials(user.id), liveStreamOf(user.id)]);
+  // WhatsApp's link state, once chatapp3 is set up (the gateway is asked only then).
+  const whatsapp = creds.credentials.chatapp3 ? await attempt(() => whatsappStatus(user.id)) : null;
+  return {
+    agent: { id: agent.id, name: agent.name },
     credentials: creds.credentials,
     stream: stream ?? null,
     whatsapp: whatsapp ? { status: whatsapp.value ?? null, error: whatsapp.error ?? null } : null,
@@ -59,7 +93,7 @@ export async function chatPage(
 
 const token = z.string().trim().max(4096).optional();
 
-/** The forms of the page, by `intent` (server-only: it names server constants). */
+/** The chat tab's forms, by `intent`. */
 export const chatPageActions = z.discriminatedUnion("intent", [
   z.object({
     intent: z.literal("chat"),
@@ -67,11 +101,20 @@ export const chatPageActions = z.discriminatedUnion("intent", [
     sessionId: z.string().max(200).optional(),
   }),
   z.object({ intent: z.literal("new-session") }),
+]);
+
+/** The skills tab's forms: a gateway skill on or off; a marketplace skill updated or removed. */
+export const skillsPageActions = z.discriminatedUnion("intent", [
   z.object({
     intent: z.literal("skill"),
     skillId: z.string().max(200),
     enabled: z.enum(["true", "false"]),
   }),
+  z.object({ intent: z.enum(["skill-update", "skill-remove"]), name: z.string().min(1).max(100) }),
+]);
+
+/** The channels tab's forms, by `intent` (server-only: it names server constants). */
+export const channelsPageActions = z.discriminatedUnion("intent", [
   z.object({
     intent: z.literal("credential"),
     key: z.enum(CREDENTIAL_KEYS, { error: "Choose a credential" }),
@@ -85,6 +128,4 @@ export const chatPageActions = z.discriminatedUnion("intent", [
   }),
   z.object({ intent: z.literal("whatsapp-link"), force: z.enum(["true", "false"]).optional() }),
   z.object({ intent: z.literal("whatsapp-wait"), currentQrDataUrl: z.string().optional() }),
-  // The marketplace skills card (app/server/skills): update or remove an installed skill.
-  z.object({ intent: z.enum(["skill-update", "skill-remove"]), name: z.string().min(1).max(100) }),
 ]);

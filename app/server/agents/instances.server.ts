@@ -180,6 +180,15 @@ export function contractStatus(row: InstanceRow): string {
   }
 }
 
+/** An agent's status is its instance's (one gateway runs all of a user's agents). */
+export function agentStatus(instance: InstanceRow | undefined): string {
+  if (!instance) return "provisioning";
+  if (instance.observed_state === "new" && instance.desired_state === "running") {
+    return "provisioning";
+  }
+  return contractStatus(instance);
+}
+
 /** The instance's address: its owner's id names the gateway that runs all their agents. */
 export function addressOf(row: InstanceRow): { subdomain: string; url: string } {
   return agentAddress(row.user_id);

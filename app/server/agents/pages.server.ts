@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CUSTOM_MODEL, configFormSchema, LOG_LEVELS, TIER_IDS } from "../../schemas/agents.ts";
+import { CUSTOM_MODEL, LOG_LEVELS, TIER_IDS } from "../../schemas/agents.ts";
 import { modelSource } from "../ai/model-source.server.ts";
 import { frontendModels } from "../ai/models.server.ts";
 import { selfHosted } from "../billing/plan-assignments.server.ts";
@@ -7,7 +7,6 @@ import { hasActiveSubscription } from "../billing/subscriptions.server.ts";
 import { listWebauthnCredentials } from "../identity/webauthn.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { consume, rateLimitScopes } from "../platform/rate-limit.server.ts";
-import { updateAgentConfig } from "./agent-config.server.ts";
 import { agentLogs } from "./agent-logs.server.ts";
 import { agentMessages } from "./agent-messages.server.ts";
 import { modelOptions, provisionAgent } from "./agent-provisioning.server.ts";
@@ -17,10 +16,11 @@ import {
   removeAgentVerification,
   submitAgentVerification,
 } from "./agent-verification.server.ts";
-import { agentDetail, agentStatus, agentSummaries } from "./agent-views.server.ts";
+import { agentDetail, agentSummaries } from "./agent-views.server.ts";
 import { getOwnedAgent, TIER_LIMITS, type Tier, tierOfUser } from "./agents.server.ts";
 import { deleteAgent } from "./delete-agent.server.ts";
 import {
+  agentStatus,
   contractStatus,
   getInstanceByUser,
   repairInstance,
@@ -30,6 +30,7 @@ import {
   stopInstance,
   updateInstanceImage,
 } from "./instances.server.ts";
+import { instanceProgress } from "./progress.server.ts";
 
 // What the dashboard pages (app/routes/agents*.tsx) need, on top of the agents API's service
 // functions: every function takes the signed-in user's id, and another user's agent is 404.
@@ -157,7 +158,7 @@ async function logsFor(
   }
 }
 
-/** The agent page: detail, stats, verification, logs, one page of messages, configuration. */
+/** The status tab: detail, stats, verification, one page of messages. */
 export async function agentPage(
   userId: string,
   agentId: string,
@@ -172,7 +173,6 @@ export async function agentPage(
     listWebauthnCredentials(userId),
     modelSource(userId),
   ]);
-  const logs = await logsFor(userId, agentId, agent.status, query.level);
   return {
     agent: {
       ...agent,
@@ -186,11 +186,20 @@ export async function agentPage(
     // The verification panel's security-key proof asks for one of these credentials.
     securityKeyIds: securityKeys.map((k) => k.id),
     messages,
-    logs: { ...logs, level: query.level ?? null },
-    config: row.config,
     /** Which model source serves the agent, or what is missing (before a chat fails on it). */
     modelSource: models,
   };
+}
+
+/** The logs tab: the gateway's log entries (optionally of one level), or why there are none. */
+export async function agentLogsPage(
+  userId: string,
+  agentId: string,
+  level: (typeof LOG_LEVELS)[number] | undefined,
+) {
+  const { agent } = await agentDetail(userId, agentId);
+  const logs = await logsFor(userId, agentId, agent.status, level);
+  return { agent: { id: agent.id, name: agent.name }, logs: { ...logs, level: level ?? null } };
 }
 
 /** What the agent page refreshes every few seconds: status and stats (cheap: database only). */
@@ -201,21 +210,12 @@ export async function agentLive(userId: string, agentId: string) {
   ]);
   return {
     status: agentStatus(instance),
+    progress: await instanceProgress(instance),
     lastError: instance && contractStatus(instance) === "error" ? instance.last_error : null,
     statsStatus: status,
     stats: stats as Record<string, string | number | boolean | null | undefined>,
     at: new Date().toISOString(),
   };
-}
-
-/** The configuration editor's save: stored as the API's PUT does (applied when running). */
-export async function saveAgentConfig(
-  userId: string,
-  agentId: string,
-  config: Record<string, unknown>,
-) {
-  await limitPageAction(userId, "agents");
-  return updateAgentConfig(userId, agentId, config);
 }
 
 /** The verification panel's EAS form (a plain post): the API's checks, the API's errors. */
@@ -244,7 +244,6 @@ export function pageError(error: unknown): never {
 /** The forms of the page, by `intent` (server-only: it names server constants). */
 export const agentPageActions = z.discriminatedUnion("intent", [
   z.object({ intent: z.enum(LIFECYCLE_INTENTS) }),
-  configFormSchema.extend({ intent: z.literal("config") }),
   // The service checks the UID's form (one message for the API and the page).
   z.object({ intent: z.literal("verify-eas"), attestationUid: z.string().max(200).optional() }),
   z.object({ intent: z.literal("unverify") }),

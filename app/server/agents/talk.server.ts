@@ -17,6 +17,7 @@ import { channelCredentialFlags } from "./channels.server.ts";
 import { type HistoryMessage, messagesOfHistory } from "./history.server.ts";
 import { withGateway } from "./instance-gateway.server.ts";
 import type { InstanceRow } from "./instances.server.ts";
+import { waitWhileStarting } from "./progress.server.ts";
 
 // Talking to a user's agent (GET/POST /api/agent, /api/chat, the live socket): sessions, chat
 // turns, memory, skills and health, all from the user's own gateway over the control protocol.
@@ -348,6 +349,7 @@ export async function chat(
   events: TurnEvents = {},
 ): Promise<{ sessionId: string; reply: string; timestamp: number }> {
   const target = await targetOf(userId, input.agentId);
+  await waitWhileStarting(userId);
   return withGateway(userId, async (client, instance) => {
     const key = await resolveChatSession(client, instance, target, input.sessionId);
     await setActiveSession(userId, target, key);

@@ -34,6 +34,11 @@ export interface Leg {
   fromOwner: string;
   to: Address;
   amount: bigint;
+  /**
+   * The call to make on the token contract, when it is not the sender's own ERC-20 `transfer`
+   * of `amount` to `to` (an x402 settlement submits the payer's `transferWithAuthorization`).
+   */
+  call?: Hex;
 }
 
 interface TransferRow {
@@ -247,11 +252,13 @@ export async function payLeg(leg: Leg): Promise<TransferStatus> {
     });
     const request = await client.prepareTransactionRequest({
       to: token.address,
-      data: encodeFunctionData({
-        abi: erc20Abi,
-        functionName: "transfer",
-        args: [leg.to, leg.amount],
-      }),
+      data:
+        leg.call ??
+        encodeFunctionData({
+          abi: erc20Abi,
+          functionName: "transfer",
+          args: [leg.to, leg.amount],
+        }),
       nonce,
     });
     raw = await client.signTransaction(request);

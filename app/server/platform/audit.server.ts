@@ -37,6 +37,7 @@ export const AUDIT_ACTIONS = [
   "job.retried",
   "job.cancelled",
   "service_request.updated",
+  "gateway.price_changed",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -207,6 +207,8 @@ const schema = z.object({
     .transform((v) => v === "on"),
   /** How long POST /api/agents/provision waits for a new instance (warm pool: it is running). */
   AGENT_PROVISION_WAIT_MS: z.coerce.number().int().min(0).default(10_000),
+  /** How long a chat sent while the agent is starting waits for it (decision 0137). */
+  AGENT_CHAT_START_WAIT_MS: z.coerce.number().int().min(0).default(120_000),
   /** How long PUT /api/agents/:id/config waits for the gateway to take the change (`applied`). */
   AGENT_CONFIG_APPLY_WAIT_MS: z.coerce.number().int().min(0).default(5_000),
   /** Worker's chat recorder: gateway connections per running instance (0 disables). */

@@ -10,6 +10,7 @@ import { logger } from "../logger.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
 import { crossSitePage } from "./cross-site-page.server.ts";
 import type { Ingress } from "./ingress-proxy.server.ts";
+import { canonicalOriginFor, wrongAddressPage } from "./local-address.server.ts";
 import { readSmallBody, sendResponse, toRequest } from "./node-http.server.ts";
 import { isCrossSite, isUnsafeMethod } from "./same-origin.server.ts";
 import { constantSecurityHeaders, STATIC_PAGE_POLICY } from "./security-headers.server.ts";
@@ -66,6 +67,17 @@ export function createWebServer({
     const pathname = q === -1 ? url : url.slice(0, q);
     const isApi = pathname === "/api" || pathname.startsWith("/api/");
     if (!isApi && (await serveStatic(root, req, res, pathname, securityHeaders))) return;
+    const canonical = isApi ? undefined : canonicalOriginFor(req.headers.host, env().APP_URL);
+    if (canonical) {
+      if (req.method === "GET" || req.method === "HEAD") {
+        res.writeHead(308, { ...securityHeaders, location: `${canonical}${url}` });
+      } else {
+        res.writeHead(421, refusalHeaders);
+        res.write(wrongAddressPage(req.headers.host ?? "", canonical, stylesheet));
+      }
+      res.end();
+      return;
+    }
     // A form posted to a page from another site: refused here with a page that says why
     // (Remix's own origin check would throw, and Remix answers that with an empty 500). /api
     // routes decide themselves: only cookie-authenticated calls are refused (403 {error}).

@@ -1,0 +1,22 @@
+import { z } from "zod";
+import { apiRoute, endpoint } from "../server/api.server.ts";
+import { gatewayCall } from "../server/payments/gateway.server.ts";
+import { GATEWAY_PLUGINS } from "../server/payments/plugin-prices.server.ts";
+
+// The paid plugin gateway: docs/decisions/0128-paid-plugin-gateway.md
+
+export const { loader, action } = apiRoute({
+  POST: endpoint({
+    summary: "Call a plugin, paid per call by credits or an x402 payment",
+    description:
+      "`{plugin: 'ai.completion' | 'agent.chat', input}` → `{id, plugin, output, payment}`. Paid by the caller's credits (an API key or session; 402 `Insufficient credits` when they do not cover the price) or by an x402 v2 `exact` EIP-3009 payment in the `PAYMENT-SIGNATURE` header (answered with the settlement in `PAYMENT-RESPONSE`). Without either: 402 with the payment requirements (x402 v2 PaymentRequired in the body and, base64, in `PAYMENT-REQUIRED`). A replayed, expired, underpaying or wrongly addressed authorisation: 402 with `reason`. 404 for a plugin that is not offered; 401 for agent.chat without an API key.",
+    auth: "optional",
+    rateLimit: "gateway",
+    body: z.object({
+      plugin: z.enum(GATEWAY_PLUGINS),
+      input: z.unknown().optional(),
+    }),
+    handler: ({ request, auth, body, startedAt }) =>
+      gatewayCall(request, { userId: auth?.user.id ?? null }, body, startedAt),
+  }),
+});

@@ -1,0 +1,92 @@
+import { z } from "zod";
+import { chat } from "../agents/talk.server.ts";
+import { complete } from "../ai/completions.server.ts";
+import { taskTypes } from "../ai/selection.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import type { GatewayPlugin } from "./plugin-prices.server.ts";
+
+// The plugins the paid gateway routes to, each with the zod schema of its `input` and what it
+// runs. The gateway's price is the whole charge of a call: a completion runs on the platform's
+// account (no second debit for its tokens) with its output bounded, so a price covers it.
+// docs/decisions/0128-paid-plugin-gateway.md
+
+/** The most completion tokens a gateway call may ask for (the price must cover them). */
+export const GATEWAY_MAX_TOKENS = 1024;
+
+const message = z.object({
+  role: z.enum(["user", "assistant", "system"]),
+  content: z.string().max(32_000),
+});
+
+export const pluginInputs = {
+  "ai.completion": z
+    .object({
+      messages: z.array(message).min(1, "must not be empty").max(50),
+      model: z.string().trim().min(1).max(200).optional(),
+      taskType: z.enum(taskTypes).optional(),
+      temperature: z.number().min(0).max(2).optional(),
+      max_tokens: z.number().int().positive().max(GATEWAY_MAX_TOKENS).optional(),
+    })
+    .strict(),
+  "agent.chat": z
+    .object({
+      message: z.string().trim().min(1).max(32_000),
+      agentId: z.string().min(1).max(64).optional(),
+      sessionId: z.string().min(1).max(300).optional(),
+    })
+    .strict(),
+} satisfies Record<GatewayPlugin, z.ZodType>;
+
+export type PluginInput<P extends GatewayPlugin> = z.output<(typeof pluginInputs)[P]>;
+
+/** Parses a plugin's input: 400 `input.<field>: …` when it does not fit. */
+export function parsePluginInput(plugin: GatewayPlugin, input: unknown) {
+  const parsed = pluginInputs[plugin].safeParse(input ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = ["input", ...(issue?.path ?? [])].join(".");
+    throw new DomainError(400, `${field}: ${issue?.message}`);
+  }
+  return parsed.data;
+}
+
+/** Whether the plugin acts on the caller's own resources (so it needs their credential). */
+export const needsAccount = (plugin: GatewayPlugin) => plugin === "agent.chat";
+
+export interface PluginContext {
+  userId: string | null;
+  signal: AbortSignal;
+  startedAt: number;
+}
+
+/** Runs one call of a plugin; its answer is the gateway's `output`. */
+export async function runPlugin(
+  plugin: GatewayPlugin,
+  input: unknown,
+  ctx: PluginContext,
+): Promise<Record<string, unknown>> {
+  if (plugin === "ai.completion") {
+    const { taskType, max_tokens, ...rest } = input as PluginInput<"ai.completion">;
+    const result = await complete({
+      endpoint: "chat",
+      userId: null,
+      instanceId: null,
+      body: { ...rest, model: rest.model ?? "", max_tokens: max_tokens ?? 256 },
+      taskType,
+      stream: false,
+      signal: ctx.signal,
+      startedAt: ctx.startedAt,
+    });
+    if (result.kind !== "json") throw new Error("unexpected stream");
+    const { completion, model } = result;
+    return {
+      model: model.id,
+      provider: model.provider,
+      content: completion.text,
+      usage: completion.usage,
+    };
+  }
+  if (!ctx.userId) throw new DomainError(401, "agent.chat needs your API key to name your agent");
+  const answer = await chat(ctx.userId, input as PluginInput<"agent.chat">);
+  return { sessionId: answer.sessionId, reply: answer.reply, timestamp: answer.timestamp };
+}

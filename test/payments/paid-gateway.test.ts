@@ -1,0 +1,301 @@
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import type { PaymentRequirements, SchemeNetworkClient } from "@x402/core/types";
+import { ExactEvmScheme } from "@x402/evm";
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import { type Address, erc20Abi, type Hex } from "viem";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import * as route from "../../app/routes/api.v1.gateway.ts";
+import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
+import { flushMetering } from "../../app/server/ai/metering.server.ts";
+import { setPluginPrice } from "../../app/server/payments/plugin-prices.server.ts";
+import { ESCROW_OWNER, ensureWallet } from "../../app/server/payments/wallets.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { balanceOf, configureAi, giveCredits } from "../ai/support.ts";
+import { call } from "../helpers/api.ts";
+import { openApiPaths } from "../helpers/openapi.ts";
+import { type Anvil, startAnvil } from "../identity/anvil.ts";
+import { createOpenAiFake } from "../msw/handlers/openai.ts";
+import { mswServer } from "../msw/server.ts";
+import { deployFiatToken, type FiatToken, setNativeBalance } from "./fiat-token.ts";
+
+let anvil: Anvil;
+let usdc: FiatToken;
+let escrow: Address;
+const openai = createOpenAiFake();
+const PRICE = 10_000n; // ai.completion: 0.01 USD = 10 000 units of a 6-decimal token
+const hello = { messages: [{ role: "user", content: "Say hello" }], model: "openai/gpt-4o" };
+
+beforeAll(async () => {
+  mswServer.use(...openai.handlers);
+  anvil = await startAnvil();
+  usdc = await deployFiatToken(anvil);
+  process.env.PAYMENTS_TOKEN_ADDRESS = usdc.address;
+  resetEnvCache();
+  await configureAi({ OPENAI_API_KEY: "test-key" });
+  escrow = (await ensureWallet(ESCROW_OWNER)).wallet.address;
+  await setNativeBalance(anvil, escrow, 10n ** 18n);
+});
+afterAll(async () => {
+  await flushMetering();
+  await anvil?.stop();
+  delete process.env.PAYMENTS_TOKEN_ADDRESS;
+  resetEnvCache();
+});
+beforeEach(() => {
+  openai.state.calls = [];
+});
+
+const balance = (address: Address) =>
+  anvil.client.readContract({
+    address: usdc.address,
+    abi: erc20Abi,
+    functionName: "balanceOf",
+    args: [address],
+  });
+
+/** fetch that hands the request to the route module (no HTTP server), remembering what it sent. */
+function routeFetch(sent: Headers[], remoteAddress = "127.0.0.1") {
+  return async (input: RequestInfo | URL, init?: RequestInit) => {
+    const request = new Request(input, init);
+    sent.push(new Headers(request.headers));
+    return route.action({ request, params: {}, context: { remoteAddress } });
+  };
+}
+
+/** The scheme client, with the requirements it signs for changed by `tamper` (a bad payer). */
+function payerScheme(
+  index: number,
+  tamper?: (r: PaymentRequirements) => PaymentRequirements,
+): SchemeNetworkClient {
+  const inner = new ExactEvmScheme(anvil.account(index));
+  if (!tamper) return inner;
+  return {
+    scheme: inner.scheme,
+    createPaymentPayload: (version, requirements, context) =>
+      inner.createPaymentPayload(version, tamper(requirements), context),
+  };
+}
+
+function x402Fetch(scheme: SchemeNetworkClient, sent: Headers[]) {
+  // The test's token is not at Base's canonical USDC address, so the client allows it by name
+  // (a client paying the default configuration needs no such entry).
+  const client = new x402Client().register("eip155:*", scheme).setSpendControls({
+    allowedAssets: [
+      { network: "eip155:8453", asset: usdc.address, maxAmountPerPayment: "1000000" },
+    ],
+  });
+  return wrapFetchWithPayment(routeFetch(sent) as typeof fetch, client);
+}
+
+const post = (f: (i: string, init: RequestInit) => Promise<Response>, body: unknown) =>
+  f("http://localhost/api/v1/gateway", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+
+describe("POST /api/v1/gateway, paid by x402", () => {
+  it("answers 402 with x402 v2 payment requirements when no credential is sent", async () => {
+    const res = await call(route, "/api/v1/gateway", {
+      method: "POST",
+      body: { plugin: "ai.completion", input: hello },
+    });
+    expect(res.status).toBe(402);
+    expect(res.json.error).toMatch(/Payment required/);
+    const required = decodePaymentRequiredHeader(res.headers.get("PAYMENT-REQUIRED")!);
+    expect(required).toMatchObject({ x402Version: 2 });
+    expect(required.accepts).toEqual([
+      {
+        scheme: "exact",
+        network: "eip155:8453",
+        amount: PRICE.toString(),
+        asset: usdc.address,
+        payTo: escrow,
+        maxTimeoutSeconds: 300,
+        extra: { name: "USD Coin", version: "2" },
+      },
+    ]);
+    expect(res.json.accepts).toEqual(required.accepts);
+    expect(openai.state.calls).toHaveLength(0);
+  });
+
+  it("accepts a payment from an @x402/fetch client, settles it on chain and refuses its replay", async () => {
+    const payer = anvil.account(3).address;
+    await usdc.mint(payer, 50_000n);
+    const [payerBefore, escrowBefore] = [await balance(payer), await balance(escrow)];
+    const sent: Headers[] = [];
+    const res = await post(x402Fetch(payerScheme(3), sent), {
+      plugin: "ai.completion",
+      input: hello,
+    });
+    const body = await res.json();
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    expect(body.output.content).toBeTruthy();
+    expect(body.payment).toMatchObject({ method: "x402", amount: "10000", payer });
+    const receipt = decodePaymentResponseHeader(res.headers.get("PAYMENT-RESPONSE")!);
+    expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer });
+    expect(receipt.transaction).toBe(body.payment.transaction);
+    const mined = await anvil.client.getTransactionReceipt({ hash: receipt.transaction as Hex });
+    expect(mined.status).toBe("success");
+    expect(mined.from.toLowerCase()).toBe(escrow.toLowerCase()); // the platform paid the gas
+    expect(await balance(payer)).toBe(payerBefore - PRICE);
+    expect(await balance(escrow)).toBe(escrowBefore + PRICE);
+    const [ledger] = await db()`select status, tx_hash from payment_transfers
+      where purpose like ${`x402:${payer.toLowerCase()}:%`}`;
+    expect(ledger).toMatchObject({ status: "confirmed", tx_hash: receipt.transaction });
+    const [calls] = await db()`select count(*)::int as n from gateway_calls where payer = ${payer}`;
+    expect(calls!.n).toBe(1);
+
+    // The same PAYMENT-SIGNATURE again: refused, nothing moves, the plugin does not run.
+    const signature = sent.find((h) => h.has("payment-signature"))!.get("payment-signature")!;
+    const providerCalls = openai.state.calls.length;
+    const replay = await call(route, "/api/v1/gateway", {
+      method: "POST",
+      body: { plugin: "ai.completion", input: hello },
+      headers: { "payment-signature": signature },
+    });
+    expect(replay.status).toBe(402);
+    expect(replay.json).toMatchObject({ reason: "authorization_already_used" });
+    expect(replay.json.error).toMatch(/already used/);
+    expect(openai.state.calls.length).toBe(providerCalls);
+    expect(await balance(payer)).toBe(payerBefore - PRICE);
+  });
+
+  it.each([
+    [
+      "underpaid",
+      (r: PaymentRequirements) => ({ ...r, amount: (BigInt(r.amount) - 1n).toString() }),
+      "underpaid",
+      /pays less/,
+    ],
+    [
+      "expired",
+      (r: PaymentRequirements) => ({ ...r, maxTimeoutSeconds: 1 }),
+      "invalid_exact_evm_payload_authorization_valid_before",
+      /expired/,
+    ],
+    [
+      "addressed to someone else",
+      (r: PaymentRequirements) => ({ ...r, payTo: anvil.account(9).address }),
+      "invalid_exact_evm_recipient_mismatch",
+      /someone other/,
+    ],
+  ])(
+    "refuses an authorisation that is %s with 402 and its reason",
+    async (_, tamper, reason, message) => {
+      const payer = anvil.account(4).address;
+      await usdc.mint(payer, 50_000n);
+      const before = await balance(payer);
+      const res = await post(x402Fetch(payerScheme(4, tamper), []), {
+        plugin: "ai.completion",
+        input: hello,
+      });
+      const body = await res.json();
+      expect(res.status).toBe(402);
+      expect(body.reason).toBe(reason);
+      expect(body.error).toMatch(message);
+      expect(res.headers.get("PAYMENT-REQUIRED")).toBeTruthy();
+      expect(openai.state.calls).toHaveLength(0);
+      expect(await balance(payer)).toBe(before);
+    },
+  );
+});
+
+describe("POST /api/v1/gateway, paid by credits", () => {
+  it("debits exactly the price per call and answers 402 when the credits run out", async () => {
+    const user = "usr_gwcredits";
+    await giveCredits(user, 25_000);
+    const { key } = await createApiKey(user, "gateway");
+    const headers = { authorization: `Bearer ${key}` };
+    const paid = () =>
+      call(route, "/api/v1/gateway", {
+        method: "POST",
+        body: { plugin: "ai.completion", input: hello },
+        headers,
+      });
+    for (const left of [15_000, 5_000]) {
+      const res = await paid();
+      expect(res.status, res.text).toBe(200);
+      expect(res.json.payment).toEqual({ method: "credits", priceMicroUsd: 10_000 });
+      expect(res.json.output.content).toBeTruthy();
+      await flushMetering();
+      expect(await balanceOf(user)).toBe(left);
+    }
+    const refused = await paid();
+    expect(refused.status).toBe(402);
+    expect(refused.json.error).toBe("Insufficient credits for this call");
+    expect(await balanceOf(user)).toBe(5_000);
+    const rows = await db()`select amount_micro_usd::int as a from credit_ledger
+      where user_id = ${user} and reason = 'gateway'`;
+    expect(rows.map((r) => r.a)).toEqual([-10_000, -10_000]);
+  });
+
+  it("charges the price operators set, and audits the change", async () => {
+    await setPluginPrice("ai.completion", 12_345, { type: "operator", id: "usr_op" });
+    const res = await call(route, "/api/v1/gateway", {
+      method: "POST",
+      body: { plugin: "ai.completion", input: hello },
+    });
+    expect(
+      decodePaymentRequiredHeader(res.headers.get("PAYMENT-REQUIRED")!).accepts[0]!.amount,
+    ).toBe("12345");
+    const [entry] = await db()`select actor_id, target, details from audit_log
+      where action = 'gateway.price_changed'`;
+    expect(entry).toMatchObject({ actor_id: "usr_op", target: "ai.completion" });
+    expect(entry!.details).toMatchObject({ priceMicroUsd: 12_345, previousMicroUsd: 10_000 });
+    await expect(
+      setPluginPrice("ai.completion", 0, { type: "operator", id: "usr_op" }),
+    ).rejects.toThrow(/priceMicroUsd/);
+    await setPluginPrice("ai.completion", 10_000, { type: "operator", id: "usr_op" });
+  });
+
+  it("refuses bad input with 400 and an unknown plugin with 400, agent chat without a key with 401", async () => {
+    const bad = await call(route, "/api/v1/gateway", {
+      method: "POST",
+      body: { plugin: "ai.completion", input: { messages: [] } },
+    });
+    expect(bad).toMatchObject({
+      status: 400,
+      json: { error: "input.messages: must not be empty" },
+    });
+    const unknown = await call(route, "/api/v1/gateway", {
+      method: "POST",
+      body: { plugin: "nope", input: {} },
+    });
+    expect(unknown.status).toBe(400);
+    const chat = await call(route, "/api/v1/gateway", {
+      method: "POST",
+      body: { plugin: "agent.chat", input: { message: "hi" } },
+    });
+    expect(chat.status).toBe(401);
+  });
+
+  it("allows 100 calls a minute per caller, then 429", async () => {
+    const at = (n: number) =>
+      call(route, "/api/v1/gateway", { method: "POST", body: {}, remoteAddress: "10.9.9.9" }).then(
+        (r) => [n, r.status],
+      );
+    const statuses = [];
+    for (let i = 1; i <= 100; i++) statuses.push(await at(i));
+    expect(statuses.every(([, s]) => s === 400)).toBe(true);
+    const over = await call(route, "/api/v1/gateway", {
+      method: "POST",
+      body: {},
+      remoteAddress: "10.9.9.9",
+    });
+    expect(over.status).toBe(429);
+    expect(over.json.error).toMatch(/100 per 60 seconds/);
+    const other = await call(route, "/api/v1/gateway", {
+      method: "POST",
+      body: {},
+      remoteAddress: "10.9.9.10",
+    });
+    expect(other.status).toBe(400);
+  });
+
+  it("is in the OpenAPI document", () => {
+    const paths = openApiPaths({ "api/v1/gateway": route });
+    expect(paths["/api/v1/gateway"]?.post?.summary).toMatch(/x402/);
+  });
+});
