@@ -1,4 +1,5 @@
 import { Form, Link } from "@remix-run/react";
+import type { ReactNode } from "react";
 import type { skillsPage } from "../server/agents/chat-page.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
 import { AgentTabs } from "./agent-tabs.tsx";
@@ -13,9 +14,12 @@ export type SkillsPageData = Awaited<ReturnType<typeof skillsPage>>;
 export function AgentSkills({
   d,
   reply,
+  extra,
 }: {
   d: SkillsPageData;
   reply: FormReply<{ message: string }> | undefined;
+  /** Cards of other areas before the gateway's list (the marketplace's installed skills). */
+  extra?: ReactNode;
 }) {
   return (
     <div className="space-y-6">
@@ -27,6 +31,7 @@ export function AgentSkills({
       ) : reply?.value ? (
         <Notice>{reply.value.message}</Notice>
       ) : null}
+      {extra}
       <Card title={d.all ? "All skills" : "Skills that work on this agent"}>
         {d.skills.length === 0 && !d.gatewayError ? (
           <p className="text-sm text-slate-600">No skills to show.</p>

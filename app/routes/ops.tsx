@@ -15,6 +15,7 @@ const links = [
   ["/ops/instances", "Instances"],
   ["/ops/jobs", "Jobs"],
   ["/ops/requests", "Requests"],
+  ["/ops/skills", "Skills"],
   ["/ops/gateway", "Gateway prices"],
   ["/ops/audit", "Audit log"],
 ] as const;

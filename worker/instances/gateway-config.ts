@@ -56,6 +56,8 @@ export function gatewayConfig(options: {
     // session across every DM): people do not see each other's context, and the platform can
     // tell a conversation's channel from its session key (agent:<id>:telegram:direct:<peer>).
     session: { dmScope: "per-channel-peer" },
+    // Skill folders arrive as archives the platform checked (app/server/skills, decision 0111).
+    skills: { install: { allowUploadedArchives: true } },
     models: {
       mode: "merge",
       providers: {

@@ -9,6 +9,7 @@ import { provisionInstance } from "./provision-instance.ts";
 import { purgeAuditLog } from "./purge-audit-log.ts";
 import { reconcile } from "./reconcile.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
+import { removeSkillFolder } from "./remove-skill-folder.ts";
 import { restoreBackupJob } from "./restore-backup.ts";
 import { scheduledBackupsJob } from "./scheduled-backups.ts";
 import { sendEmail } from "./send-email.ts";
@@ -31,6 +32,7 @@ export const handlers: Handlers = {
   "update-image": updateImageJob,
   "instance-action": instanceAction,
   reconcile,
+  "remove-skill-folder": removeSkillFolder,
   "fill-pool": fillPoolJob,
   "stop-unpaid-instance": stopUnpaidInstance,
   "sync-agents": syncAgentsJob,

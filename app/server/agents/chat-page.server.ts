@@ -103,12 +103,15 @@ export const chatPageActions = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("new-session") }),
 ]);
 
-/** The skills tab's form. */
-export const skillsPageActions = z.object({
-  intent: z.literal("skill"),
-  skillId: z.string().max(200),
-  enabled: z.enum(["true", "false"]),
-});
+/** The skills tab's forms: a gateway skill on or off; a marketplace skill updated or removed. */
+export const skillsPageActions = z.discriminatedUnion("intent", [
+  z.object({
+    intent: z.literal("skill"),
+    skillId: z.string().max(200),
+    enabled: z.enum(["true", "false"]),
+  }),
+  z.object({ intent: z.enum(["skill-update", "skill-remove"]), name: z.string().min(1).max(100) }),
+]);
 
 /** The channels tab's forms, by `intent` (server-only: it names server constants). */
 export const channelsPageActions = z.discriminatedUnion("intent", [

@@ -118,6 +118,16 @@ export const jobCatalog = {
   }),
   // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption).
   "fill-pool": defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
+  // Deletes an uninstalled skill's folder from a gateway's state volume (the gateway protocol
+  // writes skill folders but has no call that deletes one; decision 0110). Awaited by the web.
+  "remove-skill-folder": defineRuntimeJob(
+    z.object({
+      instanceId: z.string().min(1),
+      dir: z.string().min(1).max(500),
+      name: z.string().min(1).max(100),
+    }),
+    { retryLimit: 0, expireInSeconds: 120 },
+  ),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
   reconcile: defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
   // Backups (issue 26, decision 0140): take one pending backup (its row names the agent), restore

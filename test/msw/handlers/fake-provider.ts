@@ -10,6 +10,8 @@ export interface FakeProviderState {
   /** Model ids the listing returns. */
   models: string[];
   reply: string;
+  /** When set, the reply to each request, from its body (replaces `reply`). */
+  replyFor?: (body: Record<string, unknown>) => string;
   /** The usage the provider reports; null: it reports none. */
   usage: { prompt: number; completion: number } | null;
   /** When set, the usage reported for each request, from its body (replaces `usage`). */

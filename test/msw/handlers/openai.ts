@@ -51,6 +51,7 @@ export function chatCompletionsHandler(
     if (failed) return failed;
     const id = `chatcmpl-${Math.random().toString(36).slice(2, 12)}`;
     const created = 1_750_000_000;
+    const reply = state.replyFor ? state.replyFor(body as Record<string, unknown>) : state.reply;
     const told = state.usageFor ? state.usageFor(body as Record<string, unknown>) : state.usage;
     const usage = told && {
       prompt_tokens: told.prompt,
@@ -73,7 +74,7 @@ export function chatCompletionsHandler(
         choices: [
           {
             index: 0,
-            message: { role: "assistant", content: state.reply, refusal: null, annotations: [] },
+            message: { role: "assistant", content: reply, refusal: null, annotations: [] },
             logprobs: null,
             finish_reason: "stop",
           },
@@ -96,7 +97,7 @@ export function chatCompletionsHandler(
       })}\n\n`;
     const blocks = [
       chunk({ role: "assistant", content: "", refusal: null }),
-      ...pieces(state.reply).map((p) => chunk({ content: p })),
+      ...pieces(reply).map((p) => chunk({ content: p })),
       chunk({}, "stop"),
     ];
     if (body.stream_options?.include_usage && usage) {
