@@ -59,11 +59,25 @@ export function ownerLabels(instanceId?: string): Record<string, string> {
 
 export const rt = (): AgentRuntime => getRuntime();
 
-/** The gateways' network (created when missing); its gateway IP is how containers reach us. */
-export async function ensureNetwork() {
-  const network = await rt().ensureNetwork(env().RUNTIME_NETWORK, deploymentLabels());
-  await ensureAiRelay(network.gatewayIp);
-  return network;
+const ensuring = new Map<string, Promise<{ gatewayIp: string | undefined }>>();
+
+/**
+ * The gateways' network (created when missing); its gateway IP is how containers reach us.
+ * Concurrent calls in one process share one attempt: Docker 20.10's CheckDuplicate is racy,
+ * and two creates at once left two networks of one name ("network … is ambiguous").
+ */
+export function ensureNetwork(): Promise<{ gatewayIp: string | undefined }> {
+  const name = env().RUNTIME_NETWORK;
+  let attempt = ensuring.get(name);
+  if (!attempt) {
+    attempt = (async () => {
+      const network = await rt().ensureNetwork(name, deploymentLabels());
+      await ensureAiRelay(network.gatewayIp);
+      return network;
+    })().finally(() => ensuring.delete(name));
+    ensuring.set(name, attempt);
+  }
+  return attempt;
 }
 
 export const log = () => logger().child({ area: "instances" });
