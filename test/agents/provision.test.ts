@@ -96,7 +96,8 @@ describe("POST /api/provision", () => {
       rtmpServer: "rtmps://global-live.mux.com:443/app",
       playbackUrl: `https://stream.mux.com/${playbackId}.m3u8`,
       subdomain: expect.stringContaining(userId),
-      url: expect.stringMatching(/^https:\/\//),
+      // The address that works on this installation: the path form locally (decision 0115).
+      url: `${process.env.APP_URL ?? "http://localhost:3000"}/agents/${userId}/ui/`,
       hls: { playlistUrl: `https://stream.mux.com/${playbackId}.m3u8` },
       rtmp: { server: "rtmps://global-live.mux.com:443/app", key: stream.stream_key },
       status: "active",
