@@ -1,53 +1,32 @@
-import { type Address, erc20Abi } from "viem";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Address } from "viem";
+import { beforeAll, describe, expect, it } from "vitest";
 import * as route from "../../app/routes/api.skills.booking-settlement.ts";
 import { ESCROW_OWNER, ensureWallet } from "../../app/server/payments/wallets.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { call } from "../helpers/api.ts";
 import { openApiPaths } from "../helpers/openapi.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
-import { type Anvil, startAnvil } from "../identity/anvil.ts";
-import { deployFiatToken, type FiatToken, setNativeBalance } from "./fiat-token.ts";
+import type { Anvil } from "../identity/anvil.ts";
+import { type FiatToken, setNativeBalance } from "./fiat-token.ts";
+import { ETH, setUpTestChain } from "./support.ts";
 
+const chain = setUpTestChain({ PAYMENTS_PLATFORM_FEE_BPS: "500" });
 let anvil: Anvil;
 let usdc: FiatToken;
 let escrow: Address;
-const ETH = 10n ** 18n;
 
 beforeAll(async () => {
-  anvil = await startAnvil();
-  usdc = await deployFiatToken(anvil);
-  process.env.PAYMENTS_TOKEN_ADDRESS = usdc.address;
-  process.env.PAYMENTS_PLATFORM_FEE_BPS = "500";
-  resetEnvCache();
+  ({ anvil, usdc } = chain);
   escrow = (await ensureWallet(ESCROW_OWNER)).wallet.address;
   await setNativeBalance(anvil, escrow, ETH);
 });
-afterAll(async () => {
-  await anvil?.stop();
-  delete process.env.PAYMENTS_TOKEN_ADDRESS;
-  delete process.env.PAYMENTS_PLATFORM_FEE_BPS;
-  resetEnvCache();
-});
 
-const balance = (address: Address) =>
-  anvil.client.readContract({
-    address: usdc.address,
-    abi: erc20Abi,
-    functionName: "balanceOf",
-    args: [address],
-  });
+const balance = (address: Address) => chain.balance(address);
 const as = async (user: string) => ({ cookie: await sessionCookieFor(user) });
 const hour = 3600_000;
 const at = (ms: number) => new Date(Date.now() + ms).toISOString();
 
-async function fundedBooker(user: string, tokens: bigint) {
-  const { wallet } = await ensureWallet(user);
-  await usdc.mint(wallet.address, tokens);
-  await setNativeBalance(anvil, wallet.address, ETH);
-  return wallet.address;
-}
+const fundedBooker = (user: string, tokens: bigint) => chain.fund(user, tokens);
 
 const post = async (user: string, body: Record<string, unknown>) =>
   call(route, "/api/skills/booking-settlement", { method: "POST", headers: await as(user), body });

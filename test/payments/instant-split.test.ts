@@ -1,48 +1,32 @@
-import { type Address, erc20Abi } from "viem";
+import type { Address } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import * as splitRoute from "../../app/routes/api.skills.instant-split.ts";
 import { splitShares } from "../../app/server/payments/shares.server.ts";
 import { ensureWallet } from "../../app/server/payments/wallets.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { call } from "../helpers/api.ts";
 import { openApiPaths } from "../helpers/openapi.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
-import { type Anvil, startAnvil } from "../identity/anvil.ts";
-import { deployFiatToken, type FiatToken, setNativeBalance } from "./fiat-token.ts";
+import type { Anvil } from "../identity/anvil.ts";
+import type { FiatToken } from "./fiat-token.ts";
+import { setUpTestChain } from "./support.ts";
 
+const chain = setUpTestChain();
 let anvil: Anvil;
 let usdc: FiatToken;
 
 beforeAll(async () => {
-  anvil = await startAnvil();
-  usdc = await deployFiatToken(anvil);
-  process.env.PAYMENTS_TOKEN_ADDRESS = usdc.address;
-  resetEnvCache();
-});
-afterAll(async () => {
-  await anvil?.stop();
-  delete process.env.PAYMENTS_TOKEN_ADDRESS;
-  resetEnvCache();
+  ({ anvil, usdc } = chain);
 });
 
 const newAddress = () => privateKeyToAccount(generatePrivateKey()).address;
-const balance = (address: Address) =>
-  anvil.client.readContract({
-    address: usdc.address,
-    abi: erc20Abi,
-    functionName: "balanceOf",
-    args: [address],
-  });
+const balance = (address: Address) => chain.balance(address);
 
 /** A user with a hosted wallet holding `tokens` USDC units and 1 ETH for gas. */
 async function funded(userId: string, tokens: bigint, wei = 10n ** 18n) {
   const headers = { cookie: await sessionCookieFor(userId) };
-  const { wallet } = await ensureWallet(userId);
-  if (tokens > 0n) await usdc.mint(wallet.address, tokens);
-  await setNativeBalance(anvil, wallet.address, wei);
-  return { headers, address: wallet.address };
+  return { headers, address: await chain.fund(userId, tokens, wei) };
 }
 
 async function define(headers: Record<string, string>, recipients: unknown) {

@@ -1,34 +1,26 @@
-import { type Address, erc20Abi } from "viem";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Address } from "viem";
+import { beforeAll, describe, expect, it } from "vitest";
 import * as bookingsPage from "../../app/routes/bookings.tsx";
 import * as opsGateway from "../../app/routes/ops.gateway.tsx";
 import * as splitsPage from "../../app/routes/splits.tsx";
 import * as walletPage from "../../app/routes/wallet.tsx";
 import { ESCROW_OWNER, ensureWallet } from "../../app/server/payments/wallets.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
-import { type Anvil, startAnvil } from "../identity/anvil.ts";
-import { deployFiatToken, type FiatToken, setNativeBalance } from "./fiat-token.ts";
+import type { Anvil } from "../identity/anvil.ts";
+import { type FiatToken, setNativeBalance } from "./fiat-token.ts";
+import { ETH, setUpTestChain } from "./support.ts";
 
 // The wallet, splits, bookings and gateway-price pages: loaders and plain form posts, the way a
 // browser without JavaScript uses them.
 
+const chain = setUpTestChain();
 let anvil: Anvil;
 let usdc: FiatToken;
-const ETH = 10n ** 18n;
 
 beforeAll(async () => {
-  anvil = await startAnvil();
-  usdc = await deployFiatToken(anvil);
-  process.env.PAYMENTS_TOKEN_ADDRESS = usdc.address;
-  resetEnvCache();
+  ({ anvil, usdc } = chain);
   await setNativeBalance(anvil, (await ensureWallet(ESCROW_OWNER)).wallet.address, ETH);
-});
-afterAll(async () => {
-  await anvil?.stop();
-  delete process.env.PAYMENTS_TOKEN_ADDRESS;
-  resetEnvCache();
 });
 
 type Module = { loader?: unknown; action?: unknown };
@@ -57,13 +49,7 @@ async function page(user: string, module: Module, path: string, form?: Record<st
   return { status: d.init?.status ?? 200, data };
 }
 
-const tokenBalance = (address: Address) =>
-  anvil.client.readContract({
-    address: usdc.address,
-    abi: erc20Abi,
-    functionName: "balanceOf",
-    args: [address],
-  });
+const tokenBalance = (address: Address) => chain.balance(address);
 
 describe("wallet page", () => {
   it("creates the wallet with a plain post and shows its address and balances", async () => {

@@ -2,7 +2,7 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/
 import type { PaymentRequirements, SchemeNetworkClient } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
-import { type Address, erc20Abi, type Hex } from "viem";
+import type { Address, Hex } from "viem";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as route from "../../app/routes/api.v1.gateway.ts";
 import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
@@ -10,15 +10,16 @@ import { flushMetering } from "../../app/server/ai/metering.server.ts";
 import { setPluginPrice } from "../../app/server/payments/plugin-prices.server.ts";
 import { ESCROW_OWNER, ensureWallet } from "../../app/server/payments/wallets.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { balanceOf, configureAi, giveCredits } from "../ai/support.ts";
 import { call } from "../helpers/api.ts";
 import { openApiPaths } from "../helpers/openapi.ts";
-import { type Anvil, startAnvil } from "../identity/anvil.ts";
+import type { Anvil } from "../identity/anvil.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
-import { deployFiatToken, type FiatToken, setNativeBalance } from "./fiat-token.ts";
+import { type FiatToken, setNativeBalance } from "./fiat-token.ts";
+import { setUpTestChain } from "./support.ts";
 
+const chain = setUpTestChain();
 let anvil: Anvil;
 let usdc: FiatToken;
 let escrow: Address;
@@ -28,31 +29,19 @@ const hello = { messages: [{ role: "user", content: "Say hello" }], model: "open
 
 beforeAll(async () => {
   mswServer.use(...openai.handlers);
-  anvil = await startAnvil();
-  usdc = await deployFiatToken(anvil);
-  process.env.PAYMENTS_TOKEN_ADDRESS = usdc.address;
-  resetEnvCache();
+  ({ anvil, usdc } = chain);
   await configureAi({ OPENAI_API_KEY: "test-key" });
   escrow = (await ensureWallet(ESCROW_OWNER)).wallet.address;
   await setNativeBalance(anvil, escrow, 10n ** 18n);
 });
 afterAll(async () => {
   await flushMetering();
-  await anvil?.stop();
-  delete process.env.PAYMENTS_TOKEN_ADDRESS;
-  resetEnvCache();
 });
 beforeEach(() => {
   openai.state.calls = [];
 });
 
-const balance = (address: Address) =>
-  anvil.client.readContract({
-    address: usdc.address,
-    abi: erc20Abi,
-    functionName: "balanceOf",
-    args: [address],
-  });
+const balance = (address: Address) => chain.balance(address);
 
 /** fetch that hands the request to the route module (no HTTP server), remembering what it sent. */
 function routeFetch(sent: Headers[], remoteAddress = "127.0.0.1") {

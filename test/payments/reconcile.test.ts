@@ -9,41 +9,28 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import * as splitRoute from "../../app/routes/api.skills.instant-split.ts";
 import { ensureWallet, walletSigner } from "../../app/server/payments/wallets.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { call } from "../helpers/api.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
-import { type Anvil, startAnvil } from "../identity/anvil.ts";
-import { deployFiatToken, type FiatToken, setNativeBalance } from "./fiat-token.ts";
+import type { Anvil } from "../identity/anvil.ts";
+import { type FiatToken, setNativeBalance } from "./fiat-token.ts";
+import { setUpTestChain } from "./support.ts";
 
 // Crash recovery of the transfer ledger: a transfer recorded and signed by a process that died
 // before (or while) broadcasting it is settled from the chain on the next run, never paid twice.
 
+const chain = setUpTestChain();
 let anvil: Anvil;
 let usdc: FiatToken;
 
 beforeAll(async () => {
-  anvil = await startAnvil();
-  usdc = await deployFiatToken(anvil);
-  process.env.PAYMENTS_TOKEN_ADDRESS = usdc.address;
-  resetEnvCache();
-});
-afterAll(async () => {
-  await anvil?.stop();
-  delete process.env.PAYMENTS_TOKEN_ADDRESS;
-  resetEnvCache();
+  ({ anvil, usdc } = chain);
 });
 
-const balance = (address: Address) =>
-  anvil.client.readContract({
-    address: usdc.address,
-    abi: erc20Abi,
-    functionName: "balanceOf",
-    args: [address],
-  });
+const balance = (address: Address) => chain.balance(address);
 
 /** What a process that died after recording and signing leaves behind: a pending attempt. */
 async function leftBehind(userId: string, executionId: string, to: Address, amount: bigint) {

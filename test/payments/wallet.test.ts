@@ -1,6 +1,6 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { type Address, verifyMessage } from "viem";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import * as bookingRoute from "../../app/routes/api.skills.booking-settlement.ts";
 import * as splitRoute from "../../app/routes/api.skills.instant-split.ts";
 import * as addressRoute from "../../app/routes/api.wallet.address.ts";
@@ -15,22 +15,16 @@ import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { call } from "../helpers/api.ts";
 import { openApiPaths } from "../helpers/openapi.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
-import { type Anvil, startAnvil } from "../identity/anvil.ts";
-import { deployFiatToken, type FiatToken, setNativeBalance } from "./fiat-token.ts";
+import type { Anvil } from "../identity/anvil.ts";
+import { type FiatToken, setNativeBalance } from "./fiat-token.ts";
+import { setUpTestChain } from "./support.ts";
 
+const chain = setUpTestChain();
 let anvil: Anvil;
 let usdc: FiatToken;
 
 beforeAll(async () => {
-  anvil = await startAnvil();
-  usdc = await deployFiatToken(anvil);
-  process.env.PAYMENTS_TOKEN_ADDRESS = usdc.address;
-  resetEnvCache();
-});
-afterAll(async () => {
-  await anvil?.stop();
-  delete process.env.PAYMENTS_TOKEN_ADDRESS;
-  resetEnvCache();
+  ({ anvil, usdc } = chain);
 });
 
 const as = async (user: string) => ({ cookie: await sessionCookieFor(user) });

@@ -18,12 +18,15 @@ import { logger } from "../platform/logger.server.ts";
 import { nativeBalance, onChain, paymentToken, tokenBalance } from "./token.server.ts";
 import { requireWallet, walletSigner } from "./wallets.server.ts";
 
-// The transfer ledger: every token transfer is a row written before anything is signed, then
+// The transfer ledger: every transfer (of the configured token, or of the native coin) is a row written before anything is signed, then
 // given its hash and signed bytes before it is broadcast, then reconciled with the chain (the
 // receipt decides confirmed or failed). A (purpose, leg) pays at most once: the partial unique
 // index allows one attempt that is not failed, and a re-run reconciles that attempt before it
 // makes another. One sender at a time per address (a PostgreSQL advisory lock) keeps nonces in
 // order across web replicas. docs/decisions/0126-transfer-ledger.md
+
+/** The `token` column of a native-coin transfer. */
+export const NATIVE = "native";
 
 export type TransferStatus = "pending" | "confirmed" | "failed";
 
@@ -34,6 +37,8 @@ export interface Leg {
   fromOwner: string;
   to: Address;
   amount: bigint;
+  /** What moves: the configured token (the default) or the chain's native coin. */
+  asset?: "token" | "native";
   /**
    * The call to make on the token contract, when it is not the sender's own ERC-20 `transfer`
    * of `amount` to `to` (an x402 settlement submits the payer's `transferWithAuthorization`).
@@ -229,12 +234,13 @@ export async function payLeg(leg: Leg): Promise<TransferStatus> {
     if (status !== "failed") return status;
   }
   const wallet = await requireWallet(leg.fromOwner);
-  const token = await paymentToken();
+  const native = leg.asset === "native";
+  const token = native ? undefined : await paymentToken();
   const [row] = await db()<TransferRow[]>`
     insert into payment_transfers
       (purpose, leg, attempt, from_owner, from_address, to_address, token, amount)
     values (${leg.purpose}, ${leg.leg}, ${attempts.length + 1}, ${leg.fromOwner},
-            ${wallet.address}, ${leg.to}, ${token.address}, ${leg.amount.toString()})
+            ${wallet.address}, ${leg.to}, ${token?.address ?? NATIVE}, ${leg.amount.toString()})
     returning *`;
   const id = row!.id;
   let hash: Hex;
@@ -250,17 +256,21 @@ export async function payLeg(leg: Leg): Promise<TransferStatus> {
       address: wallet.address,
       blockTag: "pending",
     });
-    const request = await client.prepareTransactionRequest({
-      to: token.address,
-      data:
-        leg.call ??
-        encodeFunctionData({
-          abi: erc20Abi,
-          functionName: "transfer",
-          args: [leg.to, leg.amount],
-        }),
-      nonce,
-    });
+    const request = await client.prepareTransactionRequest(
+      token
+        ? {
+            to: token.address,
+            data:
+              leg.call ??
+              encodeFunctionData({
+                abi: erc20Abi,
+                functionName: "transfer",
+                args: [leg.to, leg.amount],
+              }),
+            nonce,
+          }
+        : { to: leg.to, value: leg.amount, nonce },
+    );
     raw = await client.signTransaction(request);
     hash = keccak256(raw);
     await db()`update payment_transfers
@@ -283,7 +293,7 @@ export async function payLeg(leg: Leg): Promise<TransferStatus> {
   return settleFromChain(id, hash);
 }
 
-function shortReason(error: unknown): string {
+export function shortReason(error: unknown): string {
   const e = error as { shortMessage?: string; message?: string };
   return (e.shortMessage ?? e.message ?? "unknown error").slice(0, 300);
 }
