@@ -4,13 +4,10 @@ import { z } from "zod";
 import { Card } from "../components/forms.tsx";
 import { OpsNotices, usd } from "../components/ops.tsx";
 import { opsAction, requireOperator } from "../server/ops/access.server.ts";
-import {
-  GATEWAY_PLUGINS,
-  listPluginPrices,
-  setPluginPrice,
-} from "../server/payments/plugin-prices.server.ts";
+import { listPluginPrices, setPluginPrice } from "../server/payments/plugin-prices.server.ts";
 
-// The paid gateway's prices per plugin (docs/decisions/0128-paid-plugin-gateway.md).
+// The paid gateway's prices per plugin (docs/decisions/0128-paid-plugin-gateway.md); a skill
+// gets its own row by naming it, else `skill:*` prices it (0174). setPluginPrice checks names.
 
 export async function loader({ request }: LoaderFunctionArgs) {
   await requireOperator(request);
@@ -20,7 +17,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
 export const action = opsAction({
   schema: z.object({
     intent: z.literal("set-price"),
-    plugin: z.enum(GATEWAY_PLUGINS),
+    plugin: z.string().trim().max(110),
     priceMicroUsd: z.coerce.number().int(),
     enabled: z.literal("on").optional(),
   }),
@@ -73,6 +70,30 @@ export default function OpsGateway() {
           ))}
         </tbody>
       </table>
+      <Form method="post" className="mt-4 flex items-center gap-2 text-sm">
+        <input type="hidden" name="intent" value="set-price" />
+        <input
+          name="plugin"
+          required
+          placeholder="skill:<name>"
+          aria-label="Skill plugin to price"
+          className="w-48 rounded border border-slate-300 px-2 py-0.5 font-mono"
+        />
+        <input
+          name="priceMicroUsd"
+          type="number"
+          min={1}
+          required
+          aria-label="Its price in micro-USD"
+          className="w-32 rounded border border-slate-300 px-2 py-0.5"
+        />
+        <label className="flex items-center gap-1">
+          <input type="checkbox" name="enabled" defaultChecked /> offered
+        </label>
+        <button type="submit" className="rounded border border-slate-300 px-2 py-0.5">
+          Price one skill
+        </button>
+      </Form>
     </Card>
   );
 }

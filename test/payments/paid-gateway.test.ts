@@ -1,13 +1,15 @@
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentRequirements, SchemeNetworkClient } from "@x402/core/types";
-import { ExactEvmScheme } from "@x402/evm";
-import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import type { Address, Hex } from "viem";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as route from "../../app/routes/api.v1.gateway.ts";
 import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
 import { flushMetering } from "../../app/server/ai/metering.server.ts";
-import { setPluginPrice } from "../../app/server/payments/plugin-prices.server.ts";
+import {
+  listPluginPrices,
+  pluginPrice,
+  setPluginPrice,
+} from "../../app/server/payments/plugin-prices.server.ts";
 import { ESCROW_OWNER, ensureWallet } from "../../app/server/payments/wallets.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { balanceOf, configureAi, giveCredits } from "../ai/support.ts";
@@ -17,7 +19,7 @@ import type { Anvil } from "../identity/anvil.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
 import { type FiatToken, setNativeBalance } from "./fiat-token.ts";
-import { setUpTestChain } from "./support.ts";
+import { payingFetch, payingScheme, routeModuleFetch, setUpTestChain } from "./support.ts";
 
 const chain = setUpTestChain();
 let anvil: Anvil;
@@ -43,39 +45,12 @@ beforeEach(() => {
 
 const balance = (address: Address) => chain.balance(address);
 
-/** fetch that hands the request to the route module (no HTTP server), remembering what it sent. */
-function routeFetch(sent: Headers[], remoteAddress = "127.0.0.1") {
-  return async (input: RequestInfo | URL, init?: RequestInit) => {
-    const request = new Request(input, init);
-    sent.push(new Headers(request.headers));
-    return route.action({ request, params: {}, context: { remoteAddress } });
-  };
-}
-
-/** The scheme client, with the requirements it signs for changed by `tamper` (a bad payer). */
-function payerScheme(
-  index: number,
-  tamper?: (r: PaymentRequirements) => PaymentRequirements,
-): SchemeNetworkClient {
-  const inner = new ExactEvmScheme(anvil.account(index));
-  if (!tamper) return inner;
-  return {
-    scheme: inner.scheme,
-    createPaymentPayload: (version, requirements, context) =>
-      inner.createPaymentPayload(version, tamper(requirements), context),
-  };
-}
-
-function x402Fetch(scheme: SchemeNetworkClient, sent: Headers[]) {
-  // The test's token is not at Base's canonical USDC address, so the client allows it by name
-  // (a client paying the default configuration needs no such entry).
-  const client = new x402Client().register("eip155:*", scheme).setSpendControls({
-    allowedAssets: [
-      { network: "eip155:8453", asset: usdc.address, maxAmountPerPayment: "1000000" },
-    ],
-  });
-  return wrapFetchWithPayment(routeFetch(sent) as typeof fetch, client);
-}
+const routeFetch = (sent: Headers[], remoteAddress = "127.0.0.1") =>
+  routeModuleFetch(route, sent, remoteAddress);
+const payerScheme = (index: number, tamper?: (r: PaymentRequirements) => PaymentRequirements) =>
+  payingScheme(chain, index, tamper);
+const x402Fetch = (scheme: SchemeNetworkClient, sent: Headers[]) =>
+  payingFetch(chain, scheme, routeFetch(sent));
 
 const post = (f: (i: string, init: RequestInit) => Promise<Response>, body: unknown) =>
   f("http://localhost/api/v1/gateway", {
@@ -258,6 +233,59 @@ describe("POST /api/v1/gateway, paid by credits", () => {
       body: { plugin: "agent.chat", input: { message: "hi" } },
     });
     expect(chat.status).toBe(401);
+  });
+
+  it("routes skill:<name>: 401 without a key, 404 (nothing charged) for a skill the caller cannot use, priced per skill", async () => {
+    const skillCall = (plugin: string, headers: Record<string, string> = {}) =>
+      call(route, "/api/v1/gateway", {
+        method: "POST",
+        body: { plugin, input: { input: "Convert 3 miles to km" } },
+        headers,
+      });
+    expect((await skillCall("skill:unit-converter")).status).toBe(401);
+    for (const plugin of ["skill:", "skill:two words", "skills:unit-converter"]) {
+      expect((await skillCall(plugin)).status, plugin).toBe(400);
+    }
+    const user = "usr_gwskills";
+    await giveCredits(user, 100_000);
+    const { key } = await createApiKey(user, "gateway");
+    const headers = { authorization: `Bearer ${key}` };
+    // No agent, so no skill this caller can use: 404 before anything is charged.
+    const missing = await skillCall("skill:unit-converter", headers);
+    expect(missing.status).toBe(404);
+    const badInput = await call(route, "/api/v1/gateway", {
+      method: "POST",
+      body: { plugin: "skill:unit-converter", input: { text: "x" } },
+      headers,
+    });
+    expect(badInput.status).toBe(400);
+    expect(badInput.json.error).toMatch(/^input\./);
+    await flushMetering();
+    expect(await balanceOf(user)).toBe(100_000);
+    expect(
+      (await db()`select 1 from credit_ledger where user_id = ${user} and reason like 'gateway%'`)
+        .length,
+    ).toBe(0);
+
+    // Every skill costs skill:* until an operator prices it (or switches it off) by name.
+    const op = { type: "operator" as const, id: "usr_op" };
+    const priceOf = async (plugin: string) => {
+      const res = await skillCall(plugin);
+      return res.status === 401 ? null : res.status;
+    };
+    expect(await pluginPrice("skill:anything")).toBe(20_000);
+    await setPluginPrice("skill:special", 5_000, op);
+    expect(await pluginPrice("skill:special")).toBe(5_000);
+    expect(await pluginPrice("skill:anything")).toBe(20_000);
+    await setPluginPrice("skill:special", 5_000, op, false);
+    await expect(pluginPrice("skill:special")).rejects.toThrow(/not available/);
+    expect(await priceOf("skill:special")).toBe(404);
+    await setPluginPrice("skill:*", 20_000, op, false);
+    await expect(pluginPrice("skill:anything")).rejects.toThrow(/not available/);
+    await setPluginPrice("skill:*", 20_000, op);
+    await expect(setPluginPrice("skill:bad name", 1, op)).rejects.toThrow(/plugin/);
+    const listed = (await listPluginPrices()).map((p) => p.plugin);
+    expect(listed).toEqual(["agent.chat", "ai.completion", "skill:*", "skill:special"]);
   });
 
   it("allows 100 calls a minute per caller, then 429", async () => {

@@ -1,3 +1,7 @@
+import type { ActionFunctionArgs } from "@remix-run/node";
+import type { PaymentRequirements, SchemeNetworkClient } from "@x402/core/types";
+import { ExactEvmScheme } from "@x402/evm";
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { type Address, erc20Abi } from "viem";
 import { afterAll, beforeAll } from "vitest";
 import { ensureWallet } from "../../app/server/payments/wallets.server.ts";
@@ -56,4 +60,46 @@ export function setUpTestChain(env: Record<string, string> = {}): TestChain {
     resetEnvCache();
   });
   return chain;
+}
+
+// --- x402 payers -------------------------------------------------------------------------
+
+/** fetch that hands the request to a route module (no HTTP server), remembering what it sent. */
+export function routeModuleFetch(
+  route: { action: (args: ActionFunctionArgs) => Promise<unknown> },
+  sent: Headers[],
+  remoteAddress = "127.0.0.1",
+): typeof fetch {
+  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const request = new Request(input, init);
+    sent.push(new Headers(request.headers));
+    return route.action({ request, params: {}, context: { remoteAddress } });
+  }) as typeof fetch;
+}
+
+/** The x402 scheme client of anvil account `index`, signing `tamper`ed requirements if given. */
+export function payingScheme(
+  chain: TestChain,
+  index: number,
+  tamper?: (r: PaymentRequirements) => PaymentRequirements,
+): SchemeNetworkClient {
+  const inner = new ExactEvmScheme(chain.anvil.account(index));
+  if (!tamper) return inner;
+  return {
+    scheme: inner.scheme,
+    createPaymentPayload: (version, requirements, context) =>
+      inner.createPaymentPayload(version, tamper(requirements), context),
+  };
+}
+
+/** An @x402/fetch client paying with `scheme` over `fetchFn`. */
+export function payingFetch(chain: TestChain, scheme: SchemeNetworkClient, fetchFn: typeof fetch) {
+  // The test's token is not at Base's canonical USDC address, so the client allows it by name
+  // (a client paying the default configuration needs no such entry).
+  const client = new x402Client().register("eip155:*", scheme).setSpendControls({
+    allowedAssets: [
+      { network: "eip155:8453", asset: chain.usdc.address, maxAmountPerPayment: "1000000" },
+    ],
+  });
+  return wrapFetchWithPayment(fetchFn, client);
 }

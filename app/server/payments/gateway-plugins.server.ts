@@ -3,11 +3,19 @@ import { chat } from "../agents/talk.server.ts";
 import { complete } from "../ai/completions.server.ts";
 import { taskTypes } from "../ai/selection.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
-import type { GatewayPlugin } from "./plugin-prices.server.ts";
+import { prepareSkillUse, runSkill } from "../skills/use.server.ts";
+import {
+  type BuiltinPlugin,
+  type GatewayPlugin,
+  isSkillPlugin,
+  type SkillPlugin,
+} from "./plugin-prices.server.ts";
 
 // The plugins the paid gateway routes to, each with the zod schema of its `input` and what it
 // runs. The gateway's price is the whole charge of a call: a completion runs on the platform's
 // account (no second debit for its tokens) with its output bounded, so a price covers it.
+// A marketplace skill is the plugin `skill:<name>`: one turn of the caller's agent with that
+// skill, exactly as POST /api/skills/:name runs it (decision 0174).
 // docs/decisions/0128-paid-plugin-gateway.md
 
 /** The most completion tokens a gateway call may ask for (the price must cover them). */
@@ -35,13 +43,24 @@ export const pluginInputs = {
       sessionId: z.string().min(1).max(300).optional(),
     })
     .strict(),
-} satisfies Record<GatewayPlugin, z.ZodType>;
+} satisfies Record<BuiltinPlugin, z.ZodType>;
 
-export type PluginInput<P extends GatewayPlugin> = z.output<(typeof pluginInputs)[P]>;
+/** A skill plugin's input: POST /api/skills/:name's body without streaming. */
+const skillInput = z
+  .object({
+    input: z.string().trim().min(1, "is required").max(8_000),
+    agentId: z.string().trim().min(1).max(100).optional(),
+    sessionId: z.string().max(300).optional(),
+  })
+  .strict();
+
+export type PluginInput<P extends BuiltinPlugin> = z.output<(typeof pluginInputs)[P]>;
+type SkillInput = z.output<typeof skillInput>;
 
 /** Parses a plugin's input: 400 `input.<field>: …` when it does not fit. */
 export function parsePluginInput(plugin: GatewayPlugin, input: unknown) {
-  const parsed = pluginInputs[plugin].safeParse(input ?? {});
+  const schema: z.ZodType = isSkillPlugin(plugin) ? skillInput : pluginInputs[plugin];
+  const parsed = schema.safeParse(input ?? {});
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = ["input", ...(issue?.path ?? [])].join(".");
@@ -51,7 +70,8 @@ export function parsePluginInput(plugin: GatewayPlugin, input: unknown) {
 }
 
 /** Whether the plugin acts on the caller's own resources (so it needs their credential). */
-export const needsAccount = (plugin: GatewayPlugin) => plugin === "agent.chat";
+export const needsAccount = (plugin: GatewayPlugin) =>
+  plugin === "agent.chat" || isSkillPlugin(plugin);
 
 export interface PluginContext {
   userId: string | null;
@@ -59,9 +79,31 @@ export interface PluginContext {
   startedAt: number;
 }
 
-/** Runs one call of a plugin; its answer is the gateway's `output`. */
-export async function runPlugin(
+export type PluginRun = () => Promise<Record<string, unknown>>;
+
+/**
+ * Checks what can be checked before anyone pays (a skill the caller's agent cannot use: 404,
+ * unmet requirements: 400, its gateway down: 502) and returns the call to run.
+ */
+export async function preparePlugin(
   plugin: GatewayPlugin,
+  input: unknown,
+  ctx: PluginContext,
+): Promise<PluginRun> {
+  if (!isSkillPlugin(plugin)) return () => runPlugin(plugin, input, ctx);
+  if (!ctx.userId) throw new DomainError(401, `${plugin} needs your API key to name your agent`);
+  const userId = ctx.userId;
+  const name = skillName(plugin);
+  const use = input as SkillInput;
+  const prepared = await prepareSkillUse(userId, name, use.agentId);
+  return async () => ({ ...(await runSkill(userId, name, use, prepared)) });
+}
+
+const skillName = (plugin: SkillPlugin) => plugin.slice("skill:".length);
+
+/** Runs one call of a built-in plugin; its answer is the gateway's `output`. */
+async function runPlugin(
+  plugin: BuiltinPlugin,
   input: unknown,
   ctx: PluginContext,
 ): Promise<Record<string, unknown>> {

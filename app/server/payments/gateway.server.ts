@@ -11,7 +11,7 @@ import { DomainError } from "../platform/errors.server.ts";
 import { json } from "../platform/http.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { chargeCredits, refundCredits } from "./gateway-credits.server.ts";
-import { needsAccount, parsePluginInput, runPlugin } from "./gateway-plugins.server.ts";
+import { needsAccount, parsePluginInput, preparePlugin } from "./gateway-plugins.server.ts";
 import { type GatewayPlugin, pluginPrice } from "./plugin-prices.server.ts";
 import { nativeBalance } from "./token.server.ts";
 import { ESCROW_OWNER, ensureWallet } from "./wallets.server.ts";
@@ -125,12 +125,14 @@ export async function gatewayCall(
   const callId = `gwc_${randomUUID()}`;
   const ctx = { userId: caller.userId, signal: request.signal, startedAt };
   const header = request.headers.get(PAYMENT_HEADER);
+  // Nobody pays for a call that cannot run (a skill the caller's agent does not have: 404).
+  const run = await preparePlugin(body.plugin, input, ctx);
 
   if (!header && caller.userId) {
     await chargeCredits(caller.userId, price, callId, body.plugin);
     let output: Record<string, unknown>;
     try {
-      output = await runPlugin(body.plugin, input, ctx);
+      output = await run();
     } catch (error) {
       await refundCredits(caller.userId, price, callId, body.plugin);
       throw error;
@@ -186,7 +188,7 @@ export async function gatewayCall(
 
   // The plugin runs first, so a call that fails costs the payer nothing (the authorisation
   // is never submitted); a payment that then fails to settle gets no output.
-  const output = await runPlugin(body.plugin, input, ctx);
+  const output = await run();
   const settled = await settlePayment(payload, requirements);
   if (!settled.success) {
     logger().warn({ reason: settled.errorReason, payer: auth.from }, "x402 settlement failed");

@@ -6,15 +6,37 @@ import { DomainError } from "../platform/errors.server.ts";
 // What each plugin of the paid gateway costs per call (table gateway_plugin_prices, integer
 // micro-USD), changed by operators; every change is audited. docs/decisions/0128
 
-/** The plugins the gateway can route to (gateway-plugins.server.ts runs them). */
+/** The built-in plugins the gateway can route to (gateway-plugins.server.ts runs them). */
 export const GATEWAY_PLUGINS = ["ai.completion", "agent.chat"] as const;
-export type GatewayPlugin = (typeof GATEWAY_PLUGINS)[number];
+export type BuiltinPlugin = (typeof GATEWAY_PLUGINS)[number];
+/** A marketplace skill run on the caller's agent (decision 0174). */
+export type SkillPlugin = `skill:${string}`;
+export type GatewayPlugin = BuiltinPlugin | SkillPlugin;
+
+/** The price row every skill without a row of its own costs. */
+export const ANY_SKILL = "skill:*";
+
+const SKILL_PLUGIN = /^skill:[A-Za-z0-9._-]{1,100}$/;
+export const isSkillPlugin = (plugin: string): plugin is SkillPlugin => SKILL_PLUGIN.test(plugin);
+
+/** A plugin a caller can name: a built-in one or `skill:<name>`. */
+export const gatewayPluginSchema = z.union([
+  z.enum(GATEWAY_PLUGINS),
+  z
+    .string()
+    .regex(SKILL_PLUGIN, "must be ai.completion, agent.chat or skill:<name>")
+    .transform((p) => p as SkillPlugin),
+]);
+
+/** What a price row can name: a plugin, or `skill:*` (every skill without a row). */
+const pricedPluginSchema = z.union([z.literal(ANY_SKILL), gatewayPluginSchema]);
+type PricedPlugin = z.output<typeof pricedPluginSchema>;
 
 /** At most 1000 USD a call: a typo of a few zeros should not bill a fortune. */
 export const MAX_PRICE_MICRO_USD = 1_000 * 1_000_000;
 
 export interface PluginPrice {
-  plugin: GatewayPlugin;
+  plugin: PricedPlugin;
   priceMicroUsd: number;
   enabled: boolean;
   updatedBy: string | null;
@@ -22,7 +44,7 @@ export interface PluginPrice {
 }
 
 interface PriceRow {
-  plugin: GatewayPlugin;
+  plugin: PricedPlugin;
   price_micro_usd: string;
   enabled: boolean;
   updated_by: string | null;
@@ -39,19 +61,24 @@ const view = (r: PriceRow): PluginPrice => ({
 
 export async function listPluginPrices(): Promise<PluginPrice[]> {
   const rows = await db()<PriceRow[]>`select * from gateway_plugin_prices order by plugin`;
-  return rows.filter((r) => GATEWAY_PLUGINS.includes(r.plugin)).map(view);
+  return rows.filter((r) => pricedPluginSchema.safeParse(r.plugin).success).map(view);
 }
 
-/** The price of an enabled plugin; 404 for a plugin that does not exist or is switched off. */
+/**
+ * The price of an enabled plugin; 404 for a plugin that does not exist or is switched off. A
+ * skill's own row wins over `skill:*` (so an operator can price or switch off one skill).
+ */
 export async function pluginPrice(plugin: GatewayPlugin): Promise<number> {
   const [row] = await db()<PriceRow[]>`
-    select * from gateway_plugin_prices where plugin = ${plugin} and enabled`;
-  if (!row) throw new DomainError(404, `plugin: ${plugin} is not available`);
+    select * from gateway_plugin_prices
+    where plugin = ${plugin} or (${isSkillPlugin(plugin)} and plugin = ${ANY_SKILL})
+    order by plugin = ${ANY_SKILL} limit 1`;
+  if (!row?.enabled) throw new DomainError(404, `plugin: ${plugin} is not available`);
   return Number(row.price_micro_usd);
 }
 
 const priceInput = z.object({
-  plugin: z.enum(GATEWAY_PLUGINS),
+  plugin: pricedPluginSchema,
   priceMicroUsd: z.number().int().positive().max(MAX_PRICE_MICRO_USD),
   enabled: z.boolean(),
 });
