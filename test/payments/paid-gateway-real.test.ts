@@ -1,0 +1,155 @@
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import type { Address, Hex } from "viem";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import * as skillsRoute from "../../app/routes/api.skills.ts";
+import * as gatewayRoute from "../../app/routes/api.v1.gateway.ts";
+import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
+import { flushMetering } from "../../app/server/ai/metering.server.ts";
+import { ESCROW_OWNER, ensureWallet } from "../../app/server/payments/wallets.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { call } from "../helpers/api.ts";
+import {
+  latestRequest,
+  type RealGateway,
+  startRealGateway,
+  userTexts,
+} from "../helpers/real-gateway.ts";
+import { sessionCookieFor } from "../helpers/users.ts";
+import { createOpenAiFake } from "../msw/handlers/openai.ts";
+import { describeDocker } from "../runtime/docker-support.ts";
+import { ETH, payingFetch, payingScheme, routeModuleFetch, setUpTestChain } from "./support.ts";
+
+// The paid gateway in front of a real agent (one real OpenClaw gateway for the file, set up as
+// the skills and talk tests do): `agent.chat` paid by an API key's credits (exact debit) and by
+// an x402 payment settled on anvil, and a marketplace skill as the plugin `skill:<name>`
+// (decision 0174). The agent's model is the platform's AI endpoint answered by msw.
+
+const chain = setUpTestChain();
+const openai = createOpenAiFake();
+const USER = "usr_gwreal_owner";
+const AGENT = "agt_gwrealowner00000000";
+const AGENT_PRICE = 20_000; // agent.chat and skill:* by default, micro-USD = USDC units
+let gateway: RealGateway;
+let key: string;
+let escrow: Address;
+const timings: Record<string, number> = {};
+
+const gatewayCall = (body: unknown) =>
+  call(gatewayRoute, "/api/v1/gateway", {
+    method: "POST",
+    body,
+    headers: { authorization: `Bearer ${key}` },
+  });
+/** The credit-ledger rows the gateway wrote for the user (debits and refunds). */
+const gatewayDebits = async () =>
+  (
+    await db()<{ reference: string; amount: number; reason: string }[]>`
+      select reference, amount_micro_usd::int as amount, reason from credit_ledger
+      where user_id = ${USER} and reason like 'gateway%' order by created_at`
+  ).map((r) => ({ ...r }));
+const timed = async <T>(label: string, fn: () => Promise<T>): Promise<T> => {
+  const t0 = Date.now();
+  try {
+    return await fn();
+  } finally {
+    timings[label] = Date.now() - t0;
+  }
+};
+
+describeDocker("paid gateway in front of a real agent", () => {
+  beforeAll(async () => {
+    // The model echoes what reached it, so each test can tell its own turn's reply.
+    openai.state.replyFor = (body) => {
+      const request = latestRequest(body);
+      if (request.includes("- unit-converter (SKILL.md:")) return "SKILL-USED unit-converter";
+      return `AGENT-REPLY ${userTexts(body).at(-1)?.slice(-60) ?? ""}`;
+    };
+    gateway = await startRealGateway({ openai, userId: USER, agentId: AGENT, agentName: "Paid" });
+    timings.provisionMs = gateway.provisionMs;
+    ({ key } = await createApiKey(USER, "gateway"));
+    escrow = (await ensureWallet(ESCROW_OWNER)).wallet.address;
+    await chain.setNative(escrow, ETH);
+  }, 300_000);
+
+  afterAll(async () => {
+    process.stdout.write(`paid gateway (real) timings ${JSON.stringify(timings)}\n`);
+    await flushMetering();
+    await gateway?.stop();
+  });
+
+  it("runs agent.chat paid by the API key's credits: the agent's reply, exactly the price debited", async () => {
+    const res = await timed("chatCreditsMs", () =>
+      gatewayCall({ plugin: "agent.chat", input: { message: "ping by credits" } }),
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(res.json.output.reply).toContain("AGENT-REPLY");
+    expect(res.json.output.reply).toContain("ping by credits");
+    expect(res.json.output.sessionId).toBeTruthy();
+    expect(res.json.payment).toEqual({ method: "credits", priceMicroUsd: AGENT_PRICE });
+    expect(await gatewayDebits()).toEqual([
+      { reference: res.json.id, amount: -AGENT_PRICE, reason: "gateway" },
+    ]);
+  });
+
+  it("runs agent.chat paid by x402: settled on chain, the credits untouched", async () => {
+    const payer = chain.anvil.account(3).address;
+    await chain.usdc.mint(payer, 50_000n);
+    const [payerBefore, escrowBefore] = [await chain.balance(payer), await chain.balance(escrow)];
+    const debitsBefore = await gatewayDebits();
+    const sent: Headers[] = [];
+    const pay = payingFetch(chain, payingScheme(chain, 3), routeModuleFetch(gatewayRoute, sent));
+    const res = await timed("chatX402Ms", () =>
+      pay("http://localhost/api/v1/gateway", {
+        method: "POST",
+        // The key names whose agent answers; the payment pays.
+        headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+        body: JSON.stringify({ plugin: "agent.chat", input: { message: "ping by x402" } }),
+      }),
+    );
+    const body = await res.json();
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    expect(sent).toHaveLength(2); // 402 with the requirements, then the paid retry
+    expect(body.output.reply).toContain("ping by x402");
+    expect(body.payment).toMatchObject({ method: "x402", amount: String(AGENT_PRICE), payer });
+    const receipt = decodePaymentResponseHeader(res.headers.get("PAYMENT-RESPONSE")!);
+    expect(receipt).toMatchObject({ success: true, payer });
+    const mined = await chain.anvil.client.getTransactionReceipt({
+      hash: receipt.transaction as Hex,
+    });
+    expect(mined.status).toBe("success");
+    expect(await chain.balance(payer)).toBe(payerBefore - BigInt(AGENT_PRICE));
+    expect(await chain.balance(escrow)).toBe(escrowBefore + BigInt(AGENT_PRICE));
+    expect(await gatewayDebits()).toEqual(debitsBefore);
+  });
+
+  it("runs an installed marketplace skill as skill:<name>; a skill the agent lacks is 404 and free", async () => {
+    const installed = await call(skillsRoute, "/api/skills", {
+      method: "POST",
+      body: { action: "install", name: "unit-converter", agentId: AGENT },
+      headers: { cookie: await sessionCookieFor(USER) },
+    });
+    expect(installed.status, installed.text).toBe(200);
+    const before = await gatewayDebits();
+
+    const res = await timed("skillCreditsMs", () =>
+      gatewayCall({ plugin: "skill:unit-converter", input: { input: "3 miles in km?" } }),
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(res.json.output).toMatchObject({
+      skill: "unit-converter",
+      version: "1.0.0",
+      agentId: AGENT,
+      reply: "SKILL-USED unit-converter",
+    });
+    expect(res.json.payment).toEqual({ method: "credits", priceMicroUsd: AGENT_PRICE });
+    expect(await gatewayDebits()).toEqual([
+      ...before,
+      { reference: res.json.id, amount: -AGENT_PRICE, reason: "gateway" },
+    ]);
+
+    const missing = await gatewayCall({ plugin: "skill:echo-skill", input: { input: "hi" } });
+    expect(missing.status).toBe(404);
+    expect(missing.json.error).toMatch(/not installed/);
+    expect(await gatewayDebits()).toHaveLength(before.length + 1);
+  });
+});
