@@ -22,7 +22,11 @@ import { ensureUser } from "./users.ts";
 // One real OpenClaw gateway for a test file: the container on a test network, its model
 // provider the platform's AI endpoint (/api/ai/v1, served on the network's gateway IP) with the
 // AI layer's OpenAI provider answered by msw, one user with credits and one agent, provisioned
-// once. Call from beforeAll (give it minutes) and stop it in afterAll.
+// once. Call from beforeAll (give it minutes: on a loaded shared machine the gateway's first
+// /healthz has taken over 3 minutes, so the health wait here is 8) and stop it in afterAll.
+
+/** The beforeAll limit a file starting a real gateway should give itself. */
+export const REAL_GATEWAY_START_MS = 600_000;
 
 export interface RealGateway {
   rt: DockerRuntime;
@@ -41,6 +45,7 @@ export async function startRealGateway(opts: {
   const rt = new DockerRuntime({ maxCpus: 1 });
   process.env.RUNTIME_DEPLOYMENT = testRun;
   process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
+  process.env.GATEWAY_HEALTH_TIMEOUT_MS ??= "480000";
   resetEnvCache();
   setRuntime(rt);
   allowDockerNetworks();

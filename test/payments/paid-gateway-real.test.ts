@@ -10,6 +10,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { call } from "../helpers/api.ts";
 import {
   latestRequest,
+  REAL_GATEWAY_START_MS,
   type RealGateway,
   startRealGateway,
   userTexts,
@@ -69,13 +70,13 @@ describeDocker("paid gateway in front of a real agent", () => {
     ({ key } = await createApiKey(USER, "gateway"));
     escrow = (await ensureWallet(ESCROW_OWNER)).wallet.address;
     await chain.setNative(escrow, ETH);
-  }, 300_000);
+  }, REAL_GATEWAY_START_MS);
 
   afterAll(async () => {
     process.stdout.write(`paid gateway (real) timings ${JSON.stringify(timings)}\n`);
     await flushMetering();
     await gateway?.stop();
-  });
+  }, 240_000);
 
   it("runs agent.chat paid by the API key's credits: the agent's reply, exactly the price debited", async () => {
     const res = await timed("chatCreditsMs", () =>
@@ -89,7 +90,7 @@ describeDocker("paid gateway in front of a real agent", () => {
     expect(await gatewayDebits()).toEqual([
       { reference: res.json.id, amount: -AGENT_PRICE, reason: "gateway" },
     ]);
-  });
+  }, 240_000);
 
   it("runs agent.chat paid by x402: settled on chain, the credits untouched", async () => {
     const payer = chain.anvil.account(3).address;
@@ -120,7 +121,7 @@ describeDocker("paid gateway in front of a real agent", () => {
     expect(await chain.balance(payer)).toBe(payerBefore - BigInt(AGENT_PRICE));
     expect(await chain.balance(escrow)).toBe(escrowBefore + BigInt(AGENT_PRICE));
     expect(await gatewayDebits()).toEqual(debitsBefore);
-  });
+  }, 240_000);
 
   it("runs an installed marketplace skill as skill:<name>; a skill the agent lacks is 404 and free", async () => {
     const installed = await call(skillsRoute, "/api/skills", {
@@ -151,5 +152,5 @@ describeDocker("paid gateway in front of a real agent", () => {
     expect(missing.status).toBe(404);
     expect(missing.json.error).toMatch(/not installed/);
     expect(await gatewayDebits()).toHaveLength(before.length + 1);
-  });
+  }, 240_000);
 });

@@ -8,7 +8,12 @@ import { approveSkill, pendingVersions } from "../../app/server/skills/publishin
 import { runAction } from "../../worker/instances/actions.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { call } from "../helpers/api.ts";
-import { latestRequest, type RealGateway, startRealGateway } from "../helpers/real-gateway.ts";
+import {
+  latestRequest,
+  REAL_GATEWAY_START_MS,
+  type RealGateway,
+  startRealGateway,
+} from "../helpers/real-gateway.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { describeDocker, waitFor } from "../runtime/docker-support.ts";
@@ -86,7 +91,7 @@ describeDocker("skills marketplace (real gateway)", () => {
     await ensureUser(PUBLISHER);
     // Removal deletes the folder through the worker's job.
     await startWorker({ concurrency: 1 });
-  }, 300_000);
+  }, REAL_GATEWAY_START_MS);
 
   afterAll(async () => {
     process.stdout.write(`skills timings ${JSON.stringify(timings)}\n`);
