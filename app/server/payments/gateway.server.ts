@@ -129,7 +129,15 @@ export async function gatewayCall(
   const run = await preparePlugin(body.plugin, input, ctx);
 
   if (!header && caller.userId) {
-    await chargeCredits(caller.userId, price, callId, body.plugin);
+    try {
+      await chargeCredits(caller.userId, price, callId, body.plugin);
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.status !== 402) throw error;
+      // Credits that do not cover the call leave the machine payment: the 402 carries its
+      // requirements, so an x402 client pays (its API key still names the caller's agent).
+      const requirements = await paymentRequirements(price).catch(() => Promise.reject(error));
+      return paymentRequired(request, body.plugin, requirements, error.message);
+    }
     let output: Record<string, unknown>;
     try {
       output = await run();
