@@ -366,7 +366,9 @@ describeDocker("warm pool (real gateway)", () => {
 
     // What the worker's sampler does within 10 s (none runs in this file): the row leaves
     // "starting", else the chat waits out AGENT_CHAT_START_WAIT_MS (120 s) first.
-    expect(await observe(booted)).toMatchObject({ observed_state: "running" });
+    await expect
+      .poll(async () => (await observe(booted)).observed_state, { timeout: 120_000 })
+      .toBe("running");
 
     // The first chat after the boot goes to the provider and is metered.
     const t0 = Date.now();
