@@ -1,6 +1,6 @@
 import { channelSettings, channelsPatch } from "../../app/server/agents/channels.server.ts";
 import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
-import { recordStep } from "../../app/server/agents/progress.server.ts";
+import { PROGRESS_STEPS, recordStep, setRunPath } from "../../app/server/agents/progress.server.ts";
 import {
   handOverWarmupToken,
   revokeInstanceTokens,
@@ -86,9 +86,8 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
       last_error: null,
     });
     // A pooled gateway was created, healthy, paired and warmed up before it was claimed.
-    for (const step of ["container-created", "gateway-healthy", "paired", "warmed-up", "ready"]) {
-      await recordStep(row.id, step as "ready");
-    }
+    await setRunPath(row.id, "pool");
+    for (const step of PROGRESS_STEPS) await recordStep(row.id, step);
     log().info({ instanceId: row.id, pooled: pooled.id }, "instance adopted a pooled gateway");
     return adopted;
   } catch (error) {

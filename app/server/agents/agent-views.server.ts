@@ -67,6 +67,10 @@ export async function agentDetail(userId: string, agentId: string) {
       // What the worker is at while it brings the gateway up (decision 0137).
       step: progress.step,
       progress: progress.steps,
+      // Which start-up that is, since when, and how long such a one usually takes (0158).
+      progressAction: progress.action,
+      progressStartedAt: progress.startedAt,
+      estimate: progress.estimate,
     },
     status: "ok",
   };

@@ -241,6 +241,8 @@ const schema = z.object({
     .transform((v) => v === "on"),
   /** How long POST /api/agents/provision waits for a new instance (warm pool: it is running). */
   AGENT_PROVISION_WAIT_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Keep-alive comment (and re-read) interval of the agent event stream (decision 0158). */
+  PROGRESS_KEEPALIVE_MS: z.coerce.number().int().min(100).default(15_000),
   /** How long a chat sent while the agent is starting waits for it (decision 0137). */
   AGENT_CHAT_START_WAIT_MS: z.coerce.number().int().min(0).default(120_000),
   /** How long PUT /api/agents/:id/config waits for the gateway to take the change (`applied`). */
