@@ -11,6 +11,7 @@ import { env } from "../../app/server/platform/env.server.ts";
 import { log, rt } from "./engine.ts";
 import { applyPlatformConfig } from "./gateway-config.ts";
 import { connectPooled, type PoolRow } from "./pool.ts";
+import { poolSize } from "./pool-size.ts";
 
 // Adoption: a provisioning takes a ready pooled gateway over instead of starting one cold.
 
@@ -56,7 +57,7 @@ async function handOver(client: GatewayClient, pooled: PoolRow, row: InstanceRow
  * adoption failed; the claimed gateway is then discarded and the caller provisions cold).
  */
 export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | undefined> {
-  if (env().RUNTIME_POOL_SIZE <= 0) return undefined;
+  if (poolSize() <= 0) return undefined;
   const pooled = await claimReady();
   if (!pooled) return undefined;
   try {

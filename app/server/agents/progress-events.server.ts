@@ -79,7 +79,8 @@ export async function progressSnapshot(userId: string) {
       estimate: progress.estimate,
       lastError: status === "error" ? (instance?.last_error ?? null) : null,
     },
-    starting: STARTING_STATUSES.includes(status),
+    // A running agent whose run is still open is about to record `ready`: worth waiting for.
+    going: STARTING_STATUSES.includes(status) || (status === "running" && progress.open),
   };
 }
 
@@ -138,7 +139,7 @@ export async function progressEvents(userId: string, agentId: string, signal: Ab
         reading = (async () => {
           do {
             again = false;
-            const { instanceId, snapshot, starting } = await progressSnapshot(userId);
+            const { instanceId, snapshot, going } = await progressSnapshot(userId);
             if (closed) return;
             if (instanceId) {
               unwatch();
@@ -149,7 +150,7 @@ export async function progressEvents(userId: string, agentId: string, signal: Ab
               last = text;
               controller.enqueue(frame("progress", { ...snapshot, at: new Date().toISOString() }));
             }
-            if (!starting) {
+            if (!going) {
               controller.enqueue(frame("done", { status: snapshot.status }));
               close();
               return;

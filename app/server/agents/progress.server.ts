@@ -154,6 +154,8 @@ export interface ProgressView {
   steps: Array<{ step: ProgressStep; label: string; at: string | null }>;
   /** How long such a run usually takes here (null: no history yet). */
   estimate: RunEstimate | null;
+  /** A run is under way (begun, neither ready nor failed yet). */
+  open: boolean;
 }
 
 /** Statuses in which the worker is bringing the gateway up: a chat waits for them to end. */
@@ -192,6 +194,7 @@ export async function instanceProgress(instance: InstanceRow | undefined): Promi
       at: at.get(step) ?? null,
     })),
     estimate: starting ? await runEstimate(action, run?.path ?? null) : null,
+    open: Boolean(run && !run.finished_at),
   };
 }
 
