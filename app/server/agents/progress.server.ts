@@ -176,12 +176,16 @@ export async function instanceProgress(instance: InstanceRow | undefined): Promi
       ])
     : [[], []];
   let run: RunRow | undefined = runs[0];
-  const starting = STARTING_STATUSES.includes(agentStatus(instance));
+  const status = agentStatus(instance);
+  const starting = STARTING_STATUSES.includes(status);
   if (starting && (run?.finished_at || rows.at(-1)?.step === "ready")) {
     run = undefined;
     rows.length = 0;
   }
-  const action = run?.action ?? (instance?.paired_at ? "start" : "provision");
+  // Before the worker begins the run: a paired gateway coming up again is a start (or update).
+  const again = starting && instance?.paired_at;
+  const action =
+    run?.action ?? (again ? (status === "updating" ? "update" : "start") : "provision");
   const at = new Map(rows.map((r) => [r.step, r.at.toISOString()]));
   const labels = ACTION_LABELS[action] ?? {};
   return {
