@@ -4,14 +4,17 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import * as skillsRoute from "../../app/routes/api.skills.ts";
 import * as gatewayRoute from "../../app/routes/api.v1.gateway.ts";
 import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
+import { flushRecords } from "../../app/server/agents/talk.server.ts";
 import { flushMetering } from "../../app/server/ai/metering.server.ts";
 import { ESCROW_OWNER, ensureWallet } from "../../app/server/payments/wallets.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import { giveCredits } from "../ai/support.ts";
 import { call } from "../helpers/api.ts";
 import {
-  REAL_GATEWAY_START_MS,
-  type RealGateway,
-  startRealGateway,
+  type GatewayBench,
+  provisionRealGateway,
+  startGatewayBench,
+  stopGatewayBench,
   userTexts,
 } from "../helpers/real-gateway.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
@@ -29,7 +32,7 @@ const openai = createOpenAiFake();
 const USER = "usr_gwreal_owner";
 const AGENT = "agt_gwrealowner00000000";
 const AGENT_PRICE = 20_000; // agent.chat and skill:* by default, micro-USD = USDC units
-let gateway: RealGateway;
+let bench: GatewayBench | undefined;
 let key: string;
 let escrow: Address;
 const timings: Record<string, number> = {};
@@ -66,17 +69,24 @@ describeDocker("paid gateway in front of a real agent", () => {
       if (last.includes("- unit-converter (SKILL.md:")) return "SKILL-USED unit-converter";
       return `AGENT-REPLY ${/ping by \w+/.exec(last)?.[0] ?? "(no ping)"}`;
     };
-    gateway = await startRealGateway({ openai, userId: USER, agentId: AGENT, agentName: "Paid" });
-    timings.provisionMs = gateway.provisionMs;
+    // A loaded shared machine has taken over 3 minutes to the gateway's first /healthz.
+    process.env.GATEWAY_HEALTH_TIMEOUT_MS = "480000";
+    bench = await startGatewayBench({ openai });
+    await giveCredits(USER, 5_000_000);
+    await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
+      values (${AGENT}, ${USER}, 'Paid', 'main', 'openai/gpt-4o-mini', 'starter')`;
+    timings.provisionMs = (await provisionRealGateway(USER)).provisionMs;
     ({ key } = await createApiKey(USER, "gateway"));
     escrow = (await ensureWallet(ESCROW_OWNER)).wallet.address;
     await chain.setNative(escrow, ETH);
-  }, REAL_GATEWAY_START_MS);
+  }, 600_000);
 
   afterAll(async () => {
     process.stdout.write(`paid gateway (real) timings ${JSON.stringify(timings)}\n`);
+    await flushRecords();
     await flushMetering();
-    await gateway?.stop();
+    await stopGatewayBench(bench);
+    delete process.env.GATEWAY_HEALTH_TIMEOUT_MS;
   }, 240_000);
 
   it("runs agent.chat paid by the API key's credits: the agent's reply, exactly the price debited", async () => {

@@ -3,16 +3,20 @@ import * as agentRoute from "../../app/routes/api.agent.ts";
 import * as skillRoute from "../../app/routes/api.skills.$name.ts";
 import * as skillsRoute from "../../app/routes/api.skills.ts";
 import { getInstance, type InstanceRow } from "../../app/server/agents/instances.server.ts";
+import { flushRecords } from "../../app/server/agents/talk.server.ts";
 import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
 import { approveSkill, pendingVersions } from "../../app/server/skills/publishing.server.ts";
 import { runAction } from "../../worker/instances/actions.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
+import { giveCredits } from "../ai/support.ts";
 import { call } from "../helpers/api.ts";
 import {
-  latestRequest,
-  REAL_GATEWAY_START_MS,
-  type RealGateway,
-  startRealGateway,
+  type GatewayBench,
+  provisionRealGateway,
+  startGatewayBench,
+  stopGatewayBench,
+  userTexts,
 } from "../helpers/real-gateway.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
@@ -29,7 +33,7 @@ const openai = createOpenAiFake();
 const USER = "usr_skills_owner";
 const PUBLISHER = "usr_skills_publisher";
 const AGENT = "agt_skillsowner00000000";
-let gateway: RealGateway;
+let bench: GatewayBench | undefined;
 let instance: InstanceRow;
 const timings: Record<string, number> = {};
 
@@ -68,6 +72,10 @@ const timed = async <T>(label: string, fn: () => Promise<T>): Promise<T> => {
   }
 };
 
+/** The newest user request of the turn (earlier turns of the session come before it). */
+const latestRequest = (body: Record<string, unknown>) =>
+  userTexts(body).findLast((t) => t.includes("User request:")) ?? "";
+
 describeDocker("skills marketplace (real gateway)", () => {
   beforeAll(async () => {
     // The fake model says which skill its prompt told it to use (OpenClaw expands `/<command>`
@@ -80,23 +88,22 @@ describeDocker("skills marketplace (real gateway)", () => {
       );
       return used ? `SKILL-USED ${used}` : `NO-SKILL ${text.slice(-300)}`;
     };
-    gateway = await startRealGateway({
-      openai,
-      userId: USER,
-      agentId: AGENT,
-      agentName: "Skilled",
-    });
-    timings.provisionMs = gateway.provisionMs;
-    instance = gateway.instance;
+    bench = await startGatewayBench({ openai });
+    await ensureUser(USER);
     await ensureUser(PUBLISHER);
+    await giveCredits(USER, 5_000_000);
+    await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
+      values (${AGENT}, ${USER}, 'Skilled', 'main', 'openai/gpt-4o-mini', 'starter')`;
+    ({ instance, provisionMs: timings.provisionMs } = await provisionRealGateway(USER));
     // Removal deletes the folder through the worker's job.
     await startWorker({ concurrency: 1 });
-  }, REAL_GATEWAY_START_MS);
+  }, 300_000);
 
   afterAll(async () => {
     process.stdout.write(`skills timings ${JSON.stringify(timings)}\n`);
+    await flushRecords();
     await stopWorker(5_000);
-    await gateway?.stop();
+    await stopGatewayBench(bench);
   });
 
   it("installs a shipped skill: eligible in skills.status, installed and enabled in the catalog", async () => {
