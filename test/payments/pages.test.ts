@@ -171,7 +171,21 @@ describe("gateway prices page", () => {
     expect(listed.data.prices.map((p: { plugin: string }) => p.plugin)).toEqual([
       "agent.chat",
       "ai.completion",
+      "skill:*",
     ]);
+    // One skill priced by name through the page's second form (decision 0174).
+    const skill = await page("usr_pgop", opsGateway, "/ops/gateway", {
+      intent: "set-price",
+      plugin: "skill:unit-converter",
+      priceMicroUsd: "7000",
+      enabled: "on",
+    });
+    expect(skill.status).toBe(303);
+    expect(
+      (await page("usr_pgop", opsGateway, "/ops/gateway")).data.prices.map(
+        (p: { plugin: string }) => p.plugin,
+      ),
+    ).toContain("skill:unit-converter");
     const set = await page("usr_pgop", opsGateway, "/ops/gateway", {
       intent: "set-price",
       plugin: "agent.chat",
@@ -183,7 +197,7 @@ describe("gateway prices page", () => {
       where plugin = 'agent.chat'`;
     expect(row).toMatchObject({ p: 25_000, updated_by: "usr_pgop" });
     const [audit] = await db()`select actor_type, actor_id from audit_log
-      where action = 'gateway.price_changed'`;
+      where action = 'gateway.price_changed' and target = 'agent.chat'`;
     expect(audit).toMatchObject({ actor_type: "operator", actor_id: "usr_pgop" });
     const bad = await page("usr_pgop", opsGateway, "/ops/gateway", {
       intent: "set-price",
