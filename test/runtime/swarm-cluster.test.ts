@@ -1,5 +1,15 @@
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
+import { insertPendingBackup } from "../../app/server/agents/backups.server.ts";
+import {
+  ensureInstanceRecord,
+  getInstance,
+  type InstanceRow,
+  updateInstance,
+} from "../../app/server/agents/instances.server.ts";
+import { takeBackup } from "../../worker/instances/backup.ts";
 import { drainNode, lostInstances } from "../../worker/instances/drain.ts";
+import { recoverLostInstances } from "../../worker/instances/recover.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { SwarmRuntime } from "../../worker/runtime/swarm.ts";
 import {
@@ -9,6 +19,7 @@ import {
   NoCapacityError,
   type ResourceLimits,
 } from "../../worker/runtime/types.ts";
+import { agentUser } from "../agents/support.ts";
 import { testLabels, testRun } from "./docker-support.ts";
 import { loadImage, type SwarmCluster, startSwarmCluster } from "./swarm-cluster.ts";
 import { buildTinyImage, describeSwarm, TINY_IMAGE } from "./swarm-support.ts";
@@ -48,8 +59,16 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
   };
 
   /** Places (by the state volume) and creates an instance; returns its id and node. */
-  const provision = async (n: number, limits = small) => {
-    const s = spec(n, limits);
+  const provision = async (n: number, limits = small, row?: InstanceRow) => {
+    const s = row
+      ? {
+          ...spec(n, limits),
+          instanceId: row.id,
+          userId: row.user_id,
+          name: row.container_name,
+          volume: row.volume_name,
+        }
+      : spec(n, limits);
     await rt.ensureVolume(s.volume, { ...testLabels(), [LABELS.instanceId]: s.instanceId }, s);
     const id = await rt.create(s);
     made.push({ id, volume: s.volume });
@@ -223,13 +242,44 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     expect((await rt.nodes()).find((n) => n.id === source)?.availability).toBe("active");
   }, 600_000);
 
-  it("reports the instances of a node that went away", async () => {
+  it("re-creates a gone node's instance from its latest backup, and reports one without a backup", async () => {
     const worker = cluster.nodes.find((n) => n.nodeId !== cluster.manager.nodeId);
     if (!worker) throw new Error("no worker node");
-    const placed = [await provision(20), await provision(21)];
-    const there = placed.filter((x) => x.node === worker.nodeId);
-    expect(there).toHaveLength(1);
+    // Two instances of two users, both placed on the worker node (the manager closed meanwhile).
+    await rt.setDraining(cluster.manager.nodeId, true);
+    const users = [] as Array<{ row: InstanceRow; placed: Awaited<ReturnType<typeof provision>> }>;
+    for (const n of [30, 31]) {
+      const owner = await agentUser("solo");
+      const agent = await createAgentRecord(owner.id, { name: `Keeper ${n}`, model: "m" });
+      const row = await ensureInstanceRecord(owner.id, { plan: "solo" });
+      const placed = await provision(n, limitsForPlan("solo"), row);
+      await updateInstance(row.id, { container_id: placed.id, image: TINY_IMAGE, driver: "swarm" });
+      const wrote = await rt.runOnce({
+        image: TINY_IMAGE,
+        volume: row.volume_name,
+        volumeTarget: STATE,
+        user: "0",
+        capAdd: ["CHOWN"],
+        cmd: [
+          "sh",
+          "-c",
+          `mkdir -p ${STATE}/workspace && echo "kept by ${row.id}" > ${STATE}/workspace/MEMORY.md && chown -R 1000:1000 ${STATE}`,
+        ],
+      });
+      expect(wrote).toMatchObject({ exitCode: 0 });
+      await rt.start(placed.id);
+      if (n === 30) {
+        const backup = await insertPendingBackup(agent, "manual");
+        await takeBackup(backup.id, (await getInstance(row.id)) as InstanceRow);
+      }
+      users.push({ row: (await getInstance(row.id)) as InstanceRow, placed });
+    }
+    await rt.setDraining(cluster.manager.nodeId, false);
+    const [backedUp, bare] = users as [(typeof users)[0], (typeof users)[0]];
+    expect(backedUp.placed.node).toBe(worker.nodeId);
+    expect(bare.placed.node).toBe(worker.nodeId);
     expect(await lostInstances()).toEqual([]);
+
     await worker.kill();
     await expect
       .poll(async () => (await rt.nodes()).find((n) => n.id === worker.nodeId)?.state, {
@@ -237,16 +287,38 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
         interval: 500,
       })
       .toBe("down");
-    expect(await lostInstances()).toEqual([
-      {
-        nodeId: worker.nodeId,
-        state: "down",
-        id: there[0]?.id,
-        instanceId: there[0]?.spec.instanceId,
-      },
-    ]);
+    expect((await lostInstances()).map((l) => [l.instanceId, l.state]).sort()).toEqual(
+      [
+        [backedUp.row.id, "down"],
+        [bare.row.id, "down"],
+      ].sort(),
+    );
     // Placement skips the node that is down.
     expect((await rt.place(small)).id).toBe(cluster.manager.nodeId);
-    expect(nodeName(cluster.manager.nodeId)).toBe("n1");
-  }, 180_000);
+
+    const t0 = Date.now();
+    const recovered = await recoverLostInstances();
+    timings.recoverMs = Date.now() - t0;
+    const byId = new Map(recovered.map((r) => [r.instanceId, r]));
+    expect(byId.get(backedUp.row.id)).toMatchObject({
+      outcome: "recreated",
+      to: cluster.manager.nodeId,
+    });
+    expect(byId.get(bare.row.id)).toMatchObject({ outcome: "reported" });
+
+    // The re-created one runs on the manager, healthy, with the backup's state.
+    const info = await rt.inspect(backedUp.placed.id);
+    expect(info).toMatchObject({ running: true, health: "healthy", node: cluster.manager.nodeId });
+    const memory = await rt.exec(backedUp.placed.id, ["cat", `${STATE}/workspace/MEMORY.md`]);
+    expect(memory.stdout).toBe(`kept by ${backedUp.row.id}\n`);
+    expect((await getInstance(backedUp.row.id))?.last_error).toMatch(
+      /Re-created on node .* from backup/,
+    );
+    // The other is reported where its owner and the operators see it, and left pinned.
+    expect((await getInstance(bare.row.id))?.last_error).toMatch(
+      /is down and there is no backup to re-create it from/,
+    );
+    expect(await rt.nodeOf(bare.placed.id)).toBe(worker.nodeId);
+    expect((await lostInstances()).map((l) => l.instanceId)).toEqual([bare.row.id]);
+  }, 300_000);
 });

@@ -48,7 +48,7 @@ export function clusterRuntime(): ClusterRuntime {
  * Healthy on its node: the engine's own health check when the image has one (it runs inside the
  * task's container wherever the node is), else the gateway's /healthz over the network.
  */
-async function verifyHealthy(id: string, timeoutMs: number): Promise<ContainerInfo> {
+export async function verifyHealthy(id: string, timeoutMs: number): Promise<ContainerInfo> {
   const started = Date.now();
   for (;;) {
     const info = await rt().inspect(id);

@@ -374,6 +374,10 @@ export class SwarmRuntime implements ClusterRuntime {
     });
   }
 
+  async nodeOfVolume(volume: string): Promise<string | undefined> {
+    return this.#nodeOfVolume(volume);
+  }
+
   async nodeOf(id: string): Promise<string | undefined> {
     return pinnedNode((await this.#service(id))?.Spec);
   }

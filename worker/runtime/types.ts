@@ -216,6 +216,8 @@ export interface ClusterRuntime extends AgentRuntime {
   place(limits: ResourceLimits): Promise<{ id: string }>;
   /** The node an instance's container is pinned to. */
   nodeOf(id: string): Promise<string | undefined>;
+  /** The ready node that holds a volume. */
+  nodeOfVolume(volume: string): Promise<string | undefined>;
   /** Copies a volume onto another node (the source stays until removeVolumeOn). */
   copyVolume(volume: string, image: string, toNode: string): Promise<void>;
   removeVolumeOn(volume: string, nodeId: string): Promise<void>;
