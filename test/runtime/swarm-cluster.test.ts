@@ -76,8 +76,6 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
   };
   const made: Array<{ id: string; volume: string }> = [];
 
-  const nodeName = (id: string) => cluster.nodes.find((n) => n.nodeId === id)?.name;
-
   beforeAll(async () => {
     const t0 = Date.now();
     cluster = await startSwarmCluster(2);
