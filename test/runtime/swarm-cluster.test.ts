@@ -7,8 +7,10 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
+import { nodesOverview, requestDrain } from "../../app/server/ops/nodes.server.ts";
 import { takeBackup } from "../../worker/instances/backup.ts";
-import { drainNode, lostInstances } from "../../worker/instances/drain.ts";
+import { lostInstances } from "../../worker/instances/drain.ts";
+import { recordClusterNodes, runDrainJob } from "../../worker/instances/nodes.ts";
 import { recoverLostInstances } from "../../worker/instances/recover.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { SwarmRuntime } from "../../worker/runtime/swarm.ts";
@@ -189,7 +191,11 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     await rt.start(running.id);
 
     const t0 = Date.now();
-    const report = await drainNode(source, { timeoutMs: 120_000 });
+    // As an operator's drain goes: the worker's record of the nodes, the console's request, the
+    // job's handler.
+    await recordClusterNodes();
+    await requestDrain(source);
+    const report = await runDrainJob(source);
     timings.drainMs = Date.now() - t0;
     timings.movesMs = Object.fromEntries(report.moved.map((m) => [m.instanceId, m.ms]));
     expect(report.done).toBe(true);
@@ -224,6 +230,8 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     const other = await rt.exec(stopped.id, ["cat", `${STATE}/workspace/MEMORY.md`]);
     expect(other.stdout).toBe(`remember ${stopped.spec.instanceId}\n`);
 
+    const seen = (await nodesOverview()).find((n) => n.id === source);
+    expect(seen).toMatchObject({ availability: "drain", instances: [], drain: { status: "done" } });
     const nodes = await rt.nodes();
     const drained = nodes.find((n) => n.id === source);
     expect(drained?.availability).toBe("drain");
