@@ -1,3 +1,4 @@
+import Docker from "dockerode";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import { insertPendingBackup } from "../../app/server/agents/backups.server.ts";
@@ -8,8 +9,10 @@ import {
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
 import { nodesOverview, requestDrain } from "../../app/server/ops/nodes.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { takeBackup } from "../../worker/instances/backup.ts";
-import { lostInstances } from "../../worker/instances/drain.ts";
+import { ensureContainer } from "../../worker/instances/container.ts";
+import { drainNode, lostInstances, verifyHealthy } from "../../worker/instances/drain.ts";
 import { recordClusterNodes, runDrainJob } from "../../worker/instances/nodes.ts";
 import { recoverLostInstances } from "../../worker/instances/recover.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
@@ -22,7 +25,7 @@ import {
   type ResourceLimits,
 } from "../../worker/runtime/types.ts";
 import { agentUser } from "../agents/support.ts";
-import { testLabels, testRun } from "./docker-support.ts";
+import { GATEWAY_IMAGE, testLabels, testRun } from "./docker-support.ts";
 import { loadImage, type SwarmCluster, startSwarmCluster } from "./swarm-cluster.ts";
 import { buildTinyImage, describeSwarm, TINY_IMAGE } from "./swarm-support.ts";
 
@@ -247,6 +250,55 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     await rt.setDraining(source, false);
     expect((await rt.nodes()).find((n) => n.id === source)?.availability).toBe("active");
   }, 600_000);
+
+  it("provisions the real gateway onto a worker node the platform's way; a drain moves it with its state, healthy", async () => {
+    // The real image, loaded on every node from the machine's engine (kept data roots keep it).
+    const t0 = Date.now();
+    timings.gatewayImageLoadMs = await loadImage(cluster, GATEWAY_IMAGE, new Docker());
+    timings.gatewayImageTotalMs = Date.now() - t0;
+    process.env.AGENT_GATEWAY_IMAGE = GATEWAY_IMAGE;
+    process.env.RUNTIME_NETWORK = network;
+    process.env.RUNTIME_DEPLOYMENT = testRun;
+    // Gateways reach the platform by a name on the overlay; nothing answers it in this test.
+    process.env.RUNTIME_PLATFORM_AI_URL = "http://platform-ai:3000/api/ai/v1";
+    resetEnvCache();
+    const worker = cluster.nodes.find((n) => n.nodeId !== cluster.manager.nodeId);
+    if (!worker) throw new Error("no worker node");
+    const owner = await agentUser("solo");
+    const row = await ensureInstanceRecord(owner.id, { plan: "solo" });
+    made.push({ id: row.container_name, volume: row.volume_name });
+    await rt.setDraining(cluster.manager.nodeId, true);
+    const t1 = Date.now();
+    const info = await ensureContainer(row).finally(() =>
+      rt.setDraining(cluster.manager.nodeId, false),
+    );
+    expect(info.node).toBe(worker.nodeId);
+    await verifyHealthy(info.id, 300_000);
+    timings.realGatewayHealthyOnWorkerMs = Date.now() - t1;
+    // Memory as the gateway keeps it, written by the gateway's own user inside its container.
+    const wrote = await rt.exec(info.id, [
+      "sh",
+      "-c",
+      `mkdir -p ${STATE}/workspace && echo "- likes green tea" > ${STATE}/workspace/MEMORY.md && id -u`,
+    ]);
+    expect(wrote.stdout.trim()).toBe("1000");
+
+    const t2 = Date.now();
+    const report = await drainNode(worker.nodeId, { timeoutMs: 300_000 });
+    timings.realGatewayDrainMs = Date.now() - t2;
+    expect(report).toMatchObject({ done: true, moved: [{ ok: true, to: cluster.manager.nodeId }] });
+    const moved = await rt.inspect(info.id);
+    expect(moved).toMatchObject({ running: true, health: "healthy", node: cluster.manager.nodeId });
+    const memory = await rt.exec(info.id, ["cat", `${STATE}/workspace/MEMORY.md`]);
+    expect(memory.stdout).toBe("- likes green tea\n");
+    // The gateway's own config came along too (written at provisioning, read at boot).
+    const config = await rt.exec(info.id, [
+      "sh",
+      "-c",
+      `test -s ${STATE}/openclaw.json && echo ok`,
+    ]);
+    expect(config.stdout.trim()).toBe("ok");
+  }, 900_000);
 
   it("re-creates a gone node's instance from its latest backup, and reports one without a backup", async () => {
     const worker = cluster.nodes.find((n) => n.nodeId !== cluster.manager.nodeId);

@@ -603,7 +603,14 @@ export class SwarmRuntime implements ClusterRuntime {
       } else {
         const t = tasks.find((x) => x.DesiredState === "running" && (!after || x.ID !== after));
         const state = t?.Status?.State;
-        if (state === "running") return;
+        // A task whose image has a HEALTHCHECK stays `starting` until it passes (the gateway's
+        // has a 120 s start period): its container runs, which is what a start waits for, as
+        // with the Docker driver; health is waited on by the caller.
+        if (
+          state === "running" ||
+          (state === "starting" && t?.Status?.ContainerStatus?.ContainerID)
+        )
+          return;
         if (t && state === "pending" && /insufficient resources/i.test(t.Status?.Err ?? "")) {
           throw new NoCapacityError(`No room on the instance's node: ${t.Status?.Err}`);
         }
@@ -720,7 +727,10 @@ export class SwarmRuntime implements ClusterRuntime {
     const task = this.#current(tasks);
     const replicas = spec.Mode?.Replicated?.Replicas ?? 0;
     const taskState = task?.Status?.State;
-    const running = replicas > 0 && taskState === "running";
+    const running =
+      replicas > 0 &&
+      (taskState === "running" ||
+        (taskState === "starting" && !!task?.Status?.ContainerStatus?.ContainerID));
     let state: ContainerState;
     if (running) state = "running";
     else if (replicas > 0) state = "restarting";
