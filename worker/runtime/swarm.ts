@@ -116,6 +116,14 @@ type SwarmNode = z.infer<typeof nodeSchema>;
 const LIVE_TASK = new Set(["new", "pending", "assigned", "accepted", "preparing", "starting"]);
 const ENGINE_DOWN = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET", "EPIPE"]);
 
+/**
+ * The task's container runs: `running`, or `starting` with a container (a task whose image has
+ * a HEALTHCHECK stays `starting` until it passes; the gateway's start period is 120 s).
+ */
+const taskRuns = (t: Task | undefined) =>
+  t?.Status?.State === "running" ||
+  (t?.Status?.State === "starting" && !!t.Status.ContainerStatus?.ContainerID);
+
 const statusOf = (error: unknown) => (error as { statusCode?: number }).statusCode;
 
 async function call<T>(fn: () => Promise<T>): Promise<T> {
@@ -300,9 +308,7 @@ export class SwarmRuntime implements ClusterRuntime {
       >,
     ]);
     const running = new Set(
-      tasks
-        .filter((t) => t.Status?.State === "running")
-        .map((t) => (t as { ServiceID?: string }).ServiceID),
+      tasks.filter((t) => taskRuns(t)).map((t) => (t as { ServiceID?: string }).ServiceID),
     );
     const roles = new Map(
       (
@@ -603,14 +609,9 @@ export class SwarmRuntime implements ClusterRuntime {
       } else {
         const t = tasks.find((x) => x.DesiredState === "running" && (!after || x.ID !== after));
         const state = t?.Status?.State;
-        // A task whose image has a HEALTHCHECK stays `starting` until it passes (the gateway's
-        // has a 120 s start period): its container runs, which is what a start waits for, as
-        // with the Docker driver; health is waited on by the caller.
-        if (
-          state === "running" ||
-          (state === "starting" && t?.Status?.ContainerStatus?.ContainerID)
-        )
-          return;
+        // Its container runs: what a start waits for, as with the Docker driver; health is
+        // waited on by the caller.
+        if (taskRuns(t)) return;
         if (t && state === "pending" && /insufficient resources/i.test(t.Status?.Err ?? "")) {
           throw new NoCapacityError(`No room on the instance's node: ${t.Status?.Err}`);
         }
@@ -726,11 +727,7 @@ export class SwarmRuntime implements ClusterRuntime {
     const tasks = await this.#tasks(service.ID);
     const task = this.#current(tasks);
     const replicas = spec.Mode?.Replicated?.Replicas ?? 0;
-    const taskState = task?.Status?.State;
-    const running =
-      replicas > 0 &&
-      (taskState === "running" ||
-        (taskState === "starting" && !!task?.Status?.ContainerStatus?.ContainerID));
+    const running = replicas > 0 && taskRuns(task);
     let state: ContainerState;
     if (running) state = "running";
     else if (replicas > 0) state = "restarting";
@@ -815,7 +812,7 @@ export class SwarmRuntime implements ClusterRuntime {
           this.docker.listTasks({ filters: { "desired-state": ["running"] } }),
         )) as Task[]
       )
-        .filter((t) => t.Status?.State === "running")
+        .filter((t) => taskRuns(t))
         .map((t) => (t as { ServiceID?: string }).ServiceID),
     );
     return services.map((s) => ({
