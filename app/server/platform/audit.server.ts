@@ -38,6 +38,7 @@ export const AUDIT_ACTIONS = [
   "job.cancelled",
   "service_request.updated",
   "gateway.price_changed",
+  "node.drain_requested",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
