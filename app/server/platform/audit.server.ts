@@ -39,6 +39,7 @@ export const AUDIT_ACTIONS = [
   "service_request.updated",
   "gateway.price_changed",
   "wallet.sent",
+  "node.drain_requested",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
