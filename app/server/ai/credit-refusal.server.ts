@@ -1,12 +1,13 @@
 import type { DomainError } from "../platform/errors.server.ts";
-import { json } from "../platform/http.server.ts";
+import { errorResponse } from "../platform/http.server.ts";
 
 // How the gateway's model endpoint says "no credits" (decision 0155). OpenClaw classifies a 402
 // by its text: "billing" (its default, and any of "insufficient credits", "credit balance",
 // "spend limit", "top up"…) disables the provider's key for minutes, so credits granted right
 // after would not help. "usage limit" with "try again" is a passing limit instead: nothing is
 // disabled, a long window is not retried in a loop, and a text naming a "plan" or "resets" goes
-// to the chat as it is ("⚠️ " + message). OpenAI's error shape keeps it free of JSON quotes.
+// to the chat as it is ("⚠️ " + message; in quotes, as the gateway's OpenAI client renders a
+// string `error`).
 
 const OUT_OF_CREDITS =
   "Out of credits: the usage limit of your plan is reached and no credits are left. Add credits on the Billing page (or ask this server's operator), then try again.";
@@ -16,16 +17,10 @@ const dailyLimit = (usd: unknown) =>
 /** The 402 answered to a gateway for a refused call (no credits, or the daily limit). */
 export function creditRefusal(error: DomainError): Response {
   const daily = typeof error.extra?.dailyLimitUsd === "number";
-  return json(
-    {
-      error: {
-        message: daily ? dailyLimit(error.extra?.dailyLimitUsd) : OUT_OF_CREDITS,
-        type: "usage_limit_reached",
-        code: daily ? "daily_limit_reached" : "out_of_credits",
-        ...error.extra,
-      },
-    },
-    { status: 402 },
+  return errorResponse(
+    402,
+    daily ? dailyLimit(error.extra?.dailyLimitUsd) : OUT_OF_CREDITS,
+    error.extra,
   );
 }
 
