@@ -13,6 +13,7 @@ const links = [
   ["/ops", "Overview"],
   ["/ops/users", "Users"],
   ["/ops/instances", "Instances"],
+  ["/ops/nodes", "Nodes"],
   ["/ops/jobs", "Jobs"],
   ["/ops/requests", "Requests"],
   ["/ops/skills", "Skills"],

@@ -1,11 +1,9 @@
-import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import * as channelsTab from "../../app/routes/agents.$id.channels.tsx";
 import * as chatPage from "../../app/routes/agents.$id.chat.tsx";
 import * as skillsTab from "../../app/routes/agents.$id.skills.tsx";
 import * as agentRoute from "../../app/routes/api.agent.ts";
-import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
 import * as chatRoute from "../../app/routes/api.chat.ts";
 import * as heartbeatRoute from "../../app/routes/api.heartbeat.ts";
 import * as memoryRoute from "../../app/routes/api.memory.ts";
@@ -13,45 +11,37 @@ import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
 import { listMessages } from "../../app/server/agents/agent-messages.server.ts";
 import {
   ensureInstanceRecord,
-  getInstance,
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
 import { attachLiveSocket } from "../../app/server/agents/live-socket.server.ts";
 import { flushRecords, runTurn } from "../../app/server/agents/talk.server.ts";
-import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
 import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { sendResponse, toRequest } from "../../app/server/platform/web/node-http.server.ts";
 import { connectPaired } from "../../worker/instances/pairing.ts";
-import { provision } from "../../worker/instances/provision.ts";
-import { DockerRuntime } from "../../worker/runtime/docker.ts";
-import { setRuntime } from "../../worker/runtime/index.ts";
-import { configureAi, giveCredits } from "../ai/support.ts";
-import { call } from "../helpers/api.ts";
+import { giveCredits } from "../ai/support.ts";
+import { call, type RouteModule } from "../helpers/api.ts";
+import {
+  type GatewayBench,
+  provisionRealGateway,
+  startGatewayBench,
+  stopGatewayBench,
+} from "../helpers/real-gateway.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
-import { mswServer } from "../msw/server.ts";
-import {
-  allowDockerNetworks,
-  cleanupTestObjects,
-  describeDocker,
-  testRun,
-} from "../runtime/docker-support.ts";
+import { describeDocker } from "../runtime/docker-support.ts";
 
 // Talking to an agent end to end: the real OpenClaw gateway in a container, whose model
 // provider is the platform's AI endpoint (/api/ai/v1, served here on the bridge network's
 // gateway IP) and the AI layer's OpenAI provider answered by msw. One instance, provisioned
 // once, serves every test: GET/POST /api/agent, /api/chat and the live agent socket.
 
-const rt = new DockerRuntime({ maxCpus: 1 });
 const openai = createOpenAiFake();
 const REPLY =
   "Hello from the fake model! This reply is deliberately longer than one hundred characters so that memory truncates it.";
 const USER = "usr_talk_owner";
-let server: Server;
+let bench: GatewayBench | undefined;
 let base: string;
 let agentId: string;
 let instance: InstanceRow;
@@ -76,51 +66,27 @@ function openSocket(url: string, headers: Record<string, string>) {
 
 describeDocker("talking to an agent (real gateway)", () => {
   beforeAll(async () => {
-    process.env.RUNTIME_DEPLOYMENT = testRun;
-    process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
-    resetEnvCache();
-    setRuntime(rt);
-    allowDockerNetworks();
-    mswServer.use(...openai.handlers);
     openai.state.reply = REPLY;
-    await configureAi({ OPENAI_API_KEY: "test-key" });
-    const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK, {
-      "agent-platform.deployment": testRun,
+    // The platform's AI endpoint, /api/agent (for the latency measurement over real HTTP) and
+    // the live socket, on the address containers can reach.
+    bench = await startGatewayBench({
+      openai,
+      routes: { "/api/agent": agentRoute as unknown as RouteModule },
+      onServer: attachLiveSocket,
     });
-    // The platform's AI endpoint and the live socket, on the address containers can reach.
-    server = createServer(async (req, res) => {
-      const request = toRequest(req, res, `http://${req.headers.host}`);
-      // /api/agent too, for the latency measurement over real HTTP.
-      const route = req.url?.startsWith("/api/agent") ? agentRoute : completionsRoute;
-      const handler = req.method === "GET" ? route.loader : route.action;
-      const response = await handler({ request, params: {}, context: {} });
-      await sendResponse(res, response, false);
-    });
-    attachLiveSocket(server);
-    await new Promise<void>((ok) => server.listen(0, gatewayIp, ok));
-    const { port } = server.address() as { port: number };
-    base = `${gatewayIp}:${port}`;
-    process.env.RUNTIME_PLATFORM_AI_URL = `http://${base}/api/ai/v1`;
-    resetEnvCache();
+    base = bench.base;
 
     await sessionCookieFor(USER);
     await giveCredits(USER, 5_000_000);
     agentId = "agt_talkowner000000000";
     await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
       values (${agentId}, ${USER}, 'Talker', 'main', 'openai/gpt-4o-mini', 'starter')`;
-    const row = await ensureInstanceRecord(USER, { plan: "solo" });
-    const t0 = Date.now();
-    await provision(row.id);
-    timings.provisionMs = Date.now() - t0;
-    instance = (await getInstance(row.id)) as InstanceRow;
+    ({ instance, provisionMs: timings.provisionMs } = await provisionRealGateway(USER));
   }, 300_000);
 
   afterAll(async () => {
     process.stdout.write(`talk timings ${JSON.stringify(timings)}\n`);
-    closeGatewayClients();
-    setRuntime(undefined);
-    server?.close();
-    await cleanupTestObjects(rt);
+    await stopGatewayBench(bench);
   });
 
   it("describes itself and reports the gateway's health", async () => {

@@ -1,5 +1,3 @@
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import * as channelsTab from "../../app/routes/agents.$id.channels.tsx";
 import * as agentRoute from "../../app/routes/api.agent.ts";
@@ -13,31 +11,22 @@ import {
   storeChannelCredential,
 } from "../../app/server/agents/channels.server.ts";
 import { gatewayClientFor } from "../../app/server/agents/instance-gateway.server.ts";
-import {
-  ensureInstanceRecord,
-  getInstance,
-  type InstanceRow,
-} from "../../app/server/agents/instances.server.ts";
-import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
+import { getInstance, type InstanceRow } from "../../app/server/agents/instances.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { connectPaired } from "../../worker/instances/pairing.ts";
-import { provision } from "../../worker/instances/provision.ts";
 import { ChatRecorder } from "../../worker/instances/recorder.ts";
-import { DockerRuntime } from "../../worker/runtime/docker.ts";
-import { setRuntime } from "../../worker/runtime/index.ts";
-import { configureAi, giveCredits } from "../ai/support.ts";
-import { serveAiEndpoint } from "../helpers/ai-endpoint.ts";
+import { giveCredits } from "../ai/support.ts";
+import {
+  type GatewayBench,
+  provisionRealGateway,
+  startGatewayBench,
+  stopGatewayBench,
+} from "../helpers/real-gateway.ts";
 import { createDiscordFake } from "../msw/handlers/discord.ts";
 import { createMuxFake } from "../msw/handlers/mux.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
-import {
-  allowDockerNetworks,
-  cleanupTestObjects,
-  describeDocker,
-  testRun,
-  waitFor,
-} from "../runtime/docker-support.ts";
+import { describeDocker, waitFor } from "../runtime/docker-support.ts";
 import { type FakeTelegram, startFakeTelegram } from "./fake-telegram.ts";
 import { agentUser, asUser } from "./support.ts";
 
@@ -51,13 +40,12 @@ import { agentUser, asUser } from "./support.ts";
 // provisioned Discord token lands in the gateway's config (discord.com is out of reach here, so
 // it does not connect), and WhatsApp linking, which needs WhatsApp's servers, answers 502.
 
-const rt = new DockerRuntime({ maxCpus: 1 });
 const openai = createOpenAiFake();
 const discord = createDiscordFake();
 const mux = createMuxFake();
 const DISCORD_TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4OQ.channels.discord-token";
 const OWNER = { id: 424242, first_name: "Ada" };
-let bridge: Server;
+let bench: GatewayBench | undefined;
 let telegram: FakeTelegram;
 let recorder: ChatRecorder | undefined;
 let user: { id: string; cookie: string };
@@ -66,40 +54,26 @@ let instance: InstanceRow;
 
 describeDocker("chat channels with the real gateway", () => {
   beforeAll(async () => {
-    process.env.RUNTIME_DEPLOYMENT = testRun;
-    process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
     Object.assign(process.env, { MUX_TOKEN_ID: "mux-token-id", MUX_TOKEN_SECRET: "mux-secret" });
-    mswServer.use(...openai.handlers, ...discord.handlers, ...mux.handlers);
+    mswServer.use(...discord.handlers, ...mux.handlers);
     discord.state.tokens.add(DISCORD_TOKEN);
-    await configureAi({ OPENAI_API_KEY: "test-key" });
-    setRuntime(rt);
-    allowDockerNetworks();
-    const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK, {
-      "agent-platform.deployment": testRun,
-    });
-    bridge = await serveAiEndpoint();
+    bench = await startGatewayBench({ openai });
     telegram = await startFakeTelegram();
-    process.env.PORT = String((bridge.address() as AddressInfo).port);
-    process.env.TELEGRAM_API_URL = `http://${gatewayIp}:${telegram.port}`;
+    process.env.TELEGRAM_API_URL = `http://${bench.gatewayIp}:${telegram.port}`;
     resetEnvCache();
 
     user = await agentUser("solo");
     await giveCredits(user.id, 5_000_000);
     agentId = (await createAgentRecord(user.id, { name: "Bot", model: "openai/gpt-4o-mini" })).id;
-    const row = await ensureInstanceRecord(user.id, { model: "openai/gpt-4o-mini" });
-    await provision(row.id);
-    instance = (await getInstance(row.id)) as InstanceRow;
+    ({ instance } = await provisionRealGateway(user.id, { model: "openai/gpt-4o-mini" }));
   }, 300_000);
 
   afterAll(async () => {
     recorder?.stop();
-    closeGatewayClients();
     telegram?.close();
-    bridge?.close();
-    setRuntime(undefined);
     delete process.env.TELEGRAM_API_URL;
     resetEnvCache();
-    await cleanupTestObjects(rt);
+    await stopGatewayBench(bench);
   });
 
   it("answers a Telegram message and records both sides as chatapp1", async () => {

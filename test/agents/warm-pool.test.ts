@@ -12,6 +12,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { sendResponse, toRequest } from "../../app/server/platform/web/node-http.server.ts";
 import { STATE_DIR } from "../../worker/instances/engine.ts";
+import { observe } from "../../worker/instances/observe.ts";
 import { connectPaired, connectWithPairing } from "../../worker/instances/pairing.ts";
 import type { PoolRow } from "../../worker/instances/pool.ts";
 import { fillPool } from "../../worker/instances/pool-fill.ts";
@@ -362,6 +363,12 @@ describeDocker("warm pool (real gateway)", () => {
     const booted = (await getInstance(cold.id)) as typeof cold;
     expect(await keysOf(booted)).toEqual(before);
     expect(await stateMentioning(booted.container_id as string, WARMUP_MESSAGE)).toEqual([]);
+
+    // What the worker's sampler does within 10 s (none runs in this file): the row leaves
+    // "starting", else the chat waits out AGENT_CHAT_START_WAIT_MS (120 s) first.
+    await expect
+      .poll(async () => (await observe(booted)).observed_state, { timeout: 120_000 })
+      .toBe("running");
 
     // The first chat after the boot goes to the provider and is metered.
     const t0 = Date.now();

@@ -124,7 +124,7 @@ export async function startSwarmEngine(name: string): Promise<SwarmEngine> {
  * engine's images, and loading the 860 MB stand-in (`docker save | docker load`) took 52 s here.
  */
 export const TINY_IMAGE = "agent-platform-test-swarm-healthz:1";
-export function buildTinyImage(engine: SwarmEngine): void {
+export function buildTinyImage(engine: Pick<SwarmEngine, "dir" | "host">): void {
   const ctx = path.join(engine.dir, "image");
   mkdirSync(path.join(ctx, "bin"), { recursive: true });
   mkdirSync(path.join(ctx, "www"), { recursive: true });
@@ -133,7 +133,20 @@ export function buildTinyImage(engine: SwarmEngine): void {
     writeFileSync(path.join(ctx, "bin", "busybox"), readFileSync("/usr/bin/busybox"), {
       mode: 0o755,
     });
-    for (const applet of ["sh", "httpd", "sleep", "nc", "printf", "id", "cat", "grep", "echo"]) {
+    for (const applet of [
+      "sh",
+      "httpd",
+      "sleep",
+      "nc",
+      "printf",
+      "id",
+      "cat",
+      "grep",
+      "echo",
+      "mkdir",
+      "chown",
+      "ls",
+    ]) {
       symlinkSync("busybox", path.join(ctx, "bin", applet));
     }
   }
@@ -151,6 +164,9 @@ export function buildTinyImage(engine: SwarmEngine): void {
       "COPY www/ /www/",
       "COPY etc/ /etc/",
       "USER 1000:1000",
+      // The engine's own health check, as the real gateway image has (it runs in the task's
+      // container on whichever node: a drain verifies a moved instance by it).
+      `HEALTHCHECK --interval=1s --timeout=3s --retries=3 CMD ["sh", "-c", "printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' | nc -w 2 127.0.0.1 ${GATEWAY_PORT} | grep -q ' 200'"]`,
       `CMD ["sh", "-c", "echo hello-from-task; echo oops >&2; exec httpd -f -v -p ${GATEWAY_PORT} -h /www"]`,
       "",
     ].join("\n"),

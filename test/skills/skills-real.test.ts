@@ -1,37 +1,25 @@
-import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import * as agentRoute from "../../app/routes/api.agent.ts";
-import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
 import * as skillRoute from "../../app/routes/api.skills.$name.ts";
 import * as skillsRoute from "../../app/routes/api.skills.ts";
-import {
-  ensureInstanceRecord,
-  getInstance,
-  type InstanceRow,
-} from "../../app/server/agents/instances.server.ts";
+import { getInstance, type InstanceRow } from "../../app/server/agents/instances.server.ts";
 import { flushRecords } from "../../app/server/agents/talk.server.ts";
 import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { sendResponse, toRequest } from "../../app/server/platform/web/node-http.server.ts";
 import { approveSkill, pendingVersions } from "../../app/server/skills/publishing.server.ts";
 import { runAction } from "../../worker/instances/actions.ts";
-import { provision } from "../../worker/instances/provision.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
-import { DockerRuntime } from "../../worker/runtime/docker.ts";
-import { setRuntime } from "../../worker/runtime/index.ts";
-import { configureAi, giveCredits } from "../ai/support.ts";
+import { giveCredits } from "../ai/support.ts";
 import { call } from "../helpers/api.ts";
+import {
+  type GatewayBench,
+  provisionRealGateway,
+  startGatewayBench,
+  stopGatewayBench,
+} from "../helpers/real-gateway.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
-import { mswServer } from "../msw/server.ts";
-import {
-  allowDockerNetworks,
-  cleanupTestObjects,
-  describeDocker,
-  testRun,
-  waitFor,
-} from "../runtime/docker-support.ts";
+import { describeDocker, waitFor } from "../runtime/docker-support.ts";
 import { skillMd } from "./support.ts";
 
 // The marketplace against the real OpenClaw gateway (one gateway for the whole file): a shipped
@@ -40,12 +28,11 @@ import { skillMd } from "./support.ts";
 // across a restart; another user's published skill approved, installed, updated and removed;
 // unmet requirements refused; a stopped gateway answers 502.
 
-const rt = new DockerRuntime({ maxCpus: 1 });
 const openai = createOpenAiFake();
 const USER = "usr_skills_owner";
 const PUBLISHER = "usr_skills_publisher";
 const AGENT = "agt_skillsowner00000000";
-let server: Server;
+let bench: GatewayBench | undefined;
 let instance: InstanceRow;
 const timings: Record<string, number> = {};
 
@@ -104,12 +91,6 @@ const latestRequest = (body: Record<string, unknown>) =>
 
 describeDocker("skills marketplace (real gateway)", () => {
   beforeAll(async () => {
-    process.env.RUNTIME_DEPLOYMENT = testRun;
-    process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
-    resetEnvCache();
-    setRuntime(rt);
-    allowDockerNetworks();
-    mswServer.use(...openai.handlers);
     // The fake model says which skill its prompt told it to use (OpenClaw expands `/<command>`
     // into instructions naming the skill and its SKILL.md).
     openai.state.replyFor = (body) => {
@@ -120,27 +101,13 @@ describeDocker("skills marketplace (real gateway)", () => {
       );
       return used ? `SKILL-USED ${used}` : `NO-SKILL ${text.slice(-300)}`;
     };
-    await configureAi({ OPENAI_API_KEY: "test-key" });
-    const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK, {
-      "agent-platform.deployment": testRun,
-    });
-    server = createServer(async (req, res) => {
-      const request = toRequest(req, res, `http://${req.headers.host}`);
-      const handler = req.method === "GET" ? completionsRoute.loader : completionsRoute.action;
-      await sendResponse(res, await handler({ request, params: {}, context: {} }), false);
-    });
-    await new Promise<void>((ok) => server.listen(0, gatewayIp, ok));
-    const { port } = server.address() as { port: number };
-    process.env.RUNTIME_PLATFORM_AI_URL = `http://${gatewayIp}:${port}/api/ai/v1`;
-    resetEnvCache();
+    bench = await startGatewayBench({ openai });
     await ensureUser(USER);
     await ensureUser(PUBLISHER);
     await giveCredits(USER, 5_000_000);
     await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
       values (${AGENT}, ${USER}, 'Skilled', 'main', 'openai/gpt-4o-mini', 'starter')`;
-    const row = await ensureInstanceRecord(USER, { plan: "solo" });
-    await timed("provisionMs", () => provision(row.id));
-    instance = (await getInstance(row.id)) as InstanceRow;
+    ({ instance, provisionMs: timings.provisionMs } = await provisionRealGateway(USER));
     // Removal deletes the folder through the worker's job.
     await startWorker({ concurrency: 1 });
   }, 300_000);
@@ -149,10 +116,7 @@ describeDocker("skills marketplace (real gateway)", () => {
     process.stdout.write(`skills timings ${JSON.stringify(timings)}\n`);
     await flushRecords();
     await stopWorker(5_000);
-    closeGatewayClients();
-    setRuntime(undefined);
-    server?.close();
-    await cleanupTestObjects(rt);
+    await stopGatewayBench(bench);
   });
 
   it("installs a shipped skill: eligible in skills.status, installed and enabled in the catalog", async () => {

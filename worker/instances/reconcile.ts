@@ -11,6 +11,7 @@ import { ensureContainer } from "./container.ts";
 import { deploymentLabels, ensureNetwork, log, rt } from "./engine.ts";
 import { removeDeadJobLeftovers, removeInstanceLeftovers } from "./leftovers.ts";
 import { tryInstanceLock } from "./lock.ts";
+import { recordClusterNodes } from "./nodes.ts";
 import { observe } from "./observe.ts";
 import { pooledContainerNames } from "./pool.ts";
 import { measureStorageWhenDue } from "./storage.ts";
@@ -136,6 +137,7 @@ export async function reconcileAll() {
   const results: Record<string, string> = {};
   for (const row of rows) results[row.id] = await reconcileLocked(row);
   const storageMeasured = await step("measuring storage", () => measureStorageWhenDue(rows), 0);
+  await step("recording the nodes", recordClusterNodes, undefined);
   return {
     instances: results,
     orphansRemoved: orphans,

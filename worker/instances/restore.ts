@@ -40,7 +40,7 @@ import { connectPaired } from "./pairing.ts";
  * Writes the decrypted backup's state/ entries into `volume` and returns its records. Throws
  * when the stream is altered or truncated (the GCM tag is checked at its end).
  */
-async function unpackInto(
+export async function unpackInto(
   sealed: Readable,
   volume: string,
   row: InstanceRow,

@@ -2,6 +2,7 @@ import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.
 import { backupAgent } from "./backup-agent.ts";
 import type { JobContext } from "./context.ts";
 import { deliverWebhook } from "./deliver-webhook.ts";
+import { drainNodeJob } from "./drain-node.ts";
 import { fillPoolJob } from "./fill-pool.ts";
 import { instanceAction } from "./instance-action.ts";
 import { processPaymentEvent } from "./process-payment-event.ts";
@@ -41,4 +42,5 @@ export const handlers: Handlers = {
   "restore-backup": restoreBackupJob,
   "scheduled-backups": scheduledBackupsJob,
   "purge-audit-log": purgeAuditLog,
+  "drain-node": drainNodeJob,
 };

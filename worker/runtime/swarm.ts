@@ -4,6 +4,7 @@ import { DockerRuntime } from "./docker.ts";
 import { chooseNode, type Demand, demandOf, fits, type NodeCapacity } from "./placement.ts";
 import {
   type AgentRuntime,
+  type ClusterRuntime,
   type ContainerInfo,
   type ContainerSpec,
   type ContainerState,
@@ -14,6 +15,7 @@ import {
   limitsForPlan,
   NoCapacityError,
   type ResourceLimits,
+  type RuntimeNode,
   RuntimeUnavailableError,
 } from "./types.ts";
 
@@ -26,6 +28,8 @@ import {
 
 /** The label a node's engine address may be given by (`docker node update --label-add`). */
 export const NODE_ENGINE_LABEL = "agent-platform.engine";
+/** The node label that keeps new instances off a node being drained (decision 0167). */
+export const DRAINING_LABEL = "agent-platform.draining";
 
 export interface SwarmDriverOptions {
   /** The manager's engine (default: DOCKER_SOCKET or /var/run/docker.sock). */
@@ -105,11 +109,20 @@ const nodeSchema = z.object({
     })
     .optional(),
   Status: z.object({ State: z.string().optional(), Addr: z.string().optional() }).optional(),
+  Version: z.object({ Index: z.number().optional() }).optional(),
 });
 type SwarmNode = z.infer<typeof nodeSchema>;
 
 const LIVE_TASK = new Set(["new", "pending", "assigned", "accepted", "preparing", "starting"]);
 const ENGINE_DOWN = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET", "EPIPE"]);
+
+/**
+ * The task's container runs: `running`, or `starting` with a container (a task whose image has
+ * a HEALTHCHECK stays `starting` until it passes; the gateway's start period is 120 s).
+ */
+const taskRuns = (t: Task | undefined) =>
+  t?.Status?.State === "running" ||
+  (t?.Status?.State === "starting" && !!t.Status.ContainerStatus?.ContainerID);
 
 const statusOf = (error: unknown) => (error as { statusCode?: number }).statusCode;
 
@@ -137,7 +150,7 @@ export function pinnedNode(spec: ServiceSpec | undefined): string | undefined {
   return undefined;
 }
 
-export class SwarmRuntime implements AgentRuntime {
+export class SwarmRuntime implements ClusterRuntime {
   readonly driver = "swarm" as const;
   readonly manager: DockerRuntime;
   readonly maxCpus: number | undefined;
@@ -260,7 +273,10 @@ export class SwarmRuntime implements AgentRuntime {
       return {
         id: n.ID,
         hostname: n.Description?.Hostname ?? "",
-        schedulable: n.Status?.State === "ready" && n.Spec?.Availability === "active",
+        schedulable:
+          n.Status?.State === "ready" &&
+          n.Spec?.Availability === "active" &&
+          n.Spec?.Labels?.[DRAINING_LABEL] !== "1",
         memoryBytes: n.Description?.Resources?.MemoryBytes ?? 0,
         nanoCpus: n.Description?.Resources?.NanoCPUs ?? 0,
         reservedMemoryBytes: r.mem,
@@ -276,6 +292,131 @@ export class SwarmRuntime implements AgentRuntime {
   /** Chooses the node for a new instance (NoCapacityError when none has room). */
   async place(limits: ResourceLimits): Promise<NodeCapacity> {
     return chooseNode(await this.capacity(), this.#demand(limits));
+  }
+
+  // --- nodes as operators see them, draining ---------------------------------------------------
+
+  async nodes(): Promise<RuntimeNode[]> {
+    const [nodes, capacity, services, tasks] = await Promise.all([
+      this.#nodes(),
+      this.capacity(),
+      call(() =>
+        this.docker.listServices({ filters: { label: [`${LABELS.role}=gateway`] } }),
+      ) as Promise<Service[]>,
+      call(() => this.docker.listTasks({ filters: { "desired-state": ["running"] } })) as Promise<
+        Task[]
+      >,
+    ]);
+    const running = new Set(
+      tasks.filter((t) => taskRuns(t)).map((t) => (t as { ServiceID?: string }).ServiceID),
+    );
+    const roles = new Map(
+      (
+        (await call(() => this.docker.listNodes())) as Array<{
+          ID: string;
+          Spec?: { Role?: string };
+        }>
+      ).map((n) => [n.ID, n.Spec?.Role ?? ""]),
+    );
+    return nodes.map((n) => {
+      const cap = capacity.find((c) => c.id === n.ID);
+      const draining = n.Spec?.Labels?.[DRAINING_LABEL] === "1";
+      return {
+        id: n.ID,
+        hostname: n.Description?.Hostname ?? "",
+        role: roles.get(n.ID) ?? "",
+        state: n.Status?.State ?? "unknown",
+        availability:
+          draining && n.Spec?.Availability === "active" ? "draining" : (n.Spec?.Availability ?? ""),
+        address: n.Status?.Addr ?? "",
+        memoryBytes: cap?.memoryBytes ?? 0,
+        nanoCpus: cap?.nanoCpus ?? 0,
+        reservedMemoryBytes: cap?.reservedMemoryBytes ?? 0,
+        reservedNanoCpus: cap?.reservedNanoCpus ?? 0,
+        instances: services
+          .filter((s) => pinnedNode(s.Spec) === n.ID)
+          .map((s) => ({
+            id: s.ID,
+            instanceId: s.Spec?.Labels?.[LABELS.instanceId] ?? "",
+            running: running.has(s.ID),
+          }))
+          .sort((a, b) => a.instanceId.localeCompare(b.instanceId)),
+      };
+    });
+  }
+
+  async #updateNode(
+    nodeId: string,
+    change: (spec: Record<string, unknown>) => void,
+  ): Promise<void> {
+    const raw = (await call(() => this.docker.getNode(nodeId).inspect())) as {
+      Version?: { Index?: number };
+      Spec?: Record<string, unknown>;
+    };
+    const spec = structuredClone(raw.Spec ?? {});
+    change(spec);
+    await call(() =>
+      (
+        this.docker.getNode(nodeId) as unknown as {
+          update(o: Record<string, unknown>): Promise<unknown>;
+        }
+      ).update({ version: raw.Version?.Index, ...spec }),
+    );
+  }
+
+  async setDraining(nodeId: string, draining: boolean): Promise<void> {
+    await this.#updateNode(nodeId, (spec) => {
+      const labels = { ...((spec.Labels as Record<string, string> | undefined) ?? {}) };
+      if (draining) labels[DRAINING_LABEL] = "1";
+      else delete labels[DRAINING_LABEL];
+      spec.Labels = labels;
+      if (!draining) spec.Availability = "active";
+    });
+  }
+
+  async retireNode(nodeId: string): Promise<void> {
+    await this.#updateNode(nodeId, (spec) => {
+      spec.Availability = "drain";
+    });
+  }
+
+  async nodeOfVolume(volume: string): Promise<string | undefined> {
+    return this.#nodeOfVolume(volume);
+  }
+
+  async nodeOf(id: string): Promise<string | undefined> {
+    return pinnedNode((await this.#service(id))?.Spec);
+  }
+
+  async copyVolume(volume: string, image: string, toNode: string): Promise<void> {
+    const from = await this.#nodeOfVolume(volume);
+    if (!from) throw new Error(`volume ${volume} is on no ready node`);
+    if (from === toNode) return;
+    const source = await this.engineOf(from);
+    const target = await this.engineOf(toNode);
+    const { Labels } = (await call(() => source.docker.getVolume(volume).inspect())) as {
+      Labels?: Record<string, string> | null;
+    };
+    await target.ensureVolume(volume, Labels ?? {});
+    try {
+      await target.importVolume(volume, image, await source.exportVolume(volume, image));
+    } catch (error) {
+      await target.removeVolume(volume).catch(() => {});
+      throw error;
+    }
+  }
+
+  async removeVolumeOn(volume: string, nodeId: string): Promise<void> {
+    await (await this.engineOf(nodeId)).removeVolume(volume);
+  }
+
+  async pin(id: string, nodeId: string): Promise<void> {
+    await this.#update(id, (s) => {
+      const tt = s.TaskTemplate ?? {};
+      const others = (tt.Placement?.Constraints ?? []).filter((c) => !/^node\.id\s*==/.test(c));
+      tt.Placement = { ...tt.Placement, Constraints: [...others, `node.id==${nodeId}`] };
+      s.TaskTemplate = tt;
+    });
   }
 
   // --- volumes -------------------------------------------------------------------------------
@@ -468,7 +609,9 @@ export class SwarmRuntime implements AgentRuntime {
       } else {
         const t = tasks.find((x) => x.DesiredState === "running" && (!after || x.ID !== after));
         const state = t?.Status?.State;
-        if (state === "running") return;
+        // Its container runs: what a start waits for, as with the Docker driver; health is
+        // waited on by the caller.
+        if (taskRuns(t)) return;
         if (t && state === "pending" && /insufficient resources/i.test(t.Status?.Err ?? "")) {
           throw new NoCapacityError(`No room on the instance's node: ${t.Status?.Err}`);
         }
@@ -542,7 +685,13 @@ export class SwarmRuntime implements AgentRuntime {
       const engine = await this.engineOf(nodeId).catch(() => undefined);
       if (!engine) continue;
       const filters = { label: [`com.docker.swarm.service.id=${service.ID}`] };
-      while ((await engine.docker.listContainers({ all: true, filters })).length > 0) {
+      // A node that is down keeps its containers until it comes back; nothing to wait for.
+      const left = () =>
+        engine.docker.listContainers({ all: true, filters }).then(
+          (c) => c.length,
+          () => 0,
+        );
+      while ((await left()) > 0) {
         if (Date.now() > deadline) break;
         await new Promise((r) => setTimeout(r, 200));
       }
@@ -578,8 +727,7 @@ export class SwarmRuntime implements AgentRuntime {
     const tasks = await this.#tasks(service.ID);
     const task = this.#current(tasks);
     const replicas = spec.Mode?.Replicated?.Replicas ?? 0;
-    const taskState = task?.Status?.State;
-    const running = replicas > 0 && taskState === "running";
+    const running = replicas > 0 && taskRuns(task);
     let state: ContainerState;
     if (running) state = "running";
     else if (replicas > 0) state = "restarting";
@@ -664,7 +812,7 @@ export class SwarmRuntime implements AgentRuntime {
           this.docker.listTasks({ filters: { "desired-state": ["running"] } }),
         )) as Task[]
       )
-        .filter((t) => t.Status?.State === "running")
+        .filter((t) => taskRuns(t))
         .map((t) => (t as { ServiceID?: string }).ServiceID),
     );
     return services.map((s) => ({

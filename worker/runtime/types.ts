@@ -184,6 +184,50 @@ export interface AgentRuntime {
   volumeSizes(): Promise<Map<string, number>>;
 }
 
+/** A node of a multi-node runtime as operators see it. */
+export interface RuntimeNode {
+  id: string;
+  hostname: string;
+  role: string;
+  /** The scheduler's view: ready, down, unknown, disconnected. */
+  state: string;
+  /** active, pause, drain (the scheduler's), or draining (ours: taking no new instance). */
+  availability: string;
+  address: string;
+  memoryBytes: number;
+  nanoCpus: number;
+  reservedMemoryBytes: number;
+  reservedNanoCpus: number;
+  /** The instances pinned to the node. */
+  instances: Array<{ id: string; instanceId: string; running: boolean }>;
+}
+
+/**
+ * What a runtime spread over several nodes adds: nodes, keeping new instances off a node, and
+ * moving an instance's state between nodes (docs/decisions/0167-draining-nodes.md).
+ */
+export interface ClusterRuntime extends AgentRuntime {
+  nodes(): Promise<RuntimeNode[]>;
+  /** Marks a node as taking no new instance (true) or taking them again (false). */
+  setDraining(nodeId: string, draining: boolean): Promise<void>;
+  /** Ends a drain: the node's scheduler availability becomes `drain`. */
+  retireNode(nodeId: string): Promise<void>;
+  /** The node chosen for an instance with these limits (NoCapacityError when none has room). */
+  place(limits: ResourceLimits): Promise<{ id: string }>;
+  /** The node an instance's container is pinned to. */
+  nodeOf(id: string): Promise<string | undefined>;
+  /** The ready node that holds a volume. */
+  nodeOfVolume(volume: string): Promise<string | undefined>;
+  /** Copies a volume onto another node (the source stays until removeVolumeOn). */
+  copyVolume(volume: string, image: string, toNode: string): Promise<void>;
+  removeVolumeOn(volume: string, nodeId: string): Promise<void>;
+  /** Pins an instance's container to a node (it runs there from its next start). */
+  pin(id: string, nodeId: string): Promise<void>;
+}
+
+export const isClusterRuntime = (rt: AgentRuntime): rt is ClusterRuntime =>
+  "setDraining" in rt && "copyVolume" in rt;
+
 /** Where the platform reaches a container's gateway (host:port), if it can. */
 export function gatewayEndpoint(info: ContainerInfo | undefined, port = 18789): string | undefined {
   if (info?.endpoint) return info.endpoint;

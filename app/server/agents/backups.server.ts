@@ -93,6 +93,14 @@ export async function getBackup(id: string): Promise<BackupRow | undefined> {
   return row;
 }
 
+/** The newest finished backup of any of the user's agents (the whole state volume is in each). */
+export async function latestReadyBackup(userId: string): Promise<BackupRow | undefined> {
+  const [row] = await db()<BackupRow[]>`
+    select * from agent_backups where user_id = ${userId} and status = 'ready'
+    order by completed_at desc nulls last, created_at desc limit 1`;
+  return row;
+}
+
 /** A pending backup row of the agent (the worker fills it); the object's key is fixed here. */
 export async function insertPendingBackup(
   agent: { id: string; user_id: string },

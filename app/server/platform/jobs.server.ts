@@ -143,6 +143,12 @@ export const jobCatalog = {
     expireInSeconds: 1800,
   }),
   "scheduled-backups": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 600 }),
+  // An operator's drain of a node (decision 0167): one at a time per node, no retry (a failed
+  // move has put its instance back; the operator asks again).
+  "drain-node": defineRuntimeJob(z.object({ nodeId: z.string().min(1).max(64) }), {
+    retryLimit: 0,
+    expireInSeconds: 3600,
+  }),
   // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user),
   // or one instance by id (the user's last agent was deleted: DELETE /api/agents/:id).
   "teardown-instance": defineRuntimeJob(

@@ -1,0 +1,87 @@
+import type { LoaderFunctionArgs } from "@remix-run/node";
+import { useLoaderData } from "@remix-run/react";
+import { z } from "zod";
+import { Card } from "../components/forms.tsx";
+import { ActionButton, OpsNotices } from "../components/ops.tsx";
+import { opsAction, requireOperator } from "../server/ops/access.server.ts";
+import { nodesOverview, requestDrain } from "../server/ops/nodes.server.ts";
+
+export async function loader({ request }: LoaderFunctionArgs) {
+  await requireOperator(request);
+  return { nodes: await nodesOverview() };
+}
+
+export const action = opsAction({
+  schema: z.object({ intent: z.literal("drain"), nodeId: z.string().min(1).max(64) }),
+  handler: async ({ nodeId }) => {
+    await requestDrain(nodeId);
+    return `/ops/nodes?notice=${encodeURIComponent(`drain of ${nodeId} queued`)}`;
+  },
+});
+
+export default function OpsNodes() {
+  const { nodes } = useLoaderData<typeof loader>();
+  return (
+    <Card title="Nodes">
+      <OpsNotices />
+      {nodes.length === 0 ? (
+        <p className="text-sm text-slate-600">
+          No nodes recorded: the runtime runs on one engine (RUNTIME_DRIVER=swarm spreads gateways
+          over a swarm's nodes).
+        </p>
+      ) : (
+        <table className="w-full text-left text-sm" data-testid="ops-nodes">
+          <thead className="text-slate-500">
+            <tr>
+              <th>Node</th>
+              <th>Health</th>
+              <th>Memory (reserved / total)</th>
+              <th>CPUs (reserved / total)</th>
+              <th>Instances (running)</th>
+              <th>Drain</th>
+            </tr>
+          </thead>
+          <tbody>
+            {nodes.map((n) => (
+              <tr key={n.id} className="border-t border-slate-100 align-top">
+                <td>
+                  {n.hostname || n.id} <span className="text-xs text-slate-500">({n.role})</span>
+                  <div className="text-xs text-slate-500">
+                    <code>{n.id}</code> {n.address}
+                  </div>
+                </td>
+                <td className={n.healthy ? "" : "text-red-700"}>
+                  {n.state}, {n.availability}
+                </td>
+                <td>
+                  {n.reservedMemoryGiB} / {n.memoryGiB} GiB
+                </td>
+                <td>
+                  {n.reservedCpus} / {n.cpus}
+                </td>
+                <td>
+                  {n.instances.length} ({n.running})
+                </td>
+                <td className="whitespace-nowrap">
+                  {n.drain ? (
+                    <div
+                      className={n.drain.status === "failed" ? "text-xs text-red-700" : "text-xs"}
+                    >
+                      {n.drain.status}
+                      {n.drain.error ? `: ${n.drain.error}` : ""}
+                    </div>
+                  ) : null}
+                  {n.healthy && n.availability === "active" ? (
+                    <ActionButton intent="drain" fields={{ nodeId: n.id }} tone="danger">
+                      drain
+                    </ActionButton>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Card>
+  );
+}

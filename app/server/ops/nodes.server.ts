@@ -1,0 +1,130 @@
+import { runtimeDeployment } from "../agents/engine-health.server.ts";
+import { recordAudit } from "../platform/audit.server.ts";
+import { db } from "../platform/db.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import { sendJob } from "../platform/jobs.server.ts";
+
+// The nodes of a multi-node runtime for the operator console: the worker records what the
+// scheduler says (runtime_nodes), the web reads it, and a drain is a job the web enqueues.
+// docs/decisions/0167-draining-nodes.md
+
+export interface NodeRecord {
+  id: string;
+  hostname: string;
+  role: string;
+  state: string;
+  availability: string;
+  address: string;
+  memoryBytes: number;
+  nanoCpus: number;
+  reservedMemoryBytes: number;
+  reservedNanoCpus: number;
+  instances: Array<{ id: string; instanceId: string; running: boolean }>;
+}
+
+interface NodeRow {
+  node_id: string;
+  hostname: string;
+  role: string;
+  state: string;
+  availability: string;
+  address: string;
+  memory_bytes: string;
+  nano_cpus: string;
+  reserved_memory_bytes: string;
+  reserved_nano_cpus: string;
+  instances: NodeRecord["instances"];
+  checked_at: Date;
+  drain_status: "requested" | "running" | "done" | "failed" | null;
+  drain_error: string | null;
+  drain_changed_at: Date | null;
+}
+
+/** Replaces the deployment's node rows with what the scheduler says now (drain outcomes kept). */
+export async function recordNodes(nodes: NodeRecord[]): Promise<void> {
+  const deployment = runtimeDeployment();
+  await db().begin(async (tx) => {
+    for (const n of nodes) {
+      await tx`
+        insert into runtime_nodes (deployment, node_id, hostname, role, state, availability,
+          address, memory_bytes, nano_cpus, reserved_memory_bytes, reserved_nano_cpus,
+          instances, checked_at)
+        values (${deployment}, ${n.id}, ${n.hostname}, ${n.role}, ${n.state}, ${n.availability},
+          ${n.address}, ${n.memoryBytes}, ${n.nanoCpus}, ${n.reservedMemoryBytes},
+          ${n.reservedNanoCpus}, ${tx.json(n.instances)}, now())
+        on conflict (deployment, node_id) do update set
+          hostname = excluded.hostname, role = excluded.role, state = excluded.state,
+          availability = excluded.availability, address = excluded.address,
+          memory_bytes = excluded.memory_bytes, nano_cpus = excluded.nano_cpus,
+          reserved_memory_bytes = excluded.reserved_memory_bytes,
+          reserved_nano_cpus = excluded.reserved_nano_cpus, instances = excluded.instances,
+          checked_at = excluded.checked_at`;
+    }
+    const ids = nodes.map((n) => n.id);
+    await tx`delete from runtime_nodes where deployment = ${deployment}
+      and not (node_id = any(${ids}::text[]))`;
+  });
+}
+
+export async function recordDrain(
+  nodeId: string,
+  status: "running" | "done" | "failed",
+  error?: string,
+): Promise<void> {
+  await db()`
+    update runtime_nodes set drain_status = ${status}, drain_error = ${error ?? null},
+      drain_changed_at = now()
+    where deployment = ${runtimeDeployment()} and node_id = ${nodeId}`;
+}
+
+const gib = (bytes: number) => Math.round((bytes / 1024 ** 3) * 10) / 10;
+
+/** The console's view: capacity, reserved, instances, health, and the last drain. */
+export async function nodesOverview() {
+  const rows = await db()<NodeRow[]>`
+    select * from runtime_nodes where deployment = ${runtimeDeployment()}
+    order by role, hostname, node_id`;
+  return rows.map((r) => ({
+    id: r.node_id,
+    hostname: r.hostname,
+    role: r.role,
+    state: r.state,
+    healthy: r.state === "ready",
+    availability: r.availability,
+    address: r.address,
+    memoryGiB: gib(Number(r.memory_bytes)),
+    reservedMemoryGiB: gib(Number(r.reserved_memory_bytes)),
+    cpus: Number(r.nano_cpus) / 1e9,
+    reservedCpus: Number(r.reserved_nano_cpus) / 1e9,
+    instances: r.instances,
+    running: r.instances.filter((i) => i.running).length,
+    checkedAt: r.checked_at.toISOString(),
+    drain: r.drain_status
+      ? {
+          status: r.drain_status,
+          error: r.drain_error,
+          at: r.drain_changed_at?.toISOString() ?? null,
+        }
+      : null,
+  }));
+}
+
+/** Queues a drain of a known node (404 otherwise; 409 while one runs); audited. */
+export async function requestDrain(nodeId: string): Promise<void> {
+  const [row] = await db()<Pick<NodeRow, "state" | "drain_status">[]>`
+    select state, drain_status from runtime_nodes
+    where deployment = ${runtimeDeployment()} and node_id = ${nodeId}`;
+  if (!row) throw new DomainError(404, "Node not found");
+  if (row.drain_status === "requested" || row.drain_status === "running") {
+    throw new DomainError(409, "This node is being drained already");
+  }
+  if (row.state !== "ready") {
+    throw new DomainError(409, `This node is ${row.state}: a drain needs it ready to copy from`);
+  }
+  await db()`
+    update runtime_nodes set drain_status = 'requested', drain_error = null,
+      drain_changed_at = now()
+    where deployment = ${runtimeDeployment()} and node_id = ${nodeId}`;
+  await sendJob("drain-node", { nodeId }, { singletonKey: nodeId });
+  await recordAudit({ action: "node.drain_requested", target: nodeId, userId: null });
+}

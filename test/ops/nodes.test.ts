@@ -1,0 +1,123 @@
+import { describe, expect, it } from "vitest";
+import * as opsNodes from "../../app/routes/ops.nodes.tsx";
+import { type NodeRecord, recordNodes } from "../../app/server/ops/nodes.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { getBoss } from "../../app/server/platform/jobs.server.ts";
+import { newUser, type TestUser } from "../accounts/helpers.ts";
+import { getPage, postPage } from "./support.ts";
+
+// Nodes in the operator console: what the worker recorded of the swarm's nodes (capacity,
+// reserved, instances, health), and a drain button that queues the drain job; operators only,
+// audited. The drain itself runs against a real swarm in test/runtime/swarm-cluster.test.ts.
+
+const GiB = 1024 ** 3;
+const makeOperator = (u: TestUser) => db()`update users set is_operator = true where id = ${u.id}`;
+
+const node = (id: string, extra: Partial<NodeRecord> = {}): NodeRecord => ({
+  id,
+  hostname: `host-${id}`,
+  role: "worker",
+  state: "ready",
+  availability: "active",
+  address: "192.0.2.10",
+  memoryBytes: 16 * GiB,
+  nanoCpus: 8e9,
+  reservedMemoryBytes: 4 * GiB,
+  reservedNanoCpus: 2e9,
+  instances: [
+    { id: "svc1", instanceId: "ins_a", running: true },
+    { id: "svc2", instanceId: "ins_b", running: false },
+  ],
+  ...extra,
+});
+
+describe("nodes in the operator console", () => {
+  it("shows operators the nodes; a drain is queued once, audited; 403 for others, 404 and 409 where due", async () => {
+    const operator = await newUser();
+    await makeOperator(operator);
+    const user = await newUser();
+    await recordNodes([
+      node("nodeA", { role: "manager" }),
+      node("nodeB", { instances: [] }),
+      node("nodeC", { state: "down" }),
+    ]);
+
+    expect((await getPage(opsNodes.loader, "/ops/nodes", user.cookie)).status).toBe(403);
+    const denied = await postPage(
+      opsNodes.action,
+      "/ops/nodes",
+      { intent: "drain", nodeId: "nodeA" },
+      user.cookie,
+    );
+    expect(denied.status).toBe(403);
+
+    const page = await getPage(opsNodes.loader, "/ops/nodes", operator.cookie);
+    expect(page.status).toBe(200);
+    const { nodes } = page.body as { nodes: Array<Record<string, unknown>> };
+    expect(nodes.map((n) => n.id)).toEqual(["nodeA", "nodeB", "nodeC"]);
+    expect(nodes[0]).toMatchObject({
+      role: "manager",
+      healthy: true,
+      memoryGiB: 16,
+      reservedMemoryGiB: 4,
+      cpus: 8,
+      reservedCpus: 2,
+      running: 1,
+      drain: null,
+    });
+    expect(nodes[2]).toMatchObject({ state: "down", healthy: false });
+
+    const drained = await postPage(
+      opsNodes.action,
+      "/ops/nodes",
+      { intent: "drain", nodeId: "nodeA" },
+      operator.cookie,
+    );
+    expect(drained.status).toBe(303);
+    expect(drained.location).toMatch(/^\/ops\/nodes\?notice=/);
+    const jobs = await (await getBoss()).findJobs("drain-node", { data: { nodeId: "nodeA" } });
+    expect(jobs).toHaveLength(1);
+    const again = await postPage(
+      opsNodes.action,
+      "/ops/nodes",
+      { intent: "drain", nodeId: "nodeA" },
+      operator.cookie,
+    );
+    expect(again.status).toBe(409);
+    const missing = await postPage(
+      opsNodes.action,
+      "/ops/nodes",
+      { intent: "drain", nodeId: "nodeZ" },
+      operator.cookie,
+    );
+    expect(missing.status).toBe(404);
+    const down = await postPage(
+      opsNodes.action,
+      "/ops/nodes",
+      { intent: "drain", nodeId: "nodeC" },
+      operator.cookie,
+    );
+    expect(down.status).toBe(409);
+    const after = await getPage(opsNodes.loader, "/ops/nodes", operator.cookie);
+    expect((after.body as { nodes: Array<{ drain: unknown }> }).nodes[0]?.drain).toMatchObject({
+      status: "requested",
+    });
+
+    const entries = await db()`select action, actor_type, actor_id, target, outcome
+      from audit_log where action = 'node.drain_requested' order by id`;
+    expect(entries).toEqual([
+      {
+        action: "node.drain_requested",
+        actor_type: "operator",
+        actor_id: operator.id,
+        target: "nodeA",
+        outcome: "success",
+      },
+    ]);
+
+    // A node the scheduler no longer lists leaves the view with the next record.
+    await recordNodes([node("nodeA"), node("nodeB")]);
+    const later = await getPage(opsNodes.loader, "/ops/nodes", operator.cookie);
+    expect((later.body as { nodes: unknown[] }).nodes).toHaveLength(2);
+  });
+});

@@ -1,0 +1,382 @@
+import Docker from "dockerode";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
+import { insertPendingBackup } from "../../app/server/agents/backups.server.ts";
+import {
+  ensureInstanceRecord,
+  getInstance,
+  type InstanceRow,
+  updateInstance,
+} from "../../app/server/agents/instances.server.ts";
+import { nodesOverview, requestDrain } from "../../app/server/ops/nodes.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { takeBackup } from "../../worker/instances/backup.ts";
+import { ensureContainer } from "../../worker/instances/container.ts";
+import { drainNode, lostInstances, verifyHealthy } from "../../worker/instances/drain.ts";
+import { recordClusterNodes, runDrainJob } from "../../worker/instances/nodes.ts";
+import { recoverLostInstances } from "../../worker/instances/recover.ts";
+import { setRuntime } from "../../worker/runtime/index.ts";
+import { SwarmRuntime } from "../../worker/runtime/swarm.ts";
+import {
+  type ContainerSpec,
+  LABELS,
+  limitsForPlan,
+  NoCapacityError,
+  type ResourceLimits,
+} from "../../worker/runtime/types.ts";
+import { agentUser } from "../agents/support.ts";
+import { GATEWAY_IMAGE, testLabels, testRun } from "./docker-support.ts";
+import { loadImage, type SwarmCluster, startSwarmCluster } from "./swarm-cluster.ts";
+import { buildTinyImage, describeSwarm, TINY_IMAGE } from "./swarm-support.ts";
+
+// The Swarm driver across a real multi-node swarm: two dockerd daemons, each in its own network
+// namespace joined by a bridge in a third (swarm-cluster.ts), one swarm. Placement spreads by
+// capacity, a full cluster refuses, a drain moves instances with their state one at a time and
+// closes the node to new ones, and a node that goes away leaves its instances reported.
+
+const GiB = 1024 ** 3;
+/** Half a CPU: a node of this 2-core machine holds four of them. */
+const small: ResourceLimits = { ...limitsForPlan("solo"), cpus: 0.5, memoryBytes: GiB };
+const STATE = "/home/node/.openclaw";
+
+describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
+  let cluster: SwarmCluster;
+  let rt: SwarmRuntime;
+  const network = `agent-swarm-${testRun}`;
+  const timings: Record<string, number | Record<string, number>> = {};
+
+  const spec = (n: number, limits = small): ContainerSpec => {
+    const instanceId = `ins_${testRun}_${n}`;
+    return {
+      instanceId,
+      userId: `usr_${testRun}_${n}`,
+      image: TINY_IMAGE,
+      hostname: `agent-${instanceId}`.slice(0, 63),
+      name: `agent-${instanceId}`,
+      volume: `agent-${instanceId}-state`,
+      volumeTarget: STATE,
+      network,
+      limits,
+      env: {},
+      labels: testLabels(),
+      restartPolicy: "on-failure",
+    };
+  };
+
+  /** Places (by the state volume) and creates an instance; returns its id and node. */
+  const provision = async (n: number, limits = small, row?: InstanceRow) => {
+    const s = row
+      ? {
+          ...spec(n, limits),
+          instanceId: row.id,
+          userId: row.user_id,
+          name: row.container_name,
+          volume: row.volume_name,
+        }
+      : spec(n, limits);
+    await rt.ensureVolume(s.volume, { ...testLabels(), [LABELS.instanceId]: s.instanceId }, s);
+    const id = await rt.create(s);
+    made.push({ id, volume: s.volume });
+    return { id, spec: s, node: (await rt.nodeOf(id)) as string };
+  };
+  const made: Array<{ id: string; volume: string }> = [];
+
+  beforeAll(async () => {
+    const t0 = Date.now();
+    cluster = await startSwarmCluster(2);
+    timings.clusterUpMs = Date.now() - t0;
+    const manager = cluster.manager;
+    buildTinyImage({ dir: `/tmp/${testRun}-img`, host: manager.host });
+    // The same image id on every node: pinned services name the id.
+    timings.imageLoadMs = await loadImage(cluster, TINY_IMAGE, manager.docker);
+    rt = new SwarmRuntime({
+      host: manager.host,
+      nodeEngines: cluster.nodeEngines,
+      settleMs: 90_000,
+    });
+    setRuntime(rt);
+    await rt.ping();
+    await rt.ensureNetwork(network, testLabels());
+  }, 240_000);
+
+  // Each test starts on an empty, open cluster, whatever the last one left.
+  afterEach(async () => {
+    for (const { id, volume } of made.splice(0)) {
+      await rt.remove(id);
+      await rt.removeVolume(volume);
+    }
+    for (const n of await rt.nodes()) {
+      if (n.state === "ready" && n.availability !== "active") await rt.setDraining(n.id, false);
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    process.stdout.write(`swarm cluster timings ${JSON.stringify(timings)}\n`);
+    await cluster?.stop();
+  }, 120_000);
+
+  it("sees every node with its capacity; the nodes are joined on their own addresses", async () => {
+    const nodes = await rt.nodes();
+    expect(nodes.map((n) => n.id).sort()).toEqual(cluster.nodes.map((n) => n.nodeId).sort());
+    for (const n of nodes) {
+      expect(n.state).toBe("ready");
+      expect(n.availability).toBe("active");
+      expect(n.nanoCpus).toBeGreaterThan(0);
+      expect(n.memoryBytes).toBeGreaterThan(0);
+      expect(n.address).toMatch(/^192\.168\.213\.\d+$/);
+    }
+    expect(nodes.find((n) => n.id === cluster.manager.nodeId)?.role).toBe("manager");
+    expect(nodes.filter((n) => n.role === "worker")).toHaveLength(1);
+  });
+
+  it("spreads instances by free capacity and refuses clearly when the cluster is full", async () => {
+    const [a, b] = [await provision(1), await provision(2)];
+    // The second goes where the first is not: the other node keeps more free.
+    expect(new Set([a.node, b.node]).size).toBe(2);
+    const perNode = (await rt.capacity()).map((n) => n.nanoCpus / small.cpus / 1e9);
+    const room = perNode.reduce((x, y) => x + Math.floor(y), 0);
+    const more = [];
+    for (let i = 3; i <= room; i++) more.push(await provision(i));
+    const counts = new Map<string, number>();
+    for (const x of [a, b, ...more]) counts.set(x.node, (counts.get(x.node) ?? 0) + 1);
+    expect([...counts.values()].sort()).toEqual(perNode.map(Math.floor).sort());
+
+    // One more does not fit anywhere: a clear error, and no volume left behind.
+    const extra = spec(99);
+    await expect(
+      rt.ensureVolume(extra.volume, { [LABELS.instanceId]: extra.instanceId }, extra),
+    ).rejects.toThrow(NoCapacityError);
+    await expect(rt.place(small)).rejects.toThrow(/No node has room .* 1\.0 GiB and 0\.5 CPUs/);
+    expect(await rt.volumeExists(extra.volume)).toBe(false);
+
+    // A started instance runs on the node it was placed on (a worker node as well).
+    for (const x of [a, b]) {
+      await rt.start(x.id);
+      const info = await rt.inspect(x.id);
+      expect(info?.running).toBe(true);
+      expect(info?.node).toBe(x.node);
+    }
+    const onWorker = [a, b].find((x) => x.node !== cluster.manager.nodeId);
+    expect(onWorker).toBeDefined();
+    // The task's own container is on that node's engine, not the manager's.
+    const worker = cluster.nodes.find((n) => n.nodeId === onWorker?.node);
+    const there = await worker?.docker.listContainers({
+      filters: { label: [`${LABELS.instanceId}=${onWorker?.spec.instanceId}`] },
+    });
+    expect(there).toHaveLength(1);
+  }, 300_000);
+
+  it("drains a node: one instance at a time, state intact, verified healthy; the node takes no new instance", async () => {
+    const instances = [] as Array<Awaited<ReturnType<typeof provision>>>;
+    for (let i = 10; i < 14; i++) instances.push(await provision(i));
+    const source = cluster.manager.nodeId;
+    const leaving = instances.filter((x) => x.node === source);
+    expect(leaving.length).toBe(2);
+    // Memory and sessions as the gateway keeps them: files in the state volume, owned by it.
+    for (const x of leaving) {
+      const wrote = await rt.runOnce({
+        image: TINY_IMAGE,
+        volume: x.spec.volume,
+        volumeTarget: STATE,
+        user: "0",
+        capAdd: ["CHOWN"],
+        cmd: [
+          "sh",
+          "-c",
+          `mkdir -p ${STATE}/workspace ${STATE}/agents/main/sessions && echo "remember ${x.spec.instanceId}" > ${STATE}/workspace/MEMORY.md && echo '{"role":"user","content":"hi"}' > ${STATE}/agents/main/sessions/s1.jsonl && chown -R 1000:1000 ${STATE} && ls -ln ${STATE}/workspace/MEMORY.md`,
+        ],
+      });
+      expect(wrote).toMatchObject({ exitCode: 0, stderr: "" });
+      expect(wrote.stdout).toMatch(/ 1000 +1000 /);
+    }
+    // One running, one stopped: a drain keeps each as it was.
+    const [running, stopped] = leaving as [(typeof leaving)[0], (typeof leaving)[0]];
+    await rt.start(running.id);
+
+    const t0 = Date.now();
+    // As an operator's drain goes: the worker's record of the nodes, the console's request, the
+    // job's handler.
+    await recordClusterNodes();
+    await requestDrain(source);
+    const report = await runDrainJob(source);
+    timings.drainMs = Date.now() - t0;
+    timings.movesMs = Object.fromEntries(report.moved.map((m) => [m.instanceId, m.ms]));
+    expect(report.done).toBe(true);
+    expect(report.moved.map((m) => m.ok)).toEqual([true, true]);
+    // One at a time: each move ended before the next began.
+    const [first, second] = report.moved as [(typeof report.moved)[0], (typeof report.moved)[0]];
+    expect(second.at).toBeGreaterThanOrEqual(first.at + first.ms);
+
+    const target = cluster.nodes.find((n) => n.nodeId !== source)?.nodeId as string;
+    for (const x of leaving) {
+      expect(await rt.nodeOf(x.id)).toBe(target);
+      // The source copy is gone; the target holds it.
+      expect(
+        await cluster.manager.docker
+          .getVolume(x.spec.volume)
+          .inspect()
+          .catch(() => null),
+      ).toBeNull();
+    }
+    const movedRunning = await rt.inspect(running.id);
+    expect(movedRunning?.running).toBe(true);
+    expect(movedRunning?.health).toBe("healthy");
+    expect(movedRunning?.node).toBe(target);
+    expect((await rt.inspect(stopped.id))?.running).toBe(false);
+    const memory = await rt.exec(running.id, ["cat", `${STATE}/workspace/MEMORY.md`]);
+    expect(memory.stdout).toBe(`remember ${running.spec.instanceId}\n`);
+    const session = await rt.exec(running.id, ["cat", `${STATE}/agents/main/sessions/s1.jsonl`]);
+    expect(session.stdout).toContain('"content":"hi"');
+    const owner = await rt.exec(running.id, ["sh", "-c", `ls -ln ${STATE}/workspace/MEMORY.md`]);
+    expect(owner.stdout).toMatch(/ 1000 +1000 /);
+    await rt.start(stopped.id);
+    const other = await rt.exec(stopped.id, ["cat", `${STATE}/workspace/MEMORY.md`]);
+    expect(other.stdout).toBe(`remember ${stopped.spec.instanceId}\n`);
+
+    const seen = (await nodesOverview()).find((n) => n.id === source);
+    expect(seen).toMatchObject({ availability: "drain", instances: [], drain: { status: "done" } });
+    const nodes = await rt.nodes();
+    const drained = nodes.find((n) => n.id === source);
+    expect(drained?.availability).toBe("drain");
+    expect(drained?.instances).toEqual([]);
+    expect(nodes.find((n) => n.id === target)?.instances).toHaveLength(4);
+
+    // The target is full now; the drained node, empty, still takes nothing.
+    await expect(rt.place(small)).rejects.toThrow(NoCapacityError);
+    const last = instances.at(-1) as (typeof instances)[0];
+    await rt.remove(last.id);
+    await rt.removeVolume(last.spec.volume);
+    expect((await rt.place(small)).id).toBe(target);
+    await rt.setDraining(source, false);
+    expect((await rt.nodes()).find((n) => n.id === source)?.availability).toBe("active");
+  }, 600_000);
+
+  it("provisions the real gateway onto a worker node the platform's way; a drain moves it with its state, healthy", async () => {
+    // The real image, loaded on every node from the machine's engine (kept data roots keep it).
+    const t0 = Date.now();
+    timings.gatewayImageLoadMs = await loadImage(cluster, GATEWAY_IMAGE, new Docker());
+    timings.gatewayImageTotalMs = Date.now() - t0;
+    process.env.AGENT_GATEWAY_IMAGE = GATEWAY_IMAGE;
+    process.env.RUNTIME_NETWORK = network;
+    process.env.RUNTIME_DEPLOYMENT = testRun;
+    // Gateways reach the platform by a name on the overlay; nothing answers it in this test.
+    process.env.RUNTIME_PLATFORM_AI_URL = "http://platform-ai:3000/api/ai/v1";
+    resetEnvCache();
+    const worker = cluster.nodes.find((n) => n.nodeId !== cluster.manager.nodeId);
+    if (!worker) throw new Error("no worker node");
+    const owner = await agentUser("solo");
+    const row = await ensureInstanceRecord(owner.id, { plan: "solo" });
+    made.push({ id: row.container_name, volume: row.volume_name });
+    await rt.setDraining(cluster.manager.nodeId, true);
+    const t1 = Date.now();
+    const info = await ensureContainer(row).finally(() =>
+      rt.setDraining(cluster.manager.nodeId, false),
+    );
+    expect(info.node).toBe(worker.nodeId);
+    await verifyHealthy(info.id, 300_000);
+    timings.realGatewayHealthyOnWorkerMs = Date.now() - t1;
+    // Memory as the gateway keeps it, written by the gateway's own user inside its container.
+    const wrote = await rt.exec(info.id, [
+      "sh",
+      "-c",
+      `mkdir -p ${STATE}/workspace && echo "- likes green tea" > ${STATE}/workspace/MEMORY.md && id -u`,
+    ]);
+    expect(wrote.stdout.trim()).toBe("1000");
+
+    const t2 = Date.now();
+    const report = await drainNode(worker.nodeId, { timeoutMs: 300_000 });
+    timings.realGatewayDrainMs = Date.now() - t2;
+    expect(report).toMatchObject({ done: true, moved: [{ ok: true, to: cluster.manager.nodeId }] });
+    const moved = await rt.inspect(info.id);
+    expect(moved).toMatchObject({ running: true, health: "healthy", node: cluster.manager.nodeId });
+    const memory = await rt.exec(info.id, ["cat", `${STATE}/workspace/MEMORY.md`]);
+    expect(memory.stdout).toBe("- likes green tea\n");
+    // The gateway's own config came along too (written at provisioning, read at boot).
+    const config = await rt.exec(info.id, [
+      "sh",
+      "-c",
+      `test -s ${STATE}/openclaw.json && echo ok`,
+    ]);
+    expect(config.stdout.trim()).toBe("ok");
+  }, 900_000);
+
+  it("re-creates a gone node's instance from its latest backup, and reports one without a backup", async () => {
+    const worker = cluster.nodes.find((n) => n.nodeId !== cluster.manager.nodeId);
+    if (!worker) throw new Error("no worker node");
+    // Two instances of two users, both placed on the worker node (the manager closed meanwhile).
+    await rt.setDraining(cluster.manager.nodeId, true);
+    const users = [] as Array<{ row: InstanceRow; placed: Awaited<ReturnType<typeof provision>> }>;
+    for (const n of [30, 31]) {
+      const owner = await agentUser("solo");
+      const agent = await createAgentRecord(owner.id, { name: `Keeper ${n}`, model: "m" });
+      const row = await ensureInstanceRecord(owner.id, { plan: "solo" });
+      const placed = await provision(n, limitsForPlan("solo"), row);
+      await updateInstance(row.id, { container_id: placed.id, image: TINY_IMAGE, driver: "swarm" });
+      const wrote = await rt.runOnce({
+        image: TINY_IMAGE,
+        volume: row.volume_name,
+        volumeTarget: STATE,
+        user: "0",
+        capAdd: ["CHOWN"],
+        cmd: [
+          "sh",
+          "-c",
+          `mkdir -p ${STATE}/workspace && echo "kept by ${row.id}" > ${STATE}/workspace/MEMORY.md && chown -R 1000:1000 ${STATE}`,
+        ],
+      });
+      expect(wrote).toMatchObject({ exitCode: 0 });
+      await rt.start(placed.id);
+      if (n === 30) {
+        const backup = await insertPendingBackup(agent, "manual");
+        await takeBackup(backup.id, (await getInstance(row.id)) as InstanceRow);
+      }
+      users.push({ row: (await getInstance(row.id)) as InstanceRow, placed });
+    }
+    await rt.setDraining(cluster.manager.nodeId, false);
+    const [backedUp, bare] = users as [(typeof users)[0], (typeof users)[0]];
+    expect(backedUp.placed.node).toBe(worker.nodeId);
+    expect(bare.placed.node).toBe(worker.nodeId);
+    expect(await lostInstances()).toEqual([]);
+
+    await worker.kill();
+    await expect
+      .poll(async () => (await rt.nodes()).find((n) => n.id === worker.nodeId)?.state, {
+        timeout: 90_000,
+        interval: 500,
+      })
+      .toBe("down");
+    expect((await lostInstances()).map((l) => [l.instanceId, l.state]).sort()).toEqual(
+      [
+        [backedUp.row.id, "down"],
+        [bare.row.id, "down"],
+      ].sort(),
+    );
+    // Placement skips the node that is down.
+    expect((await rt.place(small)).id).toBe(cluster.manager.nodeId);
+
+    const t0 = Date.now();
+    const recovered = await recoverLostInstances();
+    timings.recoverMs = Date.now() - t0;
+    const byId = new Map(recovered.map((r) => [r.instanceId, r]));
+    expect(byId.get(backedUp.row.id)).toMatchObject({
+      outcome: "recreated",
+      to: cluster.manager.nodeId,
+    });
+    expect(byId.get(bare.row.id)).toMatchObject({ outcome: "reported" });
+
+    // The re-created one runs on the manager, healthy, with the backup's state.
+    const info = await rt.inspect(backedUp.placed.id);
+    expect(info).toMatchObject({ running: true, health: "healthy", node: cluster.manager.nodeId });
+    const memory = await rt.exec(backedUp.placed.id, ["cat", `${STATE}/workspace/MEMORY.md`]);
+    expect(memory.stdout).toBe(`kept by ${backedUp.row.id}\n`);
+    expect((await getInstance(backedUp.row.id))?.last_error).toMatch(
+      /Re-created on node .* from backup/,
+    );
+    // The other is reported where its owner and the operators see it, and left pinned.
+    expect((await getInstance(bare.row.id))?.last_error).toMatch(
+      /is down and there is no backup to re-create it from/,
+    );
+    expect(await rt.nodeOf(bare.placed.id)).toBe(worker.nodeId);
+    expect((await lostInstances()).map((l) => l.instanceId)).toEqual([bare.row.id]);
+  }, 300_000);
+});

@@ -1,0 +1,168 @@
+import { env } from "../../app/server/platform/env.server.ts";
+import {
+  type ClusterRuntime,
+  type ContainerInfo,
+  isClusterRuntime,
+  LABELS,
+  limitsForPlan,
+  type ResourceLimits,
+} from "../runtime/index.ts";
+import { log, rt } from "./engine.ts";
+import { waitHealthy } from "./health.ts";
+import { withInstanceLock } from "./lock.ts";
+
+// Draining a node: it takes no new instance, and its instances move to other nodes one at a
+// time with their state: stop, copy the state volume to the node placement chooses, pin the
+// instance there, start it, verify it healthy, and only then remove the source copy. A move that
+// fails puts the instance back where it was (started again if it was running) and stops the
+// drain; the node stays closed to new instances. docs/decisions/0167-draining-nodes.md
+
+export interface MoveResult {
+  instanceId: string;
+  containerId: string;
+  from: string;
+  to?: string;
+  ok: boolean;
+  /** When the move began (epoch ms) and how long it took. */
+  at: number;
+  ms: number;
+  error?: string;
+}
+
+export interface DrainReport {
+  nodeId: string;
+  moved: MoveResult[];
+  /** True when every instance moved and the node was retired from scheduling. */
+  done: boolean;
+}
+
+export function clusterRuntime(): ClusterRuntime {
+  const runtime = rt();
+  if (!isClusterRuntime(runtime)) {
+    throw new Error(`the ${runtime.driver} driver runs on one node: there is nothing to drain`);
+  }
+  return runtime;
+}
+
+/**
+ * Healthy on its node: the engine's own health check when the image has one (it runs inside the
+ * task's container wherever the node is), else the gateway's /healthz over the network.
+ */
+export async function verifyHealthy(id: string, timeoutMs: number): Promise<ContainerInfo> {
+  const started = Date.now();
+  for (;;) {
+    const info = await rt().inspect(id);
+    if (info?.running && info.health === "healthy") return info;
+    if (info?.running && info.health === undefined) {
+      await waitHealthy(info, Math.max(1_000, timeoutMs - (Date.now() - started)));
+      return info;
+    }
+    if (info?.health === "unhealthy") throw new Error("the gateway's health check fails");
+    if (Date.now() - started > timeoutMs) {
+      throw new Error(`not healthy within ${timeoutMs} ms (${info?.state ?? "gone"})`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function limitsOf(info: ContainerInfo): ResourceLimits {
+  const base = limitsForPlan(undefined);
+  return {
+    ...base,
+    memoryBytes: info.limits.memoryBytes || base.memoryBytes,
+    cpus: info.limits.nanoCpus ? info.limits.nanoCpus / 1e9 : base.cpus,
+    pidsLimit: info.limits.pidsLimit || base.pidsLimit,
+  };
+}
+
+/** Moves one instance's container and state off `from` (the caller made `from` unschedulable). */
+export async function moveInstance(
+  cluster: ClusterRuntime,
+  containerId: string,
+  from: string,
+  timeoutMs = env().GATEWAY_HEALTH_TIMEOUT_MS,
+): Promise<MoveResult> {
+  const t0 = Date.now();
+  const info = await cluster.inspect(containerId);
+  const instanceId = info?.labels[LABELS.instanceId] ?? "";
+  const result: MoveResult = { instanceId, containerId, from, ok: false, at: t0, ms: 0 };
+  if (!info) return { ...result, error: "the instance's container is gone" };
+  const volume = info.mounts.find((m) => m.type === "volume")?.name;
+  if (!volume) return { ...result, error: "the instance has no state volume" };
+  const wasRunning = info.running || info.state === "restarting";
+  const image = info.imageId || info.image;
+  let to: string | undefined;
+  try {
+    to = (await cluster.place(limitsOf(info))).id;
+    result.to = to;
+    // A consistent copy needs the gateway stopped.
+    if (wasRunning) await cluster.stop(containerId);
+    await cluster.copyVolume(volume, image, to);
+    await cluster.pin(containerId, to);
+    if (wasRunning) {
+      await cluster.start(containerId);
+      await verifyHealthy(containerId, timeoutMs);
+    }
+    await cluster.removeVolumeOn(volume, from);
+    return { ...result, ok: true, ms: Date.now() - t0 };
+  } catch (error) {
+    const why = (error as Error).message;
+    log().warn({ instanceId, from, to, err: error }, "moving an instance failed; putting it back");
+    try {
+      await cluster.stop(containerId).catch(() => {});
+      await cluster.pin(containerId, from);
+      if (to) await cluster.removeVolumeOn(volume, to);
+      if (wasRunning) await cluster.start(containerId);
+    } catch (again) {
+      log().error({ instanceId, err: again }, "the instance did not go back to its node");
+    }
+    return { ...result, ms: Date.now() - t0, error: why };
+  }
+}
+
+/** Drains a node: closes it to new instances, then moves its instances one at a time. */
+export async function drainNode(
+  nodeId: string,
+  options: { timeoutMs?: number } = {},
+): Promise<DrainReport> {
+  const cluster = clusterRuntime();
+  const node = (await cluster.nodes()).find((n) => n.id === nodeId);
+  if (!node) throw new Error(`no such node: ${nodeId}`);
+  await cluster.setDraining(nodeId, true);
+  const moved: MoveResult[] = [];
+  for (const { id, instanceId } of node.instances) {
+    const move = () => moveInstance(cluster, id, nodeId, options.timeoutMs);
+    const result = instanceId ? await withInstanceLock(instanceId, move) : await move();
+    moved.push(result);
+    if (!result.ok) return { nodeId, moved, done: false };
+  }
+  await cluster.retireNode(nodeId);
+  return { nodeId, moved, done: true };
+}
+
+export interface LostInstance {
+  nodeId: string;
+  /** The node's state as the scheduler sees it (down, unknown, disconnected). */
+  state: string;
+  id: string;
+  instanceId: string;
+}
+
+/**
+ * Instances pinned to a node that is not ready: their state volume is out of reach until the
+ * node comes back (decision 0167 says what happens to them).
+ */
+export async function lostInstances(): Promise<LostInstance[]> {
+  const runtime = rt();
+  if (!isClusterRuntime(runtime)) return [];
+  return (await runtime.nodes())
+    .filter((n) => n.state !== "ready")
+    .flatMap((n) =>
+      n.instances.map((i) => ({
+        nodeId: n.id,
+        state: n.state,
+        id: i.id,
+        instanceId: i.instanceId,
+      })),
+    );
+}
