@@ -2,13 +2,19 @@ import { publicUser } from "../server/accounts/model.server.ts";
 import { clearSessionCookie } from "../server/accounts/sessions.server.ts";
 import { deleteUser } from "../server/accounts/users.server.ts";
 import { apiRoute, endpoint } from "../server/api.server.ts";
+import { effectivePlan } from "../server/billing/subscriptions.server.ts";
 import { json } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({
     summary: "The signed-in user",
     auth: "user",
-    handler: ({ auth }) => ({ success: true, user: publicUser(auth.user) }),
+    description:
+      "`plan` is the plan the user has: a subscription's, or the one an operator gives (an assignment or the self-hosted default plan), else `free`.",
+    handler: async ({ auth }) => ({
+      success: true,
+      user: { ...publicUser(auth.user), plan: (await effectivePlan(auth.user.id)).plan },
+    }),
   }),
   DELETE: endpoint({
     summary: "Delete the account",

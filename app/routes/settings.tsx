@@ -5,8 +5,9 @@ import { Form, useActionData, useLoaderData } from "@remix-run/react";
 import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { SecurityKeys } from "../components/security-keys.tsx";
-import { changePasswordSchema, settingsSchema } from "../schemas/accounts.ts";
+import { changeEmailSchema, changePasswordSchema, settingsSchema } from "../schemas/accounts.ts";
 import { creditBalance } from "../server/accounts/credits.server.ts";
+import { requestEmailChange } from "../server/accounts/email-change.server.ts";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { listSessions, revokeSession } from "../server/accounts/sessions.server.ts";
 import { changePassword, updateProfile } from "../server/accounts/users.server.ts";
@@ -38,6 +39,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
       credits,
       sessions,
       securityKeys,
+      emailChanged: new URL(request.url).searchParams.get("email") === "changed",
     },
     setCookie ? { headers: { "Set-Cookie": setCookie } } : undefined,
   );
@@ -46,6 +48,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
 const schema = z.discriminatedUnion("intent", [
   settingsSchema.extend({ intent: z.literal("profile") }),
   changePasswordSchema.extend({ intent: z.literal("password") }),
+  changeEmailSchema.extend({ intent: z.literal("email") }),
   z.object({ intent: z.literal("revoke-session"), sessionId: z.string().max(200) }),
   z.object({ intent: z.literal("remove-key"), keyId: z.string().max(200) }),
 ]);
@@ -53,8 +56,8 @@ const schema = z.discriminatedUnion("intent", [
 export const action = /* @__PURE__ */ formAction({
   schema,
   access: signedIn,
-  fields: ["name", "avatar", "currentPassword", "newPassword"],
-  resetForm: ["password"],
+  fields: ["name", "avatar", "currentPassword", "newPassword", "newEmail"],
+  resetForm: ["password", "email"],
   handler: async ({ session: { user, sessionId }, value }) => {
     switch (value.intent) {
       case "profile": {
@@ -65,6 +68,14 @@ export const action = /* @__PURE__ */ formAction({
       case "password":
         await changePassword(user.id, value.currentPassword, value.newPassword, sessionId);
         break;
+      case "email": {
+        const { pendingEmail } = await requestEmailChange(
+          user.id,
+          value.newEmail,
+          value.currentPassword,
+        );
+        return { done: true, pendingEmail };
+      }
       case "revoke-session":
         await revokeSession(user.id, value.sessionId);
         break;
@@ -77,7 +88,7 @@ export const action = /* @__PURE__ */ formAction({
 });
 
 export default function Settings() {
-  const { user, credits, sessions, securityKeys } = useLoaderData<typeof loader>();
+  const { user, credits, sessions, securityKeys, emailChanged } = useLoaderData<typeof loader>();
   const actionData = useActionData<typeof action>();
   const resultFor = (intent: string) =>
     actionData?.intent === intent ? actionData.result : undefined;
@@ -97,6 +108,18 @@ export default function Settings() {
     shouldValidate: "onBlur",
     onValidate: ({ formData }) => parseWithZod(formData, { schema: changePasswordSchema }),
   });
+
+  const [emailForm, emailFields] = useForm<z.input<typeof changeEmailSchema>>({
+    id: "email",
+    lastResult: resultFor("email"),
+    constraint: getZodConstraint(changeEmailSchema),
+    shouldValidate: "onBlur",
+    onValidate: ({ formData }) => parseWithZod(formData, { schema: changeEmailSchema }),
+  });
+  const pendingEmail =
+    actionData?.intent === "email" && actionData.value && "pendingEmail" in actionData.value
+      ? actionData.value.pendingEmail
+      : undefined;
 
   return (
     <div className="space-y-6">
@@ -126,6 +149,30 @@ export default function Settings() {
             hint="An https:// image address; leave empty for none."
           />
           <Submit>Save profile</Submit>
+        </Form>
+      </Card>
+
+      <Card title="Email">
+        {emailChanged ? <Notice>Email changed: you now sign in with {user.email}.</Notice> : null}
+        {pendingEmail ? (
+          <Notice>
+            A confirmation link has been sent to {pendingEmail}. Your email changes when you open
+            it.
+          </Notice>
+        ) : null}
+        <Form method="post" {...getFormProps(emailForm)} className="space-y-4">
+          <input type="hidden" name="intent" value="email" />
+          <Errors id={emailForm.errorId} errors={emailForm.errors} />
+          <Field label="New email" field={emailFields.newEmail} type="email" autoComplete="email" />
+          {user.hasPassword ? (
+            <Field
+              label="Current password"
+              field={emailFields.currentPassword}
+              type="password"
+              autoComplete="current-password"
+            />
+          ) : null}
+          <Submit>Change email</Submit>
         </Form>
       </Card>
 

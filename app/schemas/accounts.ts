@@ -77,6 +77,19 @@ export const changePasswordSchema = z.object({
   newPassword,
 });
 
+/** A new sign-in email: confirmed by a link sent to it (decision 0156). */
+export const changeEmailSchema = z.object({
+  newEmail: email.refine((e) => !e.toLowerCase().endsWith("@wallet.invalid"), {
+    message: "uses a reserved domain",
+  }),
+  // Required when the account has a password (the service checks; OAuth-only accounts have none).
+  currentPassword: z.string().max(256).optional(),
+});
+
+export const confirmEmailSchema = z.object({
+  token: z.string(required).min(1, "is required").max(200),
+});
+
 export const apiKeyNameSchema = z.object({
   name: z.string(required).trim().min(1, "is required").max(64, "must be at most 64 characters"),
 });

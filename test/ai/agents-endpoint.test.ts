@@ -237,7 +237,11 @@ describe("credits, BYOK and budgets", () => {
     const brokeToken = await issueInstanceToken(broke, "ins_broke");
     const res = await complete({ model: "openai/gpt-4o", messages: hello }, brokeToken);
     expect(res.status).toBe(402);
-    expect(res.json).toEqual({ error: "Insufficient credits for this request" });
+    // Worded for the gateway: OpenClaw reads it as a passing limit, not billing (decision 0155).
+    expect(res.json).toEqual({
+      error: expect.stringMatching(/^Out of credits: the usage limit .* then try again\.$/),
+    });
+    expect(res.text).not.toMatch(/insufficient|credit balance|top up|payment required/i);
     expect(chatCalls(openai)).toHaveLength(0);
   });
 
@@ -276,7 +280,11 @@ describe("credits, BYOK and budgets", () => {
     await flushMetering(); // 100 micro-USD spent today
     const res = await complete({ model: "openai/gpt-4o", messages: hello, max_tokens: 5 });
     expect(res.status).toBe(402);
-    expect(res.json.error).toBe("Daily AI spend limit reached");
+    expect(res.json).toEqual({
+      error: expect.stringMatching(/^Out of today's AI allowance: the daily usage limit of \$/),
+      dailyLimitUsd: expect.any(Number),
+    });
+    expect(res.text).not.toMatch(/spend limit/i);
   });
 
   it("lets exactly 5 of 20 concurrent requests through on a balance that covers 5", async () => {

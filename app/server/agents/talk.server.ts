@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { userKeyProviders } from "../ai/byok.server.ts";
+import { creditRefusalIn } from "../ai/credit-refusal.server.ts";
 import type { GatewayClient } from "../openclaw/client.server.ts";
 import { GatewayRequestError, GatewayUnavailableError } from "../openclaw/errors.server.ts";
 import { db } from "../platform/db.server.ts";
@@ -302,6 +303,9 @@ export async function runTurn(
         resolve(contentText(payload.message?.content) || full);
       } else if (payload.state === "error" || payload.state === "aborted") {
         clearTimeout(timer);
+        // The platform's own AI endpoint refused the turn (no credits): say so as a 402.
+        const refusal = creditRefusalIn(payload.errorMessage);
+        if (refusal) return reject(new DomainError(402, refusal));
         reject(
           new GatewayRequestError("chat", {
             code: payload.state.toUpperCase(),

@@ -3,6 +3,7 @@ import { json, jsonText, OVERHEAD_HEADER, overheadMs } from "../platform/http.se
 import { unsealKeys } from "./byok.server.ts";
 import { loadCatalog } from "./catalog.server.ts";
 import { complete, type Upstream, withOverhead } from "./completions.server.ts";
+import { creditRefusal } from "./credit-refusal.server.ts";
 import {
   authenticateInstanceToken,
   bearerToken,
@@ -26,7 +27,17 @@ export async function authenticateInstance(request: Request): Promise<TokenIdent
 
 /** Every answer, errors included, carries `x-overhead-ms` (the platform's own time). */
 export function agentCompletion(request: Request, body: ChatBody, startedAt: number) {
-  return withOverhead(startedAt, (upstream) => agentAnswer(request, body, startedAt, upstream));
+  return withOverhead(startedAt, (upstream) =>
+    agentAnswer(request, body, startedAt, upstream).catch((error: unknown) => {
+      if (!(error instanceof DomainError) || error.status !== 402) throw error;
+      const response = creditRefusal(error);
+      response.headers.set(
+        OVERHEAD_HEADER,
+        overheadMs(performance.now() - startedAt - upstream.ms),
+      );
+      return response;
+    }),
+  );
 }
 
 async function agentAnswer(

@@ -17,6 +17,7 @@ export const rateLimitScopes = {
   register: { points: 10, duration: 60 * 60, key: "ip" },
   "forgot-password": { points: 5, duration: 15 * 60, key: "ip" },
   "reset-password": { points: 10, duration: 15 * 60, key: "ip" },
+  "email-change": { points: 10, duration: 15 * 60, key: "ip" },
   // Public identity endpoints (SIWE nonces write a row each; the others call the chain or the
   // identity network): docs/decisions/0051-wallet-sign-in.md
   identity: { points: 60, duration: 60, key: "ip" },
