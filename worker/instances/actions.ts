@@ -3,6 +3,7 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
+import { clearSleep } from "../../app/server/agents/sleep.server.ts";
 import { ensureContainer } from "./container.ts";
 import { gatewayAddress, rt } from "./engine.ts";
 import { reapplyConfig } from "./gateway-config.ts";
@@ -16,9 +17,14 @@ import { resetMemory } from "./reset-memory.ts";
 export type InstanceAction = "start" | "stop" | "restart" | "repair" | "reset-memory";
 export type ActionResult = { ok: true; status?: string; message?: string };
 
-/** Desired running again, with a clean crash backoff (the user asked for it). */
-const wantRunning = (row: InstanceRow) =>
-  updateInstance(row.id, { desired_state: "running", crash_restarts: 0 });
+/**
+ * Desired running again, with a clean crash backoff (the user asked for it). A sleeping instance
+ * is thereby woken: its sleep record goes (decision 0164).
+ */
+async function wantRunning(row: InstanceRow) {
+  await clearSleep(row.id);
+  return updateInstance(row.id, { desired_state: "running", crash_restarts: 0 });
+}
 
 async function start(row: InstanceRow): Promise<ActionResult> {
   await ensureContainer(await wantRunning(row));
