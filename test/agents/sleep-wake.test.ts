@@ -78,7 +78,9 @@ describeDocker("scale-to-zero with the real gateway", () => {
     process.env.RUNTIME_DEPLOYMENT = testRun;
     process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
     process.env.SLEEP_WATCH_INTERVAL_MS = "0"; // the test runs the watcher's pass itself
-    process.env.AGENT_CHAT_START_WAIT_MS = "300000"; // a boot on a busy machine
+    // A boot on a busy shared machine can take minutes.
+    process.env.AGENT_CHAT_START_WAIT_MS = "420000";
+    process.env.GATEWAY_HEALTH_TIMEOUT_MS = "420000";
     mswServer.use(...openai.handlers);
     await configureAi({ OPENAI_API_KEY: "test-key" });
     setRuntime(rt);
@@ -113,7 +115,7 @@ describeDocker("scale-to-zero with the real gateway", () => {
       what: "the gateway polling the Bot API",
     });
     await startWorker(); // wake-instance jobs
-  }, 360_000);
+  }, 600_000);
 
   afterAll(async () => {
     closeGatewayClients();
@@ -123,6 +125,8 @@ describeDocker("scale-to-zero with the real gateway", () => {
     setRuntime(undefined);
     delete process.env.TELEGRAM_API_URL;
     delete process.env.SLEEP_IDLE_SECONDS;
+    delete process.env.GATEWAY_HEALTH_TIMEOUT_MS;
+    delete process.env.AGENT_CHAT_START_WAIT_MS;
     resetEnvCache();
     await cleanupTestObjects(rt);
   });
@@ -157,6 +161,12 @@ describeDocker("scale-to-zero with the real gateway", () => {
       body: { message: "Are you awake?" },
     });
     process.stdout.write(`web chat wake → reply: ${Date.now() - t0} ms\n`);
+    if (res.status !== 200) {
+      const seen = await rt.docker.getContainer(instance.container_name).inspect();
+      process.stdout.write(
+        `gateway: ${JSON.stringify({ restarts: seen.RestartCount, state: seen.State })}\n`,
+      );
+    }
     expect(res.status, JSON.stringify(res.json)).toBe(200);
     expect(res.json.reply).toContain(openai.state.reply);
     expect((await rt.inspect(instance.container_name))?.running).toBe(true);
@@ -165,7 +175,7 @@ describeDocker("scale-to-zero with the real gateway", () => {
       params: { id: agentId },
     });
     expect(after.json.agent.status).toBe("running");
-  }, 400_000);
+  }, 600_000);
 
   it("a Telegram message wakes a sleeping agent without being consumed; the gateway answers it", async () => {
     await waitFor(async () => telegram.calls.includes("getUpdates"), {
@@ -196,5 +206,5 @@ describeDocker("scale-to-zero with the real gateway", () => {
     process.stdout.write(`telegram message → wake → reply: ${Date.now() - t0} ms\n`);
     expect(answer.text).toContain(openai.state.reply);
     expect((await getInstance(instance.id))?.observed_state).toBe("running");
-  }, 400_000);
+  }, 600_000);
 });
