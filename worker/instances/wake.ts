@@ -4,15 +4,39 @@ import {
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
 import { clearSleep, sleepRecord } from "../../app/server/agents/sleep.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
 import { ensureContainer } from "./container.ts";
-import { log } from "./engine.ts";
+import { gatewayAddress, log, rt } from "./engine.ts";
 import { waitHealthy } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
+import { connectPaired } from "./pairing.ts";
 
 // Waking a sleeping instance (decision 0164): the same container starts again on the same volume
 // (sessions, memory, pairing and channel config are all there), so nothing is re-applied; the
 // gateway reads a channel's waiting messages itself once it polls again.
+
+/**
+ * Waits until the gateway answers its control protocol, not only /healthz: right after a boot on
+ * a busy host the first hello can take longer than a chat's connect allows (measured: a woken
+ * gateway healthy but without a hello within 5 s under load).
+ */
+async function untilItAnswers(row: InstanceRow): Promise<void> {
+  const deadline = Date.now() + env().GATEWAY_HEALTH_TIMEOUT_MS;
+  for (;;) {
+    const info = await rt().inspect(row.container_name);
+    const address = gatewayAddress(info);
+    try {
+      if (!address) throw new Error("the gateway has no address");
+      const { client } = await connectPaired(row, address);
+      client.close();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+}
 
 /** Starts a sleeping instance and waits until its gateway is healthy (the caller holds the lock). */
 export async function wakeInstance(row: InstanceRow): Promise<{ woke: boolean; ms?: number }> {
@@ -23,6 +47,7 @@ export async function wakeInstance(row: InstanceRow): Promise<{ woke: boolean; m
   await clearSleep(row.id);
   await updateInstance(row.id, { last_activity_at: new Date() });
   await waitHealthy(info);
+  await untilItAnswers((await getInstance(row.id)) as InstanceRow);
   await observe((await getInstance(row.id)) as InstanceRow);
   const ms = Date.now() - t0;
   log().info({ instanceId: row.id, reason, ms }, "sleeping instance woken");
