@@ -359,9 +359,12 @@ try {
         }
       }
     }
+    // BENCH_READS=<regular expression>: only the read rows whose name matches (for profiling one).
+    const pick = new RegExp(process.env.BENCH_READS ?? "");
     for (const probe of readPaths) {
       for (const c of credentials) {
         const name = `GET ${probe.replace(agentIds[0]!, ":id")} (${c.via})`;
+        if (!pick.test(name)) continue;
         readRows.push(await measure(name, `${web.url}${probe}`, 200, { headers: c.headers }, web));
       }
     }

@@ -2,7 +2,7 @@ import { Form, Link, useSearchParams } from "@remix-run/react";
 import type { ReactNode } from "react";
 import type { agentPage } from "../server/agents/pages.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
-import { AgentProgress } from "./agent-progress.tsx";
+import { AgentProgress, STARTING, useProgressStream } from "./agent-progress.tsx";
 import { AgentTabs } from "./agent-tabs.tsx";
 import { LifecycleButtons, StatusBadge, useLivePoll } from "./agents.tsx";
 import { BackupsPanel } from "./backups-panel.tsx";
@@ -103,7 +103,13 @@ export function AgentPage({
 }) {
   const [searchParams] = useSearchParams();
   const { agent, verification, messages } = page;
-  const live = useLivePoll(`/agents/${agent.id}/live`, page.live);
+  const polled = useLivePoll(`/agents/${agent.id}/live`, page.live);
+  // While the agent starts, its event stream pushes each step; the newer of both is shown.
+  const pushed = useProgressStream(agent.id, STARTING.includes(polled.status));
+  const live =
+    pushed && pushed.at > polled.at
+      ? { ...polled, status: pushed.status, progress: pushed.progress }
+      : polled;
   // An error of this submission replaces the notice of an earlier one (still in the URL).
   const notice = actionData?.error ? undefined : notices[searchParams.get("notice") ?? ""];
   const pageLink = (offset: number) => {
@@ -189,7 +195,7 @@ export function AgentPage({
           </dl>
         </Card>
         <Card title="Stats">
-          <StatsCard live={live} />
+          <StatsCard live={polled} />
           <p className="text-xs text-slate-500">Refreshes every few seconds.</p>
         </Card>
       </div>

@@ -247,6 +247,10 @@ describe("GET /api/agents and /api/agents/:id", () => {
         progress: ["container-created", "gateway-healthy", "paired", "warmed-up", "ready"].map(
           (step) => ({ step, label: expect.any(String), at: null }),
         ),
+        // No run recorded, none under way, no history (decision 0158).
+        progressAction: "provision",
+        progressStartedAt: null,
+        estimate: null,
       },
       status: "ok",
     });

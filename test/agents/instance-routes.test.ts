@@ -163,6 +163,18 @@ describeDocker("instance lifecycle routes (Docker)", () => {
     const restarted = await post(restartRoute, userId, "restart");
     expect(restarted.json).toEqual({ success: true, status: "running" });
     expect((await rt.inspect(row.container_name))?.running).toBe(true);
+    // Each start-up is a progress run (decision 0158). The stand-in never answers /healthz, so
+    // the start was never seen ready: the restart cut it short, and is at its first step.
+    const runs = () =>
+      db()<{ action: string; outcome: string | null }[]>`
+        select action, outcome from instance_runs where instance_id = ${row.id} order by id`;
+    expect(await runs()).toEqual([
+      { action: "start", outcome: "failed" },
+      { action: "restart", outcome: null },
+    ]);
+    const steps = await db()<{ step: string }[]>`
+      select step from instance_progress where instance_id = ${row.id}`;
+    expect(steps.map((s) => s.step)).toEqual(["container-created"]);
 
     await sampleAll();
     const stats = await get(statsRoute, userId, "stats");
@@ -401,6 +413,10 @@ describeDocker("update-image (Docker)", () => {
     try {
       const result = await updateImage(row.id);
       expect(result).toMatchObject({ rolledBack: SLEEPER_IMAGE });
+      // The update's progress run (decision 0158): its container came up, then it failed.
+      const [run] = await db()<{ action: string; outcome: string }[]>`
+        select action, outcome from instance_runs where instance_id = ${row.id}`;
+      expect(run).toEqual({ action: "update", outcome: "failed" });
       const after = await getInstance(row.id);
       expect(after?.image).toBe(SLEEPER_IMAGE);
       expect(after?.last_error).toMatch(/update to .*-broken failed.*rolled back/);

@@ -49,6 +49,20 @@ describe("the /api fast-path table", () => {
     expect(name("/api/agents/%E0%A4%A")?.params).toEqual({ id: "%E0%A4%A" });
   });
 
+  it("answers through its indexes exactly what a scan in rank order answers", () => {
+    // The exact-path index: any case, one trailing slash.
+    expect(name("/API/Health/")).toEqual({ id: "health", params: {} });
+    expect(name("/api/agents/PROVISION")).toEqual({ id: "provision", params: {} });
+    // The first-two-segments index still ranks a param route over the splat.
+    expect(name("/api/Agents/agt_1/stats/")).toEqual({ id: "stats", params: { id: "agt_1" } });
+    expect(name("/api/agents/agt_1/other")).toEqual({
+      id: "splat",
+      params: { "*": "agents/agt_1/other" },
+    });
+    expect(name("/api//health")).toEqual({ id: "splat", params: { "*": "/health" } });
+    expect(name("/api")).toEqual({ id: "splat", params: {} });
+  });
+
   it("leaves page routes to Remix", () => {
     expect(match("/agents")).toBeUndefined();
   });

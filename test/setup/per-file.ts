@@ -18,6 +18,8 @@ process.env.DATA_DIR = dataDir;
 // Most files provision gateways with no model endpoint reachable; the dry run at cold
 // provisioning is tested where there is one (test/agents/warm-pool.test.ts).
 process.env.RUNTIME_COLD_WARMUP ??= "off";
+// No warm-pool gateways unless a test asks for them (unset, a worker on a roomy Docker host keeps one).
+process.env.RUNTIME_POOL_SIZE ??= "0";
 delete process.env.SMTP_URL;
 // Without a payment processor every user would have the self-hosted default plan; files that
 // test plans from subscriptions keep today's gate, and self-hosted tests set it themselves.

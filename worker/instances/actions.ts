@@ -3,6 +3,7 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
+import { failRun } from "../../app/server/agents/progress.server.ts";
 import { clearSleep } from "../../app/server/agents/sleep.server.ts";
 import { ensureContainer } from "./container.ts";
 import { gatewayAddress, rt } from "./engine.ts";
@@ -10,6 +11,7 @@ import { reapplyConfig } from "./gateway-config.ts";
 import { waitHealthy } from "./health.ts";
 import { observe } from "./observe.ts";
 import { resetMemory } from "./reset-memory.ts";
+import { startRun } from "./run-progress.ts";
 
 // Lifecycle actions (the instance-action job; the caller holds the instance's lock). Each
 // records the desired state first, so reconcile heals towards it if the action is cut short.
@@ -27,7 +29,10 @@ async function wantRunning(row: InstanceRow) {
 }
 
 async function start(row: InstanceRow): Promise<ActionResult> {
+  const run = await startRun(row.id, "start");
   await ensureContainer(await wantRunning(row));
+  // Healthy and ready are recorded when the worker sees the gateway answer (observe).
+  await run.step("container-created");
   return { ok: true, status: "running" };
 }
 
@@ -46,12 +51,15 @@ async function stop(row: InstanceRow): Promise<ActionResult> {
 /** A running container restarts in place; one that is not running is (re)created and started. */
 async function restart(row: InstanceRow): Promise<ActionResult> {
   const wanted = await wantRunning(row);
+  const run = await startRun(row.id, "restart");
   const info = await rt().inspect(wanted.container_name);
   if (!info?.running) {
     await ensureContainer(wanted);
+    await run.step("container-created");
     return { ok: true, status: "running" };
   }
   await rt().restart(info.id, 10);
+  await run.step("container-created");
   const now = await rt().inspect(info.id);
   await updateInstance(row.id, {
     observed_state: "starting",
@@ -65,11 +73,16 @@ async function restart(row: InstanceRow): Promise<ActionResult> {
 
 /** Recreates the container from the same volume, then re-applies the platform's config. */
 async function repair(row: InstanceRow): Promise<ActionResult> {
+  const run = await startRun(row.id, "repair");
   const info = await ensureContainer(await wantRunning(row), { recreate: true });
+  await run.step("container-created");
   await waitHealthy(info);
+  await run.step("gateway-healthy");
   const fresh = (await getInstance(row.id)) as InstanceRow;
   await reapplyConfig(fresh, gatewayAddress(info) as string);
+  await run.step("paired");
   await observe(fresh);
+  await run.step("ready");
   return { ok: true, message: "Instance repaired: container recreated, configuration re-applied" };
 }
 
@@ -83,5 +96,11 @@ const actions: Record<InstanceAction, (row: InstanceRow) => Promise<ActionResult
 
 /** Runs one lifecycle action; throws when the engine or gateway fails (the job classes it). */
 export async function runAction(row: InstanceRow, action: InstanceAction): Promise<ActionResult> {
-  return actions[action](row);
+  try {
+    return await actions[action](row);
+  } catch (error) {
+    // A start-up cut short ends its progress run as failed (decision 0158).
+    if (action === "start" || action === "restart" || action === "repair") await failRun(row.id);
+    throw error;
+  }
 }

@@ -1,4 +1,5 @@
 import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
+import { finishBootRun } from "../../app/server/agents/progress.server.ts";
 import { gatewayHealthy } from "../../app/server/openclaw/health.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
 import { gatewayAddress, rt } from "./engine.ts";
@@ -31,11 +32,17 @@ export async function observe(row: InstanceRow): Promise<InstanceRow> {
     });
   }
   const address = gatewayAddress(info);
-  return updateInstance(row.id, {
+  const state = await observedState(row, info, address);
+  const seen = await updateInstance(row.id, {
     container_id: info.id,
-    ...(await observedState(row, info, address)),
+    ...state,
     gateway_address: address ?? row.gateway_address,
     started_at: info.startedAt ? new Date(info.startedAt) : row.started_at,
     observed_at: new Date(),
   });
+  // A started, restarted or woken gateway answering now ends its progress run (decision 0158).
+  if (state.observed_state === "running" && row.observed_state !== "running") {
+    await finishBootRun(row.id);
+  }
+  return seen;
 }

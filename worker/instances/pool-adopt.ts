@@ -1,6 +1,6 @@
 import { channelSettings, channelsPatch } from "../../app/server/agents/channels.server.ts";
 import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
-import { recordStep } from "../../app/server/agents/progress.server.ts";
+import { PROGRESS_STEPS, recordStep, setRunPath } from "../../app/server/agents/progress.server.ts";
 import {
   handOverWarmupToken,
   revokeInstanceTokens,
@@ -11,6 +11,7 @@ import { env } from "../../app/server/platform/env.server.ts";
 import { log, rt } from "./engine.ts";
 import { applyPlatformConfig } from "./gateway-config.ts";
 import { connectPooled, type PoolRow } from "./pool.ts";
+import { poolSize } from "./pool-size.ts";
 
 // Adoption: a provisioning takes a ready pooled gateway over instead of starting one cold.
 
@@ -56,7 +57,7 @@ async function handOver(client: GatewayClient, pooled: PoolRow, row: InstanceRow
  * adoption failed; the claimed gateway is then discarded and the caller provisions cold).
  */
 export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | undefined> {
-  if (env().RUNTIME_POOL_SIZE <= 0) return undefined;
+  if (poolSize() <= 0) return undefined;
   const pooled = await claimReady();
   if (!pooled) return undefined;
   try {
@@ -86,9 +87,8 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
       last_error: null,
     });
     // A pooled gateway was created, healthy, paired and warmed up before it was claimed.
-    for (const step of ["container-created", "gateway-healthy", "paired", "warmed-up", "ready"]) {
-      await recordStep(row.id, step as "ready");
-    }
+    await setRunPath(row.id, "pool");
+    for (const step of PROGRESS_STEPS) await recordStep(row.id, step);
     log().info({ instanceId: row.id, pooled: pooled.id }, "instance adopted a pooled gateway");
     return adopted;
   } catch (error) {

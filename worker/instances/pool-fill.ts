@@ -20,6 +20,7 @@ import {
 import { waitHealthy } from "./health.ts";
 import { connectWithPairing } from "./pairing.ts";
 import { connectPooled, discardPooled, type PoolRow } from "./pool.ts";
+import { poolSize } from "./pool-size.ts";
 import { dryRunTurn, WARMUP_MESSAGE } from "./warm-up.ts";
 
 // Filling the warm pool: pooled gateways started, paired and warmed up (pool.ts).
@@ -36,7 +37,7 @@ const ORPHAN_AFTER_MINUTES = 20;
 export async function fillPool(
   options: { warmUpCycles?: number } = {},
 ): Promise<{ started: string[]; rewarmed: string[]; discarded: string[]; size: number }> {
-  const size = env().RUNTIME_POOL_SIZE;
+  const size = poolSize();
   const started: string[] = [];
   const orphans = await db()<{ id: string; container_name: string }[]>`
     select id, container_name from gateway_pool

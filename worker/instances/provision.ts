@@ -5,7 +5,6 @@ import {
   recordError,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import { recordStep } from "../../app/server/agents/progress.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { sendJob } from "../../app/server/platform/jobs.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
@@ -16,6 +15,7 @@ import { removeInstanceLeftovers } from "./leftovers.ts";
 import { withInstanceLock } from "./lock.ts";
 import { connectPaired } from "./pairing.ts";
 import { adoptFromPool } from "./pool-adopt.ts";
+import { type RunProgress, startRun } from "./run-progress.ts";
 import { warmUpTenant } from "./warm-up.ts";
 
 // provision-instance: a ready pooled gateway when there is one, else volume, config,
@@ -25,18 +25,18 @@ import { warmUpTenant } from "./warm-up.ts";
  * Over a first paired connection: the channels the user provisioned before the container
  * existed (POST /api/provision) and, for a gateway paired just now, its dry run.
  */
-async function pairAndPrepare(row: InstanceRow, info: ContainerInfo) {
+async function pairAndPrepare(row: InstanceRow, info: ContainerInfo, run: RunProgress) {
   // A gateway paired now is new (a retried or repeated provisioning finds it paired).
   const fresh = !row.paired_at;
   const { client, hello, row: paired } = await connectPaired(row, gatewayAddress(info) as string);
-  await recordStep(row.id, "paired");
+  await run.step("paired");
   try {
     await client.request("health");
     const channels = await channelSettings(paired.user_id);
     if (Object.keys(channels).length > 0) await applyChannels(client, channels);
     if (fresh && env().RUNTIME_COLD_WARMUP === "on") {
       await warmUpTenant(client, paired, info.id);
-      await recordStep(row.id, "warmed-up");
+      await run.step("warmed-up");
     }
   } finally {
     client.close();
@@ -48,21 +48,23 @@ async function pairAndPrepare(row: InstanceRow, info: ContainerInfo) {
     crash_restarts: 0,
     last_error: null,
   });
-  await recordStep(row.id, "ready");
+  await run.step("ready");
   return hello;
 }
 
 /** A cold start: the container created and started, healthy, paired and prepared. */
-async function provisionCold(instanceId: string, row: InstanceRow, t0: number) {
+async function provisionCold(instanceId: string, row: InstanceRow, t0: number, run: RunProgress) {
   try {
+    await run.path("cold");
     const info = await ensureContainer(row);
-    await recordStep(instanceId, "container-created");
+    await run.step("container-created");
     await waitHealthy(info);
-    await recordStep(instanceId, "gateway-healthy");
+    await run.step("gateway-healthy");
     const healthyMs = Date.now() - t0;
-    const hello = await pairAndPrepare((await getInstance(instanceId)) as InstanceRow, info);
+    const hello = await pairAndPrepare((await getInstance(instanceId)) as InstanceRow, info, run);
     return { instanceId, healthyMs, readyMs: Date.now() - t0, version: hello.server.version };
   } catch (error) {
+    await run.fail();
     await recordError(instanceId, `provision: ${(error as Error).message}`, {
       observed_state: "error",
     });
@@ -79,8 +81,9 @@ export async function provision(instanceId: string) {
     // A worker that died in an earlier attempt may have left a one-shot holding the volume.
     await removeInstanceLeftovers(row.id);
     await updateInstance(row.id, { observed_state: "provisioning", desired_state: "running" });
+    const run = await startRun(row.id, "provision");
     const adopted = row.container_id ? undefined : await adoptFromPool(row);
-    if (!adopted) return provisionCold(instanceId, row, t0);
+    if (!adopted) return provisionCold(instanceId, row, t0, run);
     await sendJob("fill-pool", {}).catch(() => {}); // refill in the background
     return {
       instanceId,

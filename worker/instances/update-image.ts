@@ -11,6 +11,7 @@ import { log, ownerLabels, rt, volumeLabels } from "./engine.ts";
 import { waitHealthy } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
+import { type RunProgress, startRun } from "./run-progress.ts";
 
 // update-image: the container recreated on the tag's newest build, keeping the volume; the
 // previous image (by id) and a snapshot of the state come back when the new one fails.
@@ -90,6 +91,23 @@ async function backUpBeforeUpdate(row: InstanceRow, previous: Previous, target: 
   }
 }
 
+/** The container recreated on `target`, healthy, observed: the update's progress steps. */
+async function updateTo(
+  row: InstanceRow,
+  target: string,
+  targetId: string,
+  previous: Previous,
+  run: RunProgress,
+) {
+  const info = await ensureContainer(row, { image: target, recreate: true });
+  await run.step("container-created");
+  await waitHealthy(info);
+  await run.step("gateway-healthy");
+  await observe((await getInstance(row.id)) as InstanceRow);
+  await run.step("ready");
+  return { updated: target, imageId: targetId, from: previous.image };
+}
+
 /**
  * Recreates the container on the newest build of the configured image tag, keeping the volume.
  * Images are compared by id, so a tag rebuilt in place (new plugins, a new base) is an update
@@ -115,16 +133,21 @@ export async function updateImage(instanceId: string) {
     const previousTag = row.image ?? target;
     const previous = { tag: previousTag, id: previousId, image: previousId ?? previousTag };
     await updateInstance(row.id, { observed_state: "updating", desired_state: "running" });
+    const run = await startRun(row.id, "update");
     if (current?.running) await rt().stop(current.id, 10); // releases the state lease
     await snapshotVolume(row, previous.image, "save");
-    const backedUp = await backUpBeforeUpdate(row, previous, target);
-    if (backedUp !== true) return backedUp;
+    const backedUp = await backUpBeforeUpdate(row, previous, target).catch(async (error) => {
+      await run.fail();
+      throw error;
+    });
+    if (backedUp !== true) {
+      await run.fail();
+      return backedUp;
+    }
     try {
-      const info = await ensureContainer(row, { image: target, recreate: true });
-      await waitHealthy(info);
-      await observe((await getInstance(row.id)) as InstanceRow);
-      return { updated: target, imageId: targetId, from: previous.image };
+      return await updateTo(row, target, targetId, previous, run);
     } catch (error) {
+      await run.fail();
       log().warn({ instanceId, err: error }, "update-image failed; rolling back");
       return rollBack(row, previous, `update to ${target} failed: ${(error as Error).message}`);
     }

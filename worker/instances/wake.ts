@@ -11,6 +11,7 @@ import { waitHealthy } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { connectPaired } from "./pairing.ts";
+import { startRun } from "./run-progress.ts";
 
 // Waking a sleeping instance (decision 0164): the same container starts again on the same volume
 // (sessions, memory, pairing and channel config are all there), so nothing is re-applied; the
@@ -43,12 +44,22 @@ export async function wakeInstance(row: InstanceRow): Promise<{ woke: boolean; m
   if (row.observed_state !== "sleeping") return { woke: false };
   const t0 = Date.now();
   const reason = (await sleepRecord(row.id))?.wake_reason ?? "unknown";
-  const info = await ensureContainer(row); // records `starting`: waiting chats wait for the boot
-  await clearSleep(row.id);
-  await updateInstance(row.id, { last_activity_at: new Date() });
-  await waitHealthy(info);
-  await untilItAnswers((await getInstance(row.id)) as InstanceRow);
-  await observe((await getInstance(row.id)) as InstanceRow);
+  const progress = await startRun(row.id, "wake");
+  try {
+    const info = await ensureContainer(row); // records `starting`: chats wait for the boot
+    await progress.step("container-created");
+    await clearSleep(row.id);
+    await updateInstance(row.id, { last_activity_at: new Date() });
+    await waitHealthy(info);
+    await progress.step("gateway-healthy");
+    await untilItAnswers((await getInstance(row.id)) as InstanceRow);
+    await progress.step("paired");
+    await observe((await getInstance(row.id)) as InstanceRow);
+    await progress.step("ready");
+  } catch (error) {
+    await progress.fail();
+    throw error;
+  }
   const ms = Date.now() - t0;
   log().info({ instanceId: row.id, reason, ms }, "sleeping instance woken");
   return { woke: true, ms };

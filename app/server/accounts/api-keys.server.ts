@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
-import { newId, sha256 } from "../platform/ids.server.ts";
+import { newId, sha256, sha256Hex } from "../platform/ids.server.ts";
 import { credentialCache } from "./credential-cache.server.ts";
 import { toUser, type User, type UserRow } from "./model.server.ts";
 
@@ -82,10 +82,9 @@ export async function resolveApiKey(
   key: string,
 ): Promise<{ keyId: string; user: User } | undefined> {
   if (!key.startsWith(KEY_PREFIX) || key.length > 200) return undefined;
-  const hash = sha256(key);
   const cache = credentialCache();
-  const cacheKey = cache ? hash.toString("hex") : "";
-  const hit = cache?.key(cacheKey);
+  const hex = sha256Hex(key);
+  const hit = cache?.key(hex);
   const sql = db();
   if (hit) {
     if (hit.lastUsedAt === null || Date.now() - hit.lastUsedAt > LAST_USED_GRANULARITY_MS) {
@@ -98,7 +97,7 @@ export async function resolveApiKey(
   const [row] = await sql<(UserRow & { key_id: string; last_used_at: Date | null })[]>`
     select u.*, k.id as key_id, k.last_used_at
     from api_keys k join users u on u.id = k.user_id
-    where k.key_hash = ${hash} and u.suspended_at is null`;
+    where k.key_hash = ${Buffer.from(hex, "hex")} and u.suspended_at is null`;
   if (!row) return undefined;
   let lastUsedAt = row.last_used_at?.getTime() ?? null;
   if (lastUsedAt === null || Date.now() - lastUsedAt > LAST_USED_GRANULARITY_MS) {
@@ -108,6 +107,6 @@ export async function resolveApiKey(
   const user = toUser(row);
   // Not kept when anything was invalidated since the read began (its row may be stale); the
   // touch's own NOTIFY may be such a thing: then the next request reads and keeps it.
-  cache?.putKey(cacheKey, { keyId: row.key_id, user, lastUsedAt }, epoch);
+  cache?.putKey(hex, { keyId: row.key_id, user, lastUsedAt }, epoch);
   return { keyId: row.key_id, user };
 }

@@ -4,7 +4,7 @@ import { db } from "../platform/db.server.ts";
 import type { Queryable } from "../platform/db-helpers.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
-import { newId, randomToken, sha256 } from "../platform/ids.server.ts";
+import { newId, randomToken, sha256, sha256Hex } from "../platform/ids.server.ts";
 import { secrets } from "../platform/secrets.server.ts";
 import { credentialCache } from "./credential-cache.server.ts";
 import { toUser, type User, type UserRow } from "./model.server.ts";
@@ -112,7 +112,7 @@ export async function resolveSession(request: Request): Promise<ResolvedSession 
   const raw = rawSessionCookie(header);
   if (!raw) return undefined;
   const cache = credentialCache();
-  const cacheKey = cache ? sha256(raw).toString("hex") : "";
+  const cacheKey = cache ? sha256Hex(raw) : "";
   const hit = cache?.session(cacheKey);
   const now = Date.now();
   if (hit && hit.expiresAt > now && now - hit.lastSeenAt <= REFRESH_AFTER_MS) {

@@ -1,6 +1,12 @@
-import { getOwnedAgent } from "./agents.server.ts";
-import { agentStatus, formatBytes, getInstanceByUser, liveSample } from "./instances.server.ts";
-import { messageFigures } from "./message-figures.server.ts";
+import { db } from "../platform/db.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
+import { agentStatus, formatBytes, type InstanceRow, liveSample } from "./instances.server.ts";
+import {
+  messageFiguresOf,
+  type TurnFigureRow,
+  turnFigureColumns,
+  turnsQuery,
+} from "./message-figures.server.ts";
 
 // GET /api/agents/:id/stats: the instance's latest sample (while fresh) and the agent's turns.
 
@@ -17,13 +23,30 @@ export function formatDuration(ms: number): string {
 
 const na = (v: string | null) => v ?? "N/A";
 
+/**
+ * The owned agent's turn figures and its owner's instance, in one statement (three separate
+ * queries cost each side three times the protocol work; docs/decisions/0150). No row: the agent
+ * is not the user's.
+ */
+async function readStats(userId: string, agentId: string) {
+  const sql = db();
+  const [row] = await sql<(TurnFigureRow & { instance_present: boolean } & Partial<InstanceRow>)[]>`
+    select f.*, i.id is not null as instance_present, i.*
+    from agents a
+    cross join lateral (select ${turnFigureColumns()} from (${turnsQuery({ agentId })}) turns) f
+    left join instances i on i.user_id = a.user_id
+    where a.id = ${agentId} and a.user_id = ${userId}
+    limit 1`;
+  if (!row) throw new DomainError(404, "Agent not found");
+  return {
+    agent: { id: agentId },
+    instance: row.instance_present ? (row as InstanceRow) : undefined,
+    figures: messageFiguresOf(row),
+  };
+}
+
 export async function agentStats(userId: string, agentId: string) {
-  // One round trip: the reads go out together (a non-owned id still answers 404).
-  const [agent, instance, figures] = await Promise.all([
-    getOwnedAgent(userId, agentId),
-    getInstanceByUser(userId),
-    messageFigures({ agentId }),
-  ]);
+  const { agent, instance, figures } = await readStats(userId, agentId);
   const now = Date.now();
   const asleepSince = instance?.observed_state === "sleeping" ? instance.sampled_at : null;
   const uptime = instance?.started_at

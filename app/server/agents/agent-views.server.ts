@@ -1,22 +1,30 @@
 import { getAgentVerification } from "../identity/verification.server.ts";
 import { env } from "../platform/env.server.ts";
 import { agentAddress } from "./agent-address.server.ts";
-import { type AgentRow, getOwnedAgent, listAgents } from "./agents.server.ts";
+import { type AgentSummaryRow, getOwnedAgent, listAgentSummaryRows } from "./agents.server.ts";
 import { agentStatus, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
 import { instanceProgress } from "./progress.server.ts";
 
 // The contract's views of agents: summaries (lists, provisioning results) and the detail of
 // GET /api/agents/:id. docs/decisions/0060-agents.md
 
+// The origin part, parsed once per APP_URL: a list of 20 agents parsed the URL 20 times per
+// request (docs/decisions/0150).
+let socketBase: { appUrl: string; prefix: string } | undefined;
+
 /** ws://<host>/agent/<user_id> on the application's origin (wss behind https). */
 export function websocketUrl(userId: string): string {
-  const app = new URL(env().APP_URL);
-  const scheme = app.protocol === "https:" ? "wss" : "ws";
-  return `${scheme}://${app.host}/agent/${encodeURIComponent(userId)}`;
+  const appUrl = env().APP_URL;
+  if (socketBase?.appUrl !== appUrl) {
+    const app = new URL(appUrl);
+    const scheme = app.protocol === "https:" ? "wss" : "ws";
+    socketBase = { appUrl, prefix: `${scheme}://${app.host}/agent/` };
+  }
+  return socketBase.prefix + encodeURIComponent(userId);
 }
 
 /** Agent summary (list items and provisioning results). */
-export function agentSummary(row: AgentRow, instance: InstanceRow | undefined) {
+export function agentSummary(row: AgentSummaryRow, instance: InstanceRow | undefined) {
   return {
     id: row.id,
     name: row.name,
@@ -29,7 +37,10 @@ export function agentSummary(row: AgentRow, instance: InstanceRow | undefined) {
 }
 
 export async function agentSummaries(userId: string) {
-  const [rows, instance] = await Promise.all([listAgents(userId), getInstanceByUser(userId)]);
+  const [rows, instance] = await Promise.all([
+    listAgentSummaryRows(userId),
+    getInstanceByUser(userId),
+  ]);
   return rows.map((row) => agentSummary(row, instance));
 }
 
@@ -67,6 +78,10 @@ export async function agentDetail(userId: string, agentId: string) {
       // What the worker is at while it brings the gateway up (decision 0137).
       step: progress.step,
       progress: progress.steps,
+      // Which start-up that is, since when, and how long such a one usually takes (0158).
+      progressAction: progress.action,
+      progressStartedAt: progress.startedAt,
+      estimate: progress.estimate,
     },
     status: "ok",
   };

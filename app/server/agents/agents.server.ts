@@ -107,6 +107,19 @@ export async function listAgents(userId: string): Promise<AgentRow[]> {
     select * from agents where user_id = ${userId} order by created_at, id`;
 }
 
+/** The columns an agent summary shows. */
+export type AgentSummaryRow = Pick<
+  AgentRow,
+  "id" | "user_id" | "name" | "model" | "created_at" | "updated_at"
+>;
+
+/** `listAgents` narrowed to what a summary shows (a list read parses no config JSON). */
+export async function listAgentSummaryRows(userId: string): Promise<AgentSummaryRow[]> {
+  return db()<AgentSummaryRow[]>`
+    select id, user_id, name, model, created_at, updated_at from agents
+    where user_id = ${userId} order by created_at, id`;
+}
+
 /** The agent when it belongs to the user; 404 otherwise (never reveal another user's). */
 export async function getOwnedAgent(userId: string, agentId: string): Promise<AgentRow> {
   const [row] = await db()<AgentRow[]>`

@@ -465,7 +465,8 @@ export async function readInstanceToken(userId: string) {
 // --- the operator console's views --------------------------------------------------------------
 
 export interface PoolFigures {
-  size: number;
+  /** The configured size, or "auto": each worker decides (decision 0159). */
+  size: number | "auto";
   ready: number;
   filling: number;
 }
@@ -476,7 +477,11 @@ export async function poolFigures(): Promise<PoolFigures> {
     select count(*) filter (where state = 'ready')::int as ready,
            count(*) filter (where state = 'starting')::int as filling
     from gateway_pool`;
-  return { size: env().RUNTIME_POOL_SIZE, ready: row?.ready ?? 0, filling: row?.filling ?? 0 };
+  return {
+    size: env().RUNTIME_POOL_SIZE ?? "auto",
+    ready: row?.ready ?? 0,
+    filling: row?.filling ?? 0,
+  };
 }
 
 export interface InstanceOverview {

@@ -73,9 +73,14 @@ interface AuditScope {
 
 const scope = new AsyncLocalStorage<AuditScope>();
 
-/** Runs `fn` with the caller and IP every `recordAudit` inside it falls back to. */
+/**
+ * Runs `fn` with the caller and IP every `recordAudit` inside it falls back to. `value` becomes
+ * the scope's store when no scope is open (the API's fast path: no copy per request), so pass a
+ * fresh object.
+ */
 export function withAuditScope<T>(value: AuditScope, fn: () => T): T {
-  return scope.run({ ...scope.getStore(), ...value }, fn);
+  const outer = scope.getStore();
+  return scope.run(outer ? { ...outer, ...value } : value, fn);
 }
 
 /**

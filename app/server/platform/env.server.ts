@@ -241,6 +241,8 @@ const schema = z.object({
     .transform((v) => v === "on"),
   /** How long POST /api/agents/provision waits for a new instance (warm pool: it is running). */
   AGENT_PROVISION_WAIT_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Keep-alive comment (and re-read) interval of the agent event stream (decision 0158). */
+  PROGRESS_KEEPALIVE_MS: z.coerce.number().int().min(100).default(15_000),
   /** How long a chat sent while the agent is starting waits for it (decision 0137). */
   AGENT_CHAT_START_WAIT_MS: z.coerce.number().int().min(0).default(120_000),
   /** How long PUT /api/agents/:id/config waits for the gateway to take the change (`applied`). */
@@ -259,8 +261,12 @@ const schema = z.object({
   SLEEP_WATCH_INTERVAL_MS: z.coerce.number().int().min(0).default(5_000),
   /** How long a chat to a sleeping agent waits for the wake to begin (the boot waits on). */
   AGENT_WAKE_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
-  /** Warm pool: pre-started, paired generic gateways that provisioning adopts (0 = off). */
-  RUNTIME_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(0),
+  /**
+   * Warm pool: pre-started, paired generic gateways that provisioning adopts (0 = off). Unset,
+   * each worker keeps 1 when it drives Docker on a host with ≥ 4 GiB available, else 0
+   * (worker/instances/pool-size.ts, decision 0159).
+   */
+  RUNTIME_POOL_SIZE: z.coerce.number().int().min(0).max(50).optional(),
   /** pg-boss cron of the fill-pool job (also sent after each adoption). */
   RUNTIME_POOL_CRON: z.string().default("* * * * *"),
   /**

@@ -103,10 +103,28 @@ type RouteOf<A extends AuthModes<A>> = Partial<Record<Method, EndpointOf<A>>>;
 
 /** Marker the OpenAPI generator and the server's fast path look for. */
 export const API_ROUTE = Symbol.for("agent-platform.api-route");
+/** The same handler for the server entry's fast path: its JSON answers come as `PlainAnswer`s. */
+export const API_ANSWER = Symbol.for("agent-platform.api-answer");
+
+/**
+ * A JSON answer the builder made itself (a handler's plain result, every refusal), which the
+ * server entry writes to the socket as it is: no Fetch Response, Headers or body stream is built
+ * for it (docs/decisions/0150). Loaders called through Remix still get a Response.
+ */
+export interface PlainAnswer {
+  readonly plain: true;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  setCookie?: string;
+}
+
+export type Answer = Response | PlainAnswer;
 
 export interface ApiHandler {
   (args: LoaderFunctionArgs | ActionFunctionArgs): Promise<Response>;
   [API_ROUTE]: ApiRoute;
+  [API_ANSWER]: (args: LoaderFunctionArgs | ActionFunctionArgs) => Promise<Answer>;
 }
 
 export function json(body: unknown, init: ResponseInit = {}): Response {
@@ -131,6 +149,24 @@ export function jsonText(text: string, init: ResponseInit = {}): Response {
 
 export const errorResponse = (status: number, error: string, extra?: Record<string, unknown>) =>
   json({ error, ...extra }, { status });
+
+const plainJson = (status: number, body: unknown): PlainAnswer => ({
+  plain: true,
+  status,
+  headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
+  body: JSON.stringify(body),
+});
+
+const plainError = (status: number, error: string, extra?: Record<string, unknown>) =>
+  plainJson(status, { error, ...extra });
+
+/** The Response of a plain answer, for callers that need one (Remix, tests). */
+export function toResponse(answer: Answer): Response {
+  if (answer instanceof Response) return answer;
+  const response = jsonText(answer.body, { status: answer.status, headers: answer.headers });
+  if (answer.setCookie) response.headers.append("Set-Cookie", answer.setCookie);
+  return response;
+}
 
 function describeZodError(error: z.ZodError, where: string): string {
   return error.issues
@@ -230,30 +266,43 @@ function requestIdOf(request: Request): string {
   return incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
 
-function withHeaders(
-  response: Response,
+/** Adds `headers` the answer does not set itself (a plain answer's own are lower-case). */
+function withHeaders<T extends Answer>(
+  answer: T,
   headers: Record<string, string>,
   setCookie?: string,
-): Response {
-  for (const [k, v] of Object.entries(headers)) {
-    if (!response.headers.has(k)) response.headers.set(k, v);
+): T {
+  if (answer instanceof Response) {
+    for (const k in headers) {
+      if (!answer.headers.has(k)) answer.headers.set(k, headers[k]!);
+    }
+    if (setCookie) answer.headers.append("Set-Cookie", setCookie);
+    return answer;
   }
-  if (setCookie) response.headers.append("Set-Cookie", setCookie);
-  return response;
+  const own = answer.headers;
+  for (const k in headers) own[k.toLowerCase()] ??= headers[k]!;
+  if (setCookie) answer.setCookie = setCookie;
+  return answer;
 }
 
 async function run<A extends AuthModes<A>>(
   authorize: Authorizer<A>,
   route: RouteOf<A>,
   args: LoaderFunctionArgs,
-): Promise<Response> {
+): Promise<Answer> {
   const startedAt = performance.now();
-  const response = await answer(authorize, route, args, startedAt);
+  const result = await answer(authorize, route, args, startedAt);
   const method = (args.request.method === "HEAD" ? "GET" : args.request.method) as Method;
-  if (route[method]?.overheadHeader && !response.headers.has(OVERHEAD_HEADER)) {
-    response.headers.set(OVERHEAD_HEADER, overheadMs(performance.now() - startedAt));
+  if (route[method]?.overheadHeader) {
+    if (result instanceof Response) {
+      if (!result.headers.has(OVERHEAD_HEADER)) {
+        result.headers.set(OVERHEAD_HEADER, overheadMs(performance.now() - startedAt));
+      }
+    } else {
+      result.headers[OVERHEAD_HEADER] ??= overheadMs(performance.now() - startedAt);
+    }
   }
-  return response;
+  return result;
 }
 
 export const OVERHEAD_HEADER = "x-overhead-ms";
@@ -265,14 +314,14 @@ async function answer<A extends AuthModes<A>>(
   route: RouteOf<A>,
   { request, params, context }: LoaderFunctionArgs,
   startedAt: number,
-): Promise<Response> {
+): Promise<Answer> {
   const requestId = requestIdOf(request);
   const method = (request.method === "HEAD" ? "GET" : request.method) as Method;
   const spec = route[method];
   let extraHeaders: Record<string, string> = { "X-Request-Id": requestId };
   if (!spec) {
     const allow = Object.keys(route).join(", ");
-    return withHeaders(errorResponse(405, `Method ${request.method} not allowed`), {
+    return withHeaders(plainError(405, `Method ${request.method} not allowed`), {
       ...extraHeaders,
       Allow: allow,
     });
@@ -291,14 +340,16 @@ async function answer<A extends AuthModes<A>>(
       if (!decision.allowed) {
         const { points, duration } = scope;
         return withHeaders(
-          errorResponse(429, `Too many requests: limit is ${points} per ${duration} seconds`),
+          plainError(429, `Too many requests: limit is ${points} per ${duration} seconds`),
           extraHeaders,
         );
       }
     }
-    const url = new URL(request.url);
     const parsedParams = parse(spec.params, params, "params");
-    const query = parse(spec.query, Object.fromEntries(url.searchParams), "query");
+    // The URL is parsed only for an endpoint that reads a query.
+    const query = spec.query
+      ? parse(spec.query, Object.fromEntries(new URL(request.url).searchParams), "query")
+      : undefined;
     const body = spec.body ? parse(spec.body, await readBody(request), "body") : undefined;
     const actor = caller?.auditActor;
     const result = await withAuditScope({ ip, ...(actor ? { actor } : {}) }, () =>
@@ -314,17 +365,16 @@ async function answer<A extends AuthModes<A>>(
         startedAt,
       }),
     );
-    const response =
-      result instanceof Response ? result : json(result, { status: spec.status ?? 200 });
+    const response = result instanceof Response ? result : plainJson(spec.status ?? 200, result);
     return withHeaders(response, extraHeaders, caller?.setCookie);
   } catch (error) {
     if (error instanceof Response) return withHeaders(error, extraHeaders, caller?.setCookie);
     if (error instanceof BadRequest) {
-      return withHeaders(errorResponse(error.status, error.message), extraHeaders);
+      return withHeaders(plainError(error.status, error.message), extraHeaders);
     }
     if (error instanceof DomainError) {
       return withHeaders(
-        errorResponse(domainErrorStatus(error), error.message, error.extra),
+        plainError(domainErrorStatus(error), error.message, error.extra),
         extraHeaders,
       );
     }
@@ -332,7 +382,7 @@ async function answer<A extends AuthModes<A>>(
       { err: error, requestId, method: request.method, path: new URL(request.url).pathname },
       "unhandled error in API route",
     );
-    return withHeaders(errorResponse(500, "Internal server error"), extraHeaders);
+    return withHeaders(plainError(500, "Internal server error"), extraHeaders);
   }
 }
 
@@ -353,9 +403,13 @@ export function createApiBuilder<A extends AuthModes<A>>(authorize: Authorizer<A
      * endpoints. Usage: `export const { loader, action } = apiRoute({ GET: endpoint({...}) });`
      */
     apiRoute(route: RouteOf<A>): { loader: ApiHandler; action: ApiHandler } {
-      const handler = Object.assign((args: LoaderFunctionArgs) => run(authorize, route, args), {
-        [API_ROUTE]: route,
-      }) as ApiHandler;
+      const handler = Object.assign(
+        async (args: LoaderFunctionArgs) => toResponse(await run(authorize, route, args)),
+        {
+          [API_ROUTE]: route,
+          [API_ANSWER]: (args: LoaderFunctionArgs) => run(authorize, route, args),
+        },
+      ) as ApiHandler;
       return { loader: handler, action: handler };
     },
   };

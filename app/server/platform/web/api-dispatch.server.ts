@@ -9,6 +9,7 @@ import { API_ROUTE, type ApiHandler } from "../http.server.ts";
 
 interface CompiledRoute {
   handler: ApiHandler;
+  path: string;
   pattern: RegExp;
   names: string[];
   /** Lower ranks first: static segments beat params, params beat a splat. */
@@ -46,7 +47,7 @@ function compile(path: string, handler: ApiHandler): CompiledRoute {
       return `/${segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`;
     })
     .join("");
-  return { handler, pattern: new RegExp(`^${source}/?$`, "i"), names, rank };
+  return { handler, path, pattern: new RegExp(`^${source}/?$`, "i"), names, rank };
 }
 
 function safeDecode(value: string): string {
@@ -75,8 +76,26 @@ export function compileApiRoutes(build: ServerBuild): (pathname: string) => ApiM
     table.push(compile(fullPath(build, route.id), loader as ApiHandler));
   }
   table.sort((a, b) => compareRank(a.rank, b.rank));
-  return (pathname) => {
-    for (const route of table) {
+  // Lookups without scanning every pattern (docs/decisions/0150), each giving what the scan in
+  // table order gives: a path without params by its exact (lower-case) text, when no route
+  // ranked before it matches it too; otherwise only the routes of the path's first two segments
+  // (and those with a param in them), still in table order.
+  const general = table.filter((r) => prefixOf(r.path, r.rank) === undefined);
+  const byPrefix = new Map<string, CompiledRoute[]>();
+  for (const route of table) {
+    const prefix = prefixOf(route.path, route.rank);
+    if (prefix !== undefined && !byPrefix.has(prefix)) {
+      byPrefix.set(
+        prefix,
+        table.filter((r) => {
+          const own = prefixOf(r.path, r.rank);
+          return own === undefined || own === prefix;
+        }),
+      );
+    }
+  }
+  const scan = (routes: CompiledRoute[], pathname: string): ApiMatch | undefined => {
+    for (const route of routes) {
       const m = route.pattern.exec(pathname);
       if (!m) continue;
       const params: Record<string, string> = {};
@@ -88,6 +107,33 @@ export function compileApiRoutes(build: ServerBuild): (pathname: string) => ApiM
     }
     return undefined;
   };
+  const exact = new Map<string, CompiledRoute>();
+  for (const route of table) {
+    if (route.names.length > 0) continue;
+    const key = route.path.toLowerCase();
+    if (scan(table, key)?.handler === route.handler) exact.set(key, route);
+  }
+  return (pathname) => {
+    const lower = pathname.toLowerCase();
+    const key = lower.length > 1 && lower.endsWith("/") ? lower.slice(0, -1) : lower;
+    const hit = exact.get(key);
+    if (hit) return { handler: hit.handler, params: {} };
+    return scan(byPrefix.get(prefixOfPath(lower)) ?? general, pathname);
+  };
+}
+
+/** `/api/agents` of `/api/agents/:id/stats`; undefined when either segment is not static. */
+function prefixOf(path: string, rank: number[]): string | undefined {
+  if (rank.length < 2 || rank[0] !== 0 || rank[1] !== 0) return undefined;
+  return prefixOfPath(path.toLowerCase());
+}
+
+/** The first two segments of a path (`/api/agents/x` → `/api/agents`). */
+function prefixOfPath(path: string): string {
+  const second = path.indexOf("/", 1);
+  if (second === -1) return path;
+  const third = path.indexOf("/", second + 1);
+  return third === -1 ? path : path.slice(0, third);
 }
 
 export type { AppLoadContext };

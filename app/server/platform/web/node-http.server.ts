@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
+import type { Answer, PlainAnswer } from "../http.server.ts";
 
 // The Node <-> Fetch bridge of the server entry: small and allocation-light on purpose, since
 // it runs for every request.
@@ -138,10 +139,14 @@ export function toRequest(
  */
 export async function sendResponse(
   res: ServerResponse,
-  response: Response,
+  response: Answer,
   head: boolean,
   defaults?: Readonly<Record<string, string>>,
 ) {
+  if (!(response instanceof Response)) {
+    sendPlain(res, response, head, defaults);
+    return;
+  }
   const headers: Record<string, string | string[]> = { ...defaults };
   response.headers.forEach((value, key) => {
     if (key !== "set-cookie") headers[key] = value;
@@ -225,6 +230,25 @@ export async function sendResponse(
     reader.releaseLock();
     res.end();
   }
+}
+
+/** A plain answer: its headers over the defaults, and the body, in one write. */
+function sendPlain(
+  res: ServerResponse,
+  answer: PlainAnswer,
+  head: boolean,
+  defaults?: Readonly<Record<string, string>>,
+) {
+  const headers: Record<string, string | string[]> = { ...defaults, ...answer.headers };
+  if (answer.setCookie) headers["set-cookie"] = [answer.setCookie];
+  if (head) {
+    res.writeHead(answer.status, headers);
+    res.end();
+    return;
+  }
+  headers["content-length"] = String(Buffer.byteLength(answer.body));
+  res.writeHead(answer.status, headers);
+  res.end(answer.body);
 }
 
 const drained = (res: ServerResponse) =>

@@ -5,7 +5,7 @@ import { type AppLoadContext, createRequestHandler, type ServerBuild } from "@re
 import { withAuditScope } from "../audit.server.ts";
 import { clientIp } from "../client-ip.server.ts";
 import { env } from "../env.server.ts";
-import { MAX_BODY_BYTES } from "../http.server.ts";
+import { API_ANSWER, MAX_BODY_BYTES } from "../http.server.ts";
 import { logger } from "../logger.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
 import { crossSitePage } from "./cross-site-page.server.ts";
@@ -108,7 +108,8 @@ export function createWebServer({
     const request = toRequest(req, res, origin, body);
     const context: AppLoadContext = { remoteAddress: req.socket.remoteAddress, build };
     const response = match
-      ? await match.handler({ request, params: match.params, context })
+      ? // Its plain JSON answers come without a Fetch Response (docs/decisions/0150).
+        await match.handler[API_ANSWER]({ request, params: match.params, context })
       : // Pages: entries recorded by their actions name the client IP and the session's user.
         await withAuditScope({ ip: clientIp(request, context.remoteAddress) }, () =>
           remix(request, context),

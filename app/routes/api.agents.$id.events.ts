@@ -1,0 +1,15 @@
+import { agentParams } from "../server/agents/agents.server.ts";
+import { progressEvents } from "../server/agents/progress-events.server.ts";
+import { apiRoute, endpoint } from "../server/api.server.ts";
+
+export const { loader } = apiRoute({
+  GET: endpoint({
+    summary: "The agent's start-up progress as server-sent events",
+    description:
+      "`text/event-stream`: a `progress` event (status, action, step, steps with their times, estimate) at once and at every change while the agent is provisioned, started, restarted, updated, repaired or woken, then `done` and the stream ends. At most 5 open streams per user; another answers 429. Another user's agent answers 404.",
+    auth: "user",
+    rateLimit: "agents",
+    params: agentParams,
+    handler: ({ auth, params, request }) => progressEvents(auth.user.id, params.id, request.signal),
+  }),
+});
