@@ -619,3 +619,4 @@ const part = (file: string) =>
 if (process.env.BENCH_RUNTIME !== "0" && only !== "reads") await part("runtime.ts");
 if (process.env.BENCH_TALK !== "0" && only !== "reads") await part("talk.ts");
 if (process.env.BENCH_INGRESS !== "0" && only !== "reads") await part("ingress.ts");
+if (process.env.BENCH_SLEEP !== "0" && only !== "reads") await part("sleep.ts");

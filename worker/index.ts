@@ -7,6 +7,7 @@ import { ensureNetwork } from "./instances/engine.ts";
 import { startEngineWatch } from "./instances/engine-watch.ts";
 import { startRecorder } from "./instances/recorder.ts";
 import { startSampler } from "./instances/sampler.ts";
+import { startSleepWatch } from "./instances/sleep-watch.ts";
 import { startWorker, stopWorker } from "./jobs/worker.ts";
 
 // The worker process: `npm run start:worker`. Any number may run against one database.
@@ -17,6 +18,7 @@ await startWorker();
 const stopSampler = await startSampler();
 const stopRecorder = startRecorder();
 const stopEngineWatch = startEngineWatch();
+const stopSleepWatch = startSleepWatch();
 // Existing gateways reach the AI endpoint at once after a restart, not at the next reconcile.
 ensureNetwork().catch((error: unknown) =>
   logger().warn({ err: error }, "gateways' network not ready at start"),
@@ -27,6 +29,7 @@ onStopSignal((signal) => {
   stopSampler();
   stopRecorder();
   stopEngineWatch();
+  stopSleepWatch();
   stopWorker()
     .then(closeDb)
     .then(() => process.exit(0))

@@ -46,6 +46,13 @@ type Live = AgentPageData["live"];
 
 function StatsCard({ live }: { live: Live }) {
   const s = live.stats;
+  const asleep =
+    live.status === "sleeping" ? (
+      <p className="pb-2 text-sm text-slate-600" data-testid="agent-asleep">
+        Asleep while idle: its memory is back with the host. The next message wakes it; the figures
+        are from the last sample.
+      </p>
+    ) : null;
   if (live.statsStatus !== "ok") {
     // The contract's mock variant: no live container figures, only what the platform recorded.
     return (
@@ -65,22 +72,25 @@ function StatsCard({ live }: { live: Live }) {
     );
   }
   return (
-    <dl data-testid="agent-stats">
-      <Row label="CPU">{s.cpu}</Row>
-      <Row label="Memory">
-        {s.memory} ({s.memoryPercent})
-      </Row>
-      <Row label="Network in / out">{s.network}</Row>
-      <Row label="Processes">{s.pids}</Row>
-      <Row label="Uptime">{s.uptimeFormatted}</Row>
-      <Row label="Messages">
-        {s.messagesProcessed} ({s.messagesPerHour} in the last hour)
-      </Row>
-      <Row label="Response time">
-        {s.averageResponseTime === "N/A" ? "N/A" : `${s.averageResponseTime} ms`}
-      </Row>
-      <Row label="Success rate">{s.successRate}</Row>
-    </dl>
+    <>
+      {asleep}
+      <dl data-testid="agent-stats">
+        <Row label="CPU">{s.cpu}</Row>
+        <Row label="Memory">
+          {s.memory} ({s.memoryPercent})
+        </Row>
+        <Row label="Network in / out">{s.network}</Row>
+        <Row label="Processes">{s.pids}</Row>
+        <Row label="Uptime">{s.uptimeFormatted}</Row>
+        <Row label="Messages">
+          {s.messagesProcessed} ({s.messagesPerHour} in the last hour)
+        </Row>
+        <Row label="Response time">
+          {s.averageResponseTime === "N/A" ? "N/A" : `${s.averageResponseTime} ms`}
+        </Row>
+        <Row label="Success rate">{s.successRate}</Row>
+      </dl>
+    </>
   );
 }
 

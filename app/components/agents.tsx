@@ -50,6 +50,7 @@ const tones: Record<string, string> = {
   running: "bg-emerald-100 text-emerald-800",
   stopped: "bg-slate-200 text-slate-700",
   error: "bg-red-100 text-red-800",
+  sleeping: "bg-indigo-100 text-indigo-800",
 };
 
 export function StatusBadge({ status, testId }: { status: string; testId?: string }) {

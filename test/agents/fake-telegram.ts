@@ -17,6 +17,8 @@ export interface FakeTelegram {
   port: number;
   token: string;
   calls: string[];
+  /** The offset of every getUpdates call (undefined: none passed). */
+  polls: Array<number | undefined>;
   sent: SentMessage[];
   /** A private message from `from` to the bot (delivered by the next getUpdates). */
   userWrites(text: string, from?: { id: number; first_name: string }): void;
@@ -32,6 +34,10 @@ const BOT = {
 
 export async function startFakeTelegram(token = "7000001:TEST-token"): Promise<FakeTelegram> {
   const calls: string[] = [];
+  const polls: Array<number | undefined> = [];
+  // As Telegram does: an update is confirmed (gone for good) once getUpdates is called with an
+  // offset above its id; a call without an offset confirms nothing.
+  let confirmedBelow = 0;
   const sent: SentMessage[] = [];
   const updates: Array<{ update_id: number; message: Record<string, unknown> }> = [];
   const waiting = new Set<() => void>();
@@ -68,9 +74,11 @@ export async function startFakeTelegram(token = "7000001:TEST-token"): Promise<F
       case "getWebhookInfo":
         return reply(200, { ok: true, result: { url: "", pending_update_count: 0 } });
       case "getUpdates": {
-        const offset = Number(params.offset ?? 0);
+        const offset = params.offset === undefined ? undefined : Number(params.offset);
+        polls.push(offset);
+        if (offset !== undefined && offset > confirmedBelow) confirmedBelow = offset;
         const timeoutMs = Math.min(Number(params.timeout ?? 0), 5) * 1000;
-        const ready = () => updates.filter((u) => u.update_id >= offset);
+        const ready = () => updates.filter((u) => u.update_id >= confirmedBelow);
         if (ready().length === 0 && timeoutMs > 0) {
           await new Promise<void>((resolve) => {
             const wake = () => {
@@ -112,6 +120,7 @@ export async function startFakeTelegram(token = "7000001:TEST-token"): Promise<F
     port,
     token,
     calls,
+    polls,
     sent,
     userWrites(text, from = { id: 424242, first_name: "Ada" }) {
       updates.push({

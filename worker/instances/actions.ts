@@ -4,6 +4,7 @@ import {
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
 import { failRun } from "../../app/server/agents/progress.server.ts";
+import { clearSleep } from "../../app/server/agents/sleep.server.ts";
 import { ensureContainer } from "./container.ts";
 import { gatewayAddress, rt } from "./engine.ts";
 import { reapplyConfig } from "./gateway-config.ts";
@@ -18,9 +19,14 @@ import { startRun } from "./run-progress.ts";
 export type InstanceAction = "start" | "stop" | "restart" | "repair" | "reset-memory";
 export type ActionResult = { ok: true; status?: string; message?: string };
 
-/** Desired running again, with a clean crash backoff (the user asked for it). */
-const wantRunning = (row: InstanceRow) =>
-  updateInstance(row.id, { desired_state: "running", crash_restarts: 0 });
+/**
+ * Desired running again, with a clean crash backoff (the user asked for it). A sleeping instance
+ * is thereby woken: its sleep record goes (decision 0164).
+ */
+async function wantRunning(row: InstanceRow) {
+  await clearSleep(row.id);
+  return updateInstance(row.id, { desired_state: "running", crash_restarts: 0 });
+}
 
 async function start(row: InstanceRow): Promise<ActionResult> {
   const run = await startRun(row.id, "start");

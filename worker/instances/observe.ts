@@ -14,6 +14,8 @@ async function observedState(
     const ok = address ? await gatewayHealthy(address, 2_000) : false;
     return { observed_state: ok ? "running" : "starting", health: ok ? "healthy" : "unhealthy" };
   }
+  // Stopped on purpose while idle (worker/instances/sleep.ts): still asleep, not stopped.
+  if (row.observed_state === "sleeping") return { observed_state: "sleeping", health: "unknown" };
   if (info.oomKilled) return { observed_state: "oom_killed", health: "unknown" };
   const crashed = info.state === "exited" && row.desired_state === "running" && info.exitCode !== 0;
   return { observed_state: crashed ? "crashed" : "stopped", health: "unknown" };

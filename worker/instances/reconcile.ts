@@ -74,6 +74,8 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
     await observe(row);
     return info?.running ? "stopped" : "ok";
   }
+  // A sleeping gateway is down on purpose; a message wakes it (worker/instances/wake.ts).
+  if (row.observed_state === "sleeping" && !info?.running) return "sleeping";
   if (!info?.running) return heal(row, info);
   const seen = await observe(row);
   if (seen.health === "healthy" && row.crash_restarts > 0) {

@@ -14,10 +14,12 @@ import { removeSkillFolder } from "./remove-skill-folder.ts";
 import { restoreBackupJob } from "./restore-backup.ts";
 import { scheduledBackupsJob } from "./scheduled-backups.ts";
 import { sendEmail } from "./send-email.ts";
+import { sleepIdleInstancesJob } from "./sleep-idle-instances.ts";
 import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
 import { syncAgentsJob } from "./sync-agents.ts";
 import { teardownInstance } from "./teardown-instance.ts";
 import { updateImageJob } from "./update-image.ts";
+import { wakeInstanceJob } from "./wake-instance.ts";
 import { warmUpInstance } from "./warm-up-instance.ts";
 
 type Handlers = { [N in JobName]: (payload: JobPayload<N>, ctx: JobContext) => Promise<unknown> };
@@ -43,4 +45,6 @@ export const handlers: Handlers = {
   "scheduled-backups": scheduledBackupsJob,
   "purge-audit-log": purgeAuditLog,
   "drain-node": drainNodeJob,
+  "sleep-idle-instances": sleepIdleInstancesJob,
+  "wake-instance": wakeInstanceJob,
 };

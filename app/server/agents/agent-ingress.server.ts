@@ -7,6 +7,9 @@ import type { IngressAuthority, IngressVerdict } from "../platform/web/ingress-p
 import { isCrossSite, isUnsafeMethod } from "../platform/web/same-origin.server.ts";
 import { agentOrigin, agentsDomain, pathFormPrefix } from "./agent-address.server.ts";
 import { getInstanceByUser } from "./instances.server.ts";
+import { waitWhileStarting } from "./progress.server.ts";
+import { touchActivity } from "./sleep.server.ts";
+import { wakeIfSleeping } from "./wake.server.ts";
 
 // Who may reach an agent's gateway through the ingress, and where it is
 // (docs/decisions/0115-agent-ingress.md). Two forms:
@@ -269,6 +272,13 @@ async function proxyTo(
 ): Promise<IngressVerdict> {
   const owner = await ownerOf(id);
   if (owner !== userId) return notFound();
+  // The owner's visit is activity, and wakes a sleeping agent: it waits for the boot as a chat
+  // does (decision 0164).
+  await touchActivity(owner);
+  if ((await getInstanceByUser(owner))?.observed_state === "sleeping") {
+    await wakeIfSleeping(owner, "ingress");
+    await waitWhileStarting(owner);
+  }
   const gateway = await gatewayOf(owner);
   if (!gateway) return json(503, "The agent's gateway is not running", { "Retry-After": "5" });
   return {

@@ -4,6 +4,8 @@ import { LOG_LEVELS } from "../../schemas/agents.ts";
 import { limitParam } from "../platform/paging.server.ts";
 import { getOwnedAgent } from "./agents.server.ts";
 import { withGateway } from "./instance-gateway.server.ts";
+import { getInstanceByUser } from "./instances.server.ts";
+import { sleepRecord } from "./sleep.server.ts";
 
 // GET /api/agents/:id/logs: the gateway's log lines, parsed into the contract's entries.
 
@@ -105,6 +107,18 @@ export function parseGatewayLogLine(
   };
 }
 
+/** The gateway's log tail; a sleeping agent's is the one kept as it went to sleep (0164). */
+async function logTail(userId: string): Promise<{ lines?: string[] }> {
+  const instance = await getInstanceByUser(userId);
+  if (instance?.observed_state === "sleeping") {
+    const kept = await sleepRecord(instance.id);
+    if (kept) return { lines: kept.log_lines };
+  }
+  return withGateway(userId, (client) =>
+    client.request<{ lines?: string[] }>("logs.tail", { limit: 2000, maxBytes: 500_000 }),
+  );
+}
+
 /**
  * The gateway's recent log records that concern this agent (records of this agent and
  * gateway-wide ones; other agents' are left out), newest first.
@@ -115,9 +129,7 @@ export async function agentLogs(
   query: { limit: number; level?: LogLevel | undefined },
 ) {
   const agent = await getOwnedAgent(userId, agentId);
-  const tail = await withGateway(userId, (client) =>
-    client.request<{ lines?: string[] }>("logs.tail", { limit: 2000, maxBytes: 500_000 }),
-  );
+  const tail = await logTail(userId);
   const entries: AgentLogEntry[] = [];
   for (const line of tail.lines ?? []) {
     const parsed = parseGatewayLogLine(line);

@@ -48,8 +48,13 @@ async function readStats(userId: string, agentId: string) {
 export async function agentStats(userId: string, agentId: string) {
   const { agent, instance, figures } = await readStats(userId, agentId);
   const now = Date.now();
-  const uptime = instance?.started_at ? Math.max(0, now - instance.started_at.getTime()) : 0;
-  if (instance && liveSample(instance, now)) {
+  const asleepSince = instance?.observed_state === "sleeping" ? instance.sampled_at : null;
+  const uptime = instance?.started_at
+    ? Math.max(0, (asleepSince?.getTime() ?? now) - instance.started_at.getTime())
+    : 0;
+  // A sleeping agent answers from the sample taken as it went to sleep (decision 0164).
+  const asleep = instance?.observed_state === "sleeping" && instance.sampled_at !== null;
+  if (instance && (liveSample(instance, now) || asleep)) {
     const used = instance.memory_bytes ?? 0;
     const limit = instance.memory_limit_bytes ?? 0;
     return {
@@ -73,7 +78,8 @@ export async function agentStats(userId: string, agentId: string) {
         ),
         successRate: na(figures.successRate == null ? null : pct(figures.successRate)),
         errorRate: na(figures.successRate == null ? null : pct(100 - figures.successRate)),
-        stale: false,
+        stale: asleep,
+        ...(asleep ? { sampledAt: instance.sampled_at?.toISOString() ?? null } : {}),
       },
       status: "ok",
     };

@@ -180,7 +180,9 @@ interface ConfigSnapshot {
   config?: { agents?: { defaults?: { heartbeat?: unknown } } };
 }
 
-async function readHeartbeat(client: GatewayClient): Promise<{ hash?: string; configured: Raw }> {
+export async function readHeartbeat(
+  client: GatewayClient,
+): Promise<{ hash?: string; configured: Raw }> {
   const snapshot = await client.request<ConfigSnapshot>("config.get");
   const configured = snapshot.config?.agents?.defaults?.heartbeat;
   return { hash: snapshot.hash, configured: isObject(configured) ? configured : {} };

@@ -16,6 +16,9 @@ export async function gatewayClientFor(row: InstanceRow): Promise<GatewayClient>
   if (!row.gateway_address || !row.device_private_key_sealed || !row.paired_at) {
     throw gatewayUnavailable("the instance is not provisioned yet");
   }
+  if (row.observed_state === "sleeping") {
+    throw gatewayUnavailable("the agent is asleep: send it a message to wake it");
+  }
   const sealedDeviceKey = row.device_private_key_sealed;
   return connectGateway({
     id: row.id,

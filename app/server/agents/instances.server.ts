@@ -29,6 +29,8 @@ export const OBSERVED_STATES = [
   "error",
   // The engine does not answer: the last observation cannot be vouched for (engine-health).
   "unknown",
+  // Put to sleep while idle: container stopped, woken by the next message (decision 0164).
+  "sleeping",
 ] as const;
 export type ObservedState = (typeof OBSERVED_STATES)[number];
 
@@ -70,6 +72,8 @@ export interface InstanceRow {
   /** Size of the state volume (measured by reconcile); null until first measured. */
   storage_bytes: number | null;
   storage_measured_at: Date | null;
+  /** The last chat relayed to the gateway (idle detection, decision 0164). */
+  last_activity_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }

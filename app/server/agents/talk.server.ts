@@ -19,6 +19,8 @@ import { type HistoryMessage, messagesOfHistory } from "./history.server.ts";
 import { withGateway } from "./instance-gateway.server.ts";
 import type { InstanceRow } from "./instances.server.ts";
 import { waitWhileStarting } from "./progress.server.ts";
+import { touchActivity } from "./sleep.server.ts";
+import { wakeIfSleeping } from "./wake.server.ts";
 
 // Talking to a user's agent (GET/POST /api/agent, /api/chat, the live socket): sessions, chat
 // turns, memory, skills and health, all from the user's own gateway over the control protocol.
@@ -353,6 +355,9 @@ export async function chat(
   events: TurnEvents = {},
 ): Promise<{ sessionId: string; reply: string; timestamp: number }> {
   const target = await targetOf(userId, input.agentId);
+  // A chat is activity (the agent stays awake) and wakes a sleeping agent (decision 0164).
+  await touchActivity(userId);
+  await wakeIfSleeping(userId, "chat");
   await waitWhileStarting(userId);
   return withGateway(userId, async (client, instance) => {
     const key = await resolveChatSession(client, instance, target, input.sessionId);

@@ -250,6 +250,18 @@ const schema = z.object({
   /** Worker's chat recorder: gateway connections per running instance (0 disables). */
   AGENT_MESSAGE_RECORDER: z.enum(["on", "off"]).default("on"),
   /**
+   * Scale-to-zero (decision 0164): idle instances are put to sleep by the sleep-idle-instances
+   * job (cron SLEEP_CRON) after their plan's idle period; SLEEP_IDLE_SECONDS, when set, replaces
+   * every plan's period (tests, small installations). "off" keeps every gateway running.
+   */
+  AGENT_SLEEP: z.enum(["on", "off"]).default("on"),
+  SLEEP_CRON: z.string().default("* * * * *"),
+  SLEEP_IDLE_SECONDS: z.preprocess(blank, z.coerce.number().int().min(0).optional()),
+  /** How often each worker peeks at sleeping agents' Telegram bots for a waiting message. */
+  SLEEP_WATCH_INTERVAL_MS: z.coerce.number().int().min(0).default(5_000),
+  /** How long a chat to a sleeping agent waits for the wake to begin (the boot waits on). */
+  AGENT_WAKE_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
+  /**
    * Warm pool: pre-started, paired generic gateways that provisioning adopts (0 = off). Unset,
    * each worker keeps 1 when it drives Docker on a host with ≥ 4 GiB available, else 0
    * (worker/instances/pool-size.ts, decision 0159).

@@ -116,6 +116,17 @@ export const jobCatalog = {
     retryBackoff: true,
     expireInSeconds: 300,
   }),
+  // Scale-to-zero (decision 0164): the periodic pass that puts idle instances to sleep, and the
+  // wake of one sleeping instance (asked by a chat, an ingress visit or a channel message).
+  "sleep-idle-instances": defineRuntimeJob(z.object({}).default({}), {
+    retryLimit: 0,
+    expireInSeconds: 600,
+  }),
+  "wake-instance": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
+    retryLimit: 2,
+    retryDelay: 1,
+    expireInSeconds: 600,
+  }),
   // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption).
   "fill-pool": defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
   // Deletes an uninstalled skill's folder from a gateway's state volume (the gateway protocol
@@ -197,6 +208,7 @@ export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
   reconcile: () => env().RECONCILE_CRON,
   "fill-pool": () => env().RUNTIME_POOL_CRON,
+  "sleep-idle-instances": () => env().SLEEP_CRON,
   "scheduled-backups": () => env().BACKUP_CRON,
   "purge-audit-log": () => env().AUDIT_PURGE_CRON,
 };

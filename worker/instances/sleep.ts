@@ -1,0 +1,124 @@
+import { channelSettings } from "../../app/server/agents/channels.server.ts";
+import { parseEvery, readHeartbeat } from "../../app/server/agents/heartbeat.server.ts";
+import {
+  getInstance,
+  type InstanceRow,
+  updateInstance,
+} from "../../app/server/agents/instances.server.ts";
+import { idleSecondsOf, recordSleep } from "../../app/server/agents/sleep.server.ts";
+import { telegramPendingUpdate } from "../../app/server/channels/telegram.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import { gatewayAddress, log, rt } from "./engine.ts";
+import { tryInstanceLock } from "./lock.ts";
+import { connectPaired } from "./pairing.ts";
+
+// Scale-to-zero (decision 0164): an instance with no chat, channel message or scheduled work for
+// its plan's idle period is put to sleep. Its container is stopped (a paused one would keep all
+// its memory: no swap here), so its memory goes back to the host; its volume, pairing and
+// config stay, and a wake starts the same container again (wake.ts).
+
+/** Log lines kept for GET /api/agents/:id/logs while the agent sleeps. */
+const KEPT_LOG_LINES = 500;
+
+/** Running instances whose last activity is older than `idleSeconds` ago, with their plans. */
+async function idleCandidates(): Promise<Array<InstanceRow & { active_at: Date }>> {
+  return db()<Array<InstanceRow & { active_at: Date }>>`
+    select i.*, greatest(i.last_activity_at, i.started_at, i.created_at, (
+      select max(m.created_at) from agent_messages m join agents a on a.id = m.agent_id
+      where a.user_id = i.user_id)) as active_at
+    from instances i
+    where i.observed_state = 'running' and i.desired_state = 'running'
+      and i.container_id is not null`;
+}
+
+const isIdle = (row: InstanceRow & { active_at: Date }, now: number) => {
+  const idle = idleSecondsOf(row.plan);
+  return idle !== null && row.active_at.getTime() <= now - idle * 1000;
+};
+
+/** The highest Telegram update already waiting when the gateway stopped (it has seen those). */
+async function telegramPosition(userId: string): Promise<number | null> {
+  const telegram = (await channelSettings(userId)).chatapp1;
+  if (!telegram) return null;
+  try {
+    return await telegramPendingUpdate(telegram.token);
+  } catch (error) {
+    log().warn({ err: error, userId }, "sleep: Telegram could not be read; watching from zero");
+    return null;
+  }
+}
+
+/**
+ * Puts one idle instance to sleep (the caller holds its lock). Scheduled work keeps it awake: a
+ * gateway with a heartbeat on runs agent turns by itself, which a stopped gateway cannot.
+ */
+export async function sleepInstance(row: InstanceRow): Promise<string> {
+  const info = await rt().inspect(row.container_name);
+  const address = gatewayAddress(info);
+  if (!info?.running || !address) return "not running";
+  const { client } = await connectPaired(row, address);
+  let logLines: string[];
+  try {
+    const { configured } = await readHeartbeat(client);
+    const every = typeof configured.every === "string" ? parseEvery(configured.every) : undefined;
+    // OpenClaw's default (30m) applies when unset; the platform writes 0m for "off".
+    if ((every ?? 1) > 0) return "heartbeat scheduled: stays awake";
+    const tail = await client.request<{ lines?: string[] }>("logs.tail", {
+      limit: KEPT_LOG_LINES,
+      maxBytes: 200_000,
+    });
+    logLines = (tail.lines ?? []).slice(-KEPT_LOG_LINES);
+  } finally {
+    client.close();
+  }
+  // One last sample: stats of a sleeping agent answer from it.
+  const s = await rt().stats(info.id);
+  await updateInstance(row.id, {
+    cpu_percent: s.cpuPercent,
+    memory_bytes: s.memoryBytes,
+    memory_limit_bytes: s.memoryLimitBytes,
+    pids: s.pids,
+    network_rx_bytes: s.rxBytes,
+    network_tx_bytes: s.txBytes,
+    sampled_at: new Date(),
+  });
+  await rt().stop(info.id, 10);
+  // Read after the stop: while the gateway polls, a second getUpdates would answer 409.
+  await recordSleep(row.id, {
+    logLines,
+    telegramSeenUpdateId: await telegramPosition(row.user_id),
+  });
+  await updateInstance(row.id, {
+    observed_state: "sleeping",
+    health: "unknown",
+    observed_at: new Date(),
+  });
+  log().info({ instanceId: row.id }, "instance put to sleep");
+  return "sleeping";
+}
+
+/** The periodic pass: every idle instance to sleep; a busy one (locked) waits for the next. */
+export async function sleepIdleInstances(now = Date.now()): Promise<Record<string, string>> {
+  if (env().AGENT_SLEEP !== "on") return {};
+  const results: Record<string, string> = {};
+  for (const candidate of await idleCandidates()) {
+    if (!isIdle(candidate, now)) continue;
+    try {
+      const outcome = await tryInstanceLock(candidate.id, async () => {
+        const fresh = await getInstance(candidate.id);
+        // Re-read under the lock: a chat or an action may have come in since the list was read.
+        const [still] = await idleCandidates().then((rows) =>
+          rows.filter((r) => r.id === candidate.id),
+        );
+        if (!fresh || !still || !isIdle(still, now)) return "active again";
+        return sleepInstance(fresh);
+      });
+      results[candidate.id] = outcome ?? "busy";
+    } catch (error) {
+      log().warn({ err: error, instanceId: candidate.id }, "putting an instance to sleep failed");
+      results[candidate.id] = `error: ${(error as Error).message}`;
+    }
+  }
+  return results;
+}
