@@ -38,6 +38,7 @@ export const AUDIT_ACTIONS = [
   "job.cancelled",
   "service_request.updated",
   "gateway.price_changed",
+  "gateway.versions_changed",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
