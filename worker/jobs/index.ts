@@ -1,5 +1,6 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
 import { backupAgent } from "./backup-agent.ts";
+import { cloneAgentJob } from "./clone-agent.ts";
 import type { JobContext } from "./context.ts";
 import { deliverWebhook } from "./deliver-webhook.ts";
 import { fillPoolJob } from "./fill-pool.ts";
@@ -39,6 +40,7 @@ export const handlers: Handlers = {
   "warm-up-instance": warmUpInstance,
   "backup-agent": backupAgent,
   "restore-backup": restoreBackupJob,
+  "clone-agent": cloneAgentJob,
   "scheduled-backups": scheduledBackupsJob,
   "purge-audit-log": purgeAuditLog,
 };
