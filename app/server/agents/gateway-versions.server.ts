@@ -102,7 +102,10 @@ export async function setGatewayVersionPolicy(input: VersionPolicyInput, actor: 
         actor,
         userId: null,
         target: "gateway-versions",
-        details: { pinnedImage: input.pinnedImage || null, blocked: input.blockedVersions.join(",") },
+        details: {
+          pinnedImage: input.pinnedImage || null,
+          blocked: input.blockedVersions.join(","),
+        },
       },
       tx,
     );
