@@ -96,10 +96,13 @@ export async function bootOn(row: InstanceRow, volume: string) {
   const current = await updateInstance(row.id, { volume_name: volume });
   const info = await ensureContainer(current, { recreate: true });
   await waitReady(info);
-  if (current.paired_at) {
+  // Re-read: the container was recreated, and pairing a state from another installation (an
+  // import) approves the device inside the new container, by its id.
+  const booted = (await getInstance(row.id)) as InstanceRow;
+  if (booted.paired_at) {
     const address = gatewayEndpoint(info);
     if (!address) throw new Error("the restored gateway has no address");
-    const { client, row: paired } = await connectPaired(current, address);
+    const { client, row: paired } = await connectPaired(booted, address);
     try {
       await applyPlatformConfig(client, paired);
     } finally {
