@@ -135,6 +135,9 @@ describeDocker("agent state on the real gateway: backup, restore, clone, updates
     process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
     process.env.AGENT_GATEWAY_IMAGE = OLDER;
     process.env.GATEWAY_HEALTH_TIMEOUT_MS = "300000";
+    // A restore here is a backup, a cold boot and a pairing on a loaded machine: past the
+    // default 300 s wait the route answers 202, and these tests want the outcome.
+    process.env.BACKUP_RESTORE_WAIT_MS = "900000";
     process.env.RECONCILE_CRON = "0 0 1 1 *";
     process.env.BACKUP_CRON = "0 0 1 1 *";
     resetEnvCache();
