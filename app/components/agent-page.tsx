@@ -31,6 +31,8 @@ const notices: Record<string, string> = {
   restored: "Backup restored: the gateway runs on the restored state.",
   "restore-running": "The restore is still running: its outcome shows next to the backup.",
   "backup-deleted": "Backup deleted.",
+  cloned:
+    "This agent is a clone: its memory, workspace and messages were copied from the original.",
 };
 
 function Row({ label, children }: { label: string; children: ReactNode }) {

@@ -30,6 +30,14 @@ export function BackupsPanel({ agentId, backups }: { agentId: string; backups: B
         <input type="hidden" name="intent" value="backup" />
         <Submit busy={busyIntent === "backup"}>Back up now</Submit>
       </Form>
+      <Form method="post">
+        <input type="hidden" name="intent" value="clone" />
+        <Submit busy={busyIntent === "clone"}>Clone this agent</Submit>
+      </Form>
+      <p className="text-xs text-slate-500">
+        A clone is a new agent with this one's memory, workspace, configuration and messages; it
+        counts towards your plan's agent limit.
+      </p>
       <p className="text-xs text-slate-500">
         A backup holds your gateway's state (sessions, memory, workspace, skills) and this agent's
         configuration, messages and channel credentials, encrypted. A restore boots the gateway on

@@ -8,6 +8,7 @@ import {
   agentPageActions,
   agentPageQuery,
   backupFromPage,
+  cloneFromPage,
   deleteAgentFromPage,
   pageError,
   unverifyAgent,
@@ -48,6 +49,10 @@ export const action = /* @__PURE__ */ formAction({
       case "restore":
       case "delete-backup":
         return back(agentId, await backupFromPage(user.id, agentId, value));
+      case "clone": {
+        const cloneId = await cloneFromPage(user.id, agentId);
+        return redirect(`/agents/${encodeURIComponent(cloneId)}?notice=cloned`, 303);
+      }
       case "delete":
         if (value.confirm !== "yes") return redirect("?confirm=delete", 303);
         await deleteAgentFromPage(user.id, agentId);

@@ -18,6 +18,7 @@ const links = [
   ["/ops/requests", "Requests"],
   ["/ops/skills", "Skills"],
   ["/ops/gateway", "Gateway prices"],
+  ["/ops/versions", "OpenClaw versions"],
   ["/ops/audit", "Audit log"],
 ] as const;
 

@@ -9,10 +9,12 @@ import * as exportRoute from "../../app/routes/api.agents.$id.backups.$backupId.
 import * as restoreRoute from "../../app/routes/api.agents.$id.backups.$backupId.restore.ts";
 import * as backupRoute from "../../app/routes/api.agents.$id.backups.$backupId.ts";
 import * as backupsRoute from "../../app/routes/api.agents.$id.backups.ts";
+import * as cloneRoute from "../../app/routes/api.agents.$id.clone.ts";
 import * as importRoute from "../../app/routes/api.agents.$id.import.ts";
 import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import { insertPendingBackup } from "../../app/server/agents/backups.server.ts";
 import { deleteAgent } from "../../app/server/agents/delete-agent.server.ts";
+import { setGatewayVersionPolicy } from "../../app/server/agents/gateway-versions.server.ts";
 import {
   ensureInstanceRecord,
   getInstance,
@@ -24,6 +26,8 @@ import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { platformPublicKey } from "../../app/server/platform/signing.server.ts";
 import { pruneBackups, queueDueBackups } from "../../worker/instances/backup-schedule.ts";
 import { ensureContainer } from "../../worker/instances/container.ts";
+import { reconcileAll } from "../../worker/instances/reconcile.ts";
+import { INTERRUPTED } from "../../worker/instances/restore-recovery.ts";
 import { updateImage } from "../../worker/instances/update-image.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
@@ -122,6 +126,35 @@ describe("backup routes without Docker work", () => {
     expect(list.json.backups).toEqual([
       expect.objectContaining({ id: backup.id, reason: "manual", status: "pending" }),
     ]);
+  });
+
+  it("clone: 404 for another user's agent, 400 for a bad body, 409 without an instance", async () => {
+    const owner = await agentUser("solo");
+    const intruder = await agentUser("solo");
+    const agent = await createAgentRecord(owner.id, { name: "Ada", model: "m" });
+    const path = `/api/agents/${agent.id}/clone`;
+    const foreign = await asUser(intruder, cloneRoute, path, {
+      method: "POST",
+      params: { id: agent.id },
+    });
+    expect(foreign.status).toBe(404);
+    expect(foreign.json).toEqual({ error: "Agent not found" });
+    const bad = await asUser(owner, cloneRoute, path, {
+      method: "POST",
+      params: { id: agent.id },
+      body: { name: "   " },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error).toMatch(/name/);
+    const noInstance = await asUser(owner, cloneRoute, path, {
+      method: "POST",
+      params: { id: agent.id },
+    });
+    expect(noInstance.status).toBe(409);
+    expect(noInstance.json.error).toMatch(/no instance/);
+    const [count] = await db()<{ n: number }[]>`
+      select count(*)::int as n from agents where user_id = ${owner.id}`;
+    expect(count?.n).toBe(1);
   });
 
   it("keeps each reason's number of backups and queues those due by plan", async () => {
@@ -469,6 +502,85 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
       params: { id: agent.id },
     });
     expect(foreign.status).toBe(404);
+  }, 300_000);
+
+  it("clone: a full tier answers 429 with {error} and creates nothing", async () => {
+    const res = await asUser(owner, cloneRoute, `/api/agents/${agentId}/clone`, {
+      method: "POST",
+      params: { id: agentId },
+      body: { name: "Twin" },
+    });
+    expect(res.status).toBe(429);
+    expect(res.json).toEqual({ error: expect.stringMatching(/Agent limit reached/) });
+    const names = await db()<
+      { name: string }[]
+    >`select name from agents where user_id = ${owner.id}`;
+    expect(names.map((n) => n.name)).not.toContain("Twin");
+  });
+
+  it("undoes a restore whose worker died part-way: back on the old volume, marked failed", async () => {
+    const backup = await takeBackup();
+    row = (await getInstance(row.id)) as InstanceRow;
+    const old = row.volume_name;
+    await rt.exec(row.container_name, ["sh", "-c", `echo "- before the crash" > ${marker}`]);
+    // What a worker killed after moving the gateway onto the fresh volume leaves: the backup
+    // running with no job, the instance on a half-restored volume.
+    const fresh = `${old}-crashed1`;
+    await rt.ensureVolume(fresh, { "agent-platform.deployment": testRun });
+    await db()`update agent_backups set restore_status = 'running',
+      restore_started_at = now() - interval '5 minutes', restore_old_volume = ${old},
+      restore_new_volume = ${fresh} where id = ${backup.id}`;
+    await db()`update instances set volume_name = ${fresh} where id = ${row.id}`;
+    await ensureContainer((await getInstance(row.id)) as InstanceRow, { recreate: true });
+    expect(await readMarker().catch(() => "")).not.toBe("- before the crash\n");
+
+    const pass = await reconcileAll();
+    expect(pass.restoresRecovered).toEqual([backup.id]);
+    const list = await asUser(owner, backupsRoute, base(agentId), { params: { id: agentId } });
+    const after = list.json.backups.find((b: { id: string }) => b.id === backup.id);
+    expect(after.restore).toMatchObject({ status: "failed", error: INTERRUPTED });
+    row = (await getInstance(row.id)) as InstanceRow;
+    expect(row.volume_name).toBe(old);
+    expect(await rt.volumeExists(fresh)).toBe(false);
+    await waitFor(async () => (await rt.inspect(row.container_name))?.running, {
+      what: "the gateway back on its old volume",
+    });
+    expect(await readMarker()).toBe("- before the crash\n");
+    // Recovered once: a later pass finds nothing to undo.
+    expect((await reconcileAll()).restoresRecovered).toEqual([]);
+  }, 300_000);
+
+  it("updates to the pinned image and refuses a blocked OpenClaw version without touching the gateway", async () => {
+    const blockedTag = `agent-platform-test-${testRun}:2026.1.1`;
+    buildImage(blockedTag, HEALTHZ_IMAGE, [`LABEL agent-platform.test-build=${testRun}`]);
+    const operator = { type: "operator" as const, id: owner.id, userId: owner.id };
+    try {
+      await setGatewayVersionPolicy({ pinnedImage: blockedTag, blockedVersions: [] }, operator);
+      process.env.GATEWAY_BLOCKED_VERSIONS = "2026.1.1";
+      resetEnvCache();
+      const before = await rt.inspect(row.container_name);
+      const refused = await updateImage(row.id);
+      expect(refused).toEqual({
+        failed: expect.stringMatching(/refused: OpenClaw 2026\.1\.1 .* is blocked/),
+      });
+      const after = await rt.inspect(row.container_name);
+      expect(after?.id).toBe(before?.id);
+      expect(after?.running).toBe(true);
+      // Pinning a blocked version is refused too.
+      await expect(
+        setGatewayVersionPolicy({ pinnedImage: blockedTag, blockedVersions: [] }, operator),
+      ).rejects.toThrow(/blocked/);
+      delete process.env.GATEWAY_BLOCKED_VERSIONS;
+      resetEnvCache();
+      // Unblocked, the update goes to the operator's pin, not AGENT_GATEWAY_IMAGE.
+      expect(await updateImage(row.id)).toMatchObject({ updated: blockedTag });
+    } finally {
+      delete process.env.GATEWAY_BLOCKED_VERSIONS;
+      await db()`delete from gateway_version_policy`;
+      resetEnvCache();
+      await updateImage(row.id);
+      removeImages(blockedTag);
+    }
   }, 300_000);
 
   it("backs up every agent before an update", async () => {

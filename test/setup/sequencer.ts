@@ -10,26 +10,33 @@ import { gatewayBuildPending } from "./gateway-build.ts";
 // during the build (decision 0098). Among themselves, and among the rest, the order is
 // vitest's own (the last run's durations, else the larger file first).
 
-const drivesGateways = new Map<string, Promise<boolean>>();
+// Files that start from the older OpenClaw build (GATEWAY_OLD_BUILD_STATUS, decision 0161) go
+// last while that build, which follows the current one, is still running.
 
-function slow(file: string): Promise<boolean> {
-  let found = drivesGateways.get(file);
+const texts = new Map<string, Promise<string>>();
+const textOf = (file: string) => {
+  let found = texts.get(file);
   if (!found) {
-    found = readFile(file, "utf8").then(
-      (text) => /describeDocker\(|installOpenclaw\(/.test(text),
-      () => false,
-    );
-    drivesGateways.set(file, found);
+    found = readFile(file, "utf8").catch(() => "");
+    texts.set(file, found);
   }
   return found;
-}
+};
+const slow = async (file: string) => /describeDocker\(|installOpenclaw\(/.test(await textOf(file));
+const needsOlderBuild = async (file: string) =>
+  (await textOf(file)).includes("GATEWAY_OLD_BUILD_STATUS");
 
 export default class GatewaysFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
     const first = await Promise.all(sorted.map((spec) => slow(spec.moduleId)));
-    const gateways = sorted.filter((_, i) => first[i]);
+    const older = await Promise.all(sorted.map((spec) => needsOlderBuild(spec.moduleId)));
+    const waitsForOlder = (i: number) =>
+      older[i] && gatewayBuildPending("GATEWAY_OLD_BUILD_STATUS");
+    const gateways = sorted.filter((_, i) => first[i] && !waitsForOlder(i));
     const others = sorted.filter((_, i) => !first[i]);
-    return gatewayBuildPending() ? [...others, ...gateways] : [...gateways, ...others];
+    const last = sorted.filter((_, i) => first[i] && waitsForOlder(i));
+    const ordered = gatewayBuildPending() ? [...others, ...gateways] : [...gateways, ...others];
+    return [...ordered, ...last];
   }
 }

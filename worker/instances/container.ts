@@ -14,6 +14,7 @@ import {
   volumeLabels,
 } from "./engine.ts";
 import { writeInitialConfig } from "./gateway-config.ts";
+import { pinnedGatewayImage, refuseBlockedImage } from "./update-image-version.ts";
 
 // An instance's container: created when missing (its volume and first config with it) and
 // started, on the image the instance is pinned to (decision 0089).
@@ -33,7 +34,10 @@ interface ContainerOptions {
  * tag. `wantedId` is the id a container must run to be kept.
  */
 async function imageFor(row: InstanceRow, options: ContainerOptions) {
-  const tag = options.image ?? row.image ?? env().AGENT_GATEWAY_IMAGE;
+  const chosen = options.image ?? row.image;
+  // A new gateway gets the pinned build, never a blocked one (decision 0161).
+  const tag = chosen ?? (await pinnedGatewayImage());
+  if (!chosen) await refuseBlockedImage(tag);
   const pin = options.imageId ?? (options.image ? undefined : row.image_id);
   const tagId = await rt().imageId(tag);
   const pinned = pin && pin !== tagId ? await rt().imageId(pin) : undefined;

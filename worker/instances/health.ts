@@ -1,5 +1,5 @@
 import { GatewayUnavailableError } from "../../app/server/openclaw/errors.server.ts";
-import { gatewayHealthy } from "../../app/server/openclaw/health.server.ts";
+import { gatewayHealthy, gatewayReadiness } from "../../app/server/openclaw/health.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
 import { gatewayAddress, rt } from "./engine.ts";
@@ -23,6 +23,31 @@ export async function waitHealthy(
     }
     if (Date.now() - started > timeoutMs) {
       throw new GatewayUnavailableError(`no /healthz within ${timeoutMs} ms`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * waitHealthy, then /readyz: a gateway that migrates its state (an update, a restore of an
+ * older version's state) says healthy before it can serve that state. One without /readyz is
+ * ready when healthy. Returns how long both took.
+ */
+export async function waitReady(info: ContainerInfo, timeoutMs = env().GATEWAY_HEALTH_TIMEOUT_MS) {
+  const started = Date.now();
+  await waitHealthy(info, timeoutMs);
+  const address = gatewayAddress(info) as string;
+  for (;;) {
+    const readiness = await gatewayReadiness(address, 2_000);
+    if (readiness !== "not-ready") return Date.now() - started;
+    const now = await rt().inspect(info.id);
+    if (!now?.running) {
+      throw new GatewayUnavailableError(
+        `the gateway container stopped before /readyz answered (exit ${now?.exitCode})`,
+      );
+    }
+    if (Date.now() - started > timeoutMs) {
+      throw new GatewayUnavailableError(`healthy but not ready (/readyz) within ${timeoutMs} ms`);
     }
     await new Promise((r) => setTimeout(r, 250));
   }

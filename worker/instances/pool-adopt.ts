@@ -12,13 +12,14 @@ import { log, rt } from "./engine.ts";
 import { applyPlatformConfig } from "./gateway-config.ts";
 import { connectPooled, type PoolRow } from "./pool.ts";
 import { poolSize } from "./pool-size.ts";
+import { pinnedGatewayImage } from "./update-image-version.ts";
 
 // Adoption: a provisioning takes a ready pooled gateway over instead of starting one cold.
 
 /** Claims the oldest ready pooled gateway on the tag's current build (no two claim the same). */
 async function claimReady(): Promise<PoolRow | undefined> {
   // Only a gateway on the current build of the tag (a rebuilt tag leaves older ones stale).
-  const current = await rt().imageId(env().AGENT_GATEWAY_IMAGE);
+  const current = await rt().imageId(await pinnedGatewayImage());
   if (!current) return undefined;
   const [pooled] = await db()<PoolRow[]>`
     delete from gateway_pool where id = (

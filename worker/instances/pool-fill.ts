@@ -21,6 +21,7 @@ import { waitHealthy } from "./health.ts";
 import { connectWithPairing } from "./pairing.ts";
 import { connectPooled, discardPooled, type PoolRow } from "./pool.ts";
 import { poolSize } from "./pool-size.ts";
+import { pinnedGatewayImage } from "./update-image-version.ts";
 import { dryRunTurn, WARMUP_MESSAGE } from "./warm-up.ts";
 
 // Filling the warm pool: pooled gateways started, paired and warmed up (pool.ts).
@@ -42,7 +43,7 @@ export async function fillPool(
   const orphans = await db()<{ id: string; container_name: string }[]>`
     select id, container_name from gateway_pool
     where state = 'starting' and state_since < now() - make_interval(mins => ${ORPHAN_AFTER_MINUTES})`;
-  const current = await rt().imageId(env().AGENT_GATEWAY_IMAGE);
+  const current = await rt().imageId(await pinnedGatewayImage());
   const outdated = await db()<{ id: string; container_name: string }[]>`
     select id, container_name from gateway_pool
     where state = 'ready' and image_id is distinct from ${current ?? null}`;
@@ -106,7 +107,7 @@ async function insertPooled() {
     id,
     name: `agent-${id}`,
     volume: `agent-${id}-state`,
-    image: env().AGENT_GATEWAY_IMAGE,
+    image: await pinnedGatewayImage(),
     token: newGatewayToken(),
     device: generateDeviceIdentity(),
   };

@@ -14,6 +14,7 @@ import { tryInstanceLock } from "./lock.ts";
 import { recordClusterNodes } from "./nodes.ts";
 import { observe } from "./observe.ts";
 import { pooledContainerNames } from "./pool.ts";
+import { recoverInterruptedRestores } from "./restore-recovery.ts";
 import { measureStorageWhenDue } from "./storage.ts";
 import { queueWarmUp } from "./warm-up.ts";
 
@@ -136,6 +137,8 @@ export async function reconcileAll() {
   if (rows.length) await step("ensuring the gateways' network", ensureNetwork, undefined);
   const orphans = await step("removing orphans", () => removeOrphans(rows), []);
   const leftovers = await step("removing dead jobs' one-shots", removeDeadJobLeftovers, []);
+  // Before the instances: an interrupted restore's instance goes back to its old volume.
+  const restores = await step("recovering interrupted restores", recoverInterruptedRestores, []);
   const results: Record<string, string> = {};
   for (const row of rows) results[row.id] = await reconcileLocked(row);
   const storageMeasured = await step("measuring storage", () => measureStorageWhenDue(rows), 0);
@@ -144,6 +147,7 @@ export async function reconcileAll() {
     instances: results,
     orphansRemoved: orphans,
     leftoversRemoved: leftovers,
+    restoresRecovered: restores,
     storageMeasured,
   };
 }

@@ -12,6 +12,7 @@ import {
   insertPendingBackup,
   readStored,
   recordRestore,
+  recordRestoreVolumes,
 } from "../../app/server/agents/backups.server.ts";
 import {
   getInstance,
@@ -27,7 +28,8 @@ import { gatewayEndpoint } from "../runtime/index.ts";
 import { helperImage, takeBackup } from "./backup.ts";
 import { ensureContainer } from "./container.ts";
 import { log, ownerLabels, rt, volumeLabels } from "./engine.ts";
-import { waitHealthy } from "./health.ts";
+import { applyPlatformConfig } from "./gateway-config.ts";
+import { waitReady } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { connectPaired } from "./pairing.ts";
@@ -84,16 +86,28 @@ export async function unpackInto(
   return records;
 }
 
-/** The gateway on `volume`: started, healthy, and paired again when it was paired before. */
-async function bootOn(row: InstanceRow, volume: string) {
+/**
+ * The gateway on `volume`: started, healthy, and paired again when it was paired before. Its
+ * config on that volume names the model-endpoint token it had when the state was saved, which
+ * may have been revoked since: the platform's part is re-applied with fresh tokens, as a repair
+ * does.
+ */
+export async function bootOn(row: InstanceRow, volume: string) {
   const current = await updateInstance(row.id, { volume_name: volume });
   const info = await ensureContainer(current, { recreate: true });
-  await waitHealthy(info);
-  if (current.paired_at) {
+  await waitReady(info);
+  // Re-read: the container was recreated, and pairing a state from another installation (an
+  // import) approves the device inside the new container, by its id.
+  const booted = (await getInstance(row.id)) as InstanceRow;
+  if (booted.paired_at) {
     const address = gatewayEndpoint(info);
     if (!address) throw new Error("the restored gateway has no address");
-    const { client } = await connectPaired(current, address);
-    client.close();
+    const { client, row: paired } = await connectPaired(booted, address);
+    try {
+      await applyPlatformConfig(client, paired);
+    } finally {
+      client.close();
+    }
   }
   await observe((await getInstance(row.id)) as InstanceRow);
 }
@@ -109,6 +123,8 @@ async function restoreLocked(backup: BackupRow, row: InstanceRow) {
   const old = row.volume_name;
   const fresh = `${runtimeNames(row.id).volume}-${randomAlphanumeric(8).toLowerCase()}`;
   await rt().ensureVolume(fresh, volumeLabels(row));
+  // Recorded before the instance moves, so reconcile can undo a restore whose worker died.
+  await recordRestoreVolumes(backup.id, old, fresh);
   let records: AgentRecords;
   try {
     records = await unpackInto(await readStored(backup), fresh, row);
@@ -129,7 +145,11 @@ async function restoreLocked(backup: BackupRow, row: InstanceRow) {
     await rt().removeVolume(fresh);
     throw new Error(`the restored gateway did not come up: ${(error as Error).message}`);
   }
-  await db().begin((tx) => writeAgentRecords(backup.agent_id, row.user_id, records, tx));
+  // The records and the outcome commit together: a restore still `running` has not touched them.
+  await db().begin(async (tx) => {
+    await writeAgentRecords(backup.agent_id, row.user_id, records, tx);
+    await recordRestore(backup.id, "restored", null, tx);
+  });
   await rt().removeVolume(old);
   await rt().removeVolume(`${old}-prev`); // the old lineage's update snapshot
 }

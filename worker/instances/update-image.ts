@@ -1,17 +1,21 @@
 import {
+  blockedReason,
+  gatewayVersionPolicy,
+} from "../../app/server/agents/gateway-versions.server.ts";
+import {
   getInstance,
   type InstanceRow,
   recordError,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import { env } from "../../app/server/platform/env.server.ts";
 import { backupInstanceAgents } from "./backup.ts";
 import { ensureContainer } from "./container.ts";
 import { log, ownerLabels, rt, volumeLabels } from "./engine.ts";
-import { waitHealthy } from "./health.ts";
+import { waitReady } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { type RunProgress, startRun } from "./run-progress.ts";
+import { pinnedGatewayImage } from "./update-image-version.ts";
 
 // update-image: the container recreated on the tag's newest build, keeping the volume; the
 // previous image (by id) and a snapshot of the state come back when the new one fails.
@@ -64,7 +68,7 @@ async function rollBack(row: InstanceRow, previous: Previous, reason: string) {
     imageId: previous.id,
     recreate: true,
   });
-  await waitHealthy(info).catch(() => {});
+  await waitReady(info).catch(() => {});
   await observe((await getInstance(row.id)) as InstanceRow);
   await recordError(
     row.id,
@@ -84,7 +88,7 @@ async function backUpBeforeUpdate(row: InstanceRow, previous: Previous, target: 
   } catch (error) {
     const reason = `update to ${target} not started: the pre-update backup failed: ${(error as Error).message}`;
     const info = await ensureContainer(row, { image: previous.tag, imageId: previous.id });
-    await waitHealthy(info).catch(() => {});
+    await waitReady(info).catch(() => {});
     await observe((await getInstance(row.id)) as InstanceRow);
     await recordError(row.id, reason);
     return { failed: reason };
@@ -101,7 +105,7 @@ async function updateTo(
 ) {
   const info = await ensureContainer(row, { image: target, recreate: true });
   await run.step("container-created");
-  await waitHealthy(info);
+  await waitReady(info);
   await run.step("gateway-healthy");
   await observe((await getInstance(row.id)) as InstanceRow);
   await run.step("ready");
@@ -119,7 +123,13 @@ export async function updateImage(instanceId: string) {
   return withInstanceLock(instanceId, async () => {
     const row = await getInstance(instanceId);
     if (!row) return { skipped: "no such instance" };
-    const target = env().AGENT_GATEWAY_IMAGE;
+    const target = await pinnedGatewayImage();
+    const blocked = blockedReason(await gatewayVersionPolicy(), target);
+    if (blocked) {
+      const reason = `update to ${target} refused: ${blocked}`;
+      await recordError(row.id, reason);
+      return { failed: reason };
+    }
     const targetId = await rt().imageId(target);
     if (!targetId) {
       // Nothing is stopped or touched for an image that is not there.

@@ -1,5 +1,6 @@
 import type { JobName, JobPayload } from "../../app/server/platform/jobs.server.ts";
 import { backupAgent } from "./backup-agent.ts";
+import { cloneAgentJob } from "./clone-agent.ts";
 import type { JobContext } from "./context.ts";
 import { deliverWebhook } from "./deliver-webhook.ts";
 import { drainNodeJob } from "./drain-node.ts";
@@ -42,6 +43,7 @@ export const handlers: Handlers = {
   "warm-up-instance": warmUpInstance,
   "backup-agent": backupAgent,
   "restore-backup": restoreBackupJob,
+  "clone-agent": cloneAgentJob,
   "scheduled-backups": scheduledBackupsJob,
   "purge-audit-log": purgeAuditLog,
   "drain-node": drainNodeJob,

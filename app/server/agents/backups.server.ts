@@ -48,6 +48,9 @@ export interface BackupRow {
   restore_status: "running" | "restored" | "failed" | null;
   restore_error: string | null;
   restored_at: Date | null;
+  restore_started_at: Date | null;
+  restore_old_volume: string | null;
+  restore_new_volume: string | null;
   created_at: Date;
   completed_at: Date | null;
 }
@@ -136,10 +139,22 @@ export async function recordRestore(
   id: string,
   status: "running" | "restored" | "failed",
   error: string | null = null,
+  sql: Sql | TransactionSql = db(),
 ) {
-  await db()`
+  const running = status === "running";
+  await sql`
     update agent_backups set restore_status = ${status}, restore_error = ${error?.slice(0, 1000) ?? null},
-      restored_at = ${status === "running" ? null : new Date()}
+      restored_at = ${running ? null : new Date()},
+      restore_started_at = case when ${running} then now() else restore_started_at end,
+      restore_old_volume = case when ${running} then null else restore_old_volume end,
+      restore_new_volume = case when ${running} then null else restore_new_volume end
+    where id = ${id}`;
+}
+
+/** The volumes a running restore moves between, so an interrupted one can be undone. */
+export async function recordRestoreVolumes(id: string, oldVolume: string, newVolume: string) {
+  await db()`
+    update agent_backups set restore_old_volume = ${oldVolume}, restore_new_volume = ${newVolume}
     where id = ${id}`;
 }
 

@@ -25,6 +25,7 @@ import {
   requestBackup,
   requestRestore,
 } from "./backups.server.ts";
+import { cloneAgentFor } from "./clone-agent.server.ts";
 import { deleteAgent } from "./delete-agent.server.ts";
 import {
   agentStatus,
@@ -263,6 +264,13 @@ export async function backupFromPage(
   }
 }
 
+/** The agent page's clone button (the same service as POST /api/agents/:id/clone). */
+export async function cloneFromPage(userId: string, agentId: string): Promise<string> {
+  await limitPageAction(userId, "agents");
+  const { agent } = await cloneAgentFor(userId, agentId, {});
+  return agent.id;
+}
+
 /** A loader's 404 (another user's agent included) as the page's "not found"; others rethrown. */
 export function pageError(error: unknown): never {
   if (error instanceof DomainError && error.status === 404) {
@@ -278,6 +286,7 @@ export const agentPageActions = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("verify-eas"), attestationUid: z.string().max(200).optional() }),
   z.object({ intent: z.literal("unverify") }),
   z.object({ intent: z.literal("backup") }),
+  z.object({ intent: z.literal("clone") }),
   z.object({
     intent: z.enum(["restore", "delete-backup"]),
     backupId: backupParams.shape.backupId,

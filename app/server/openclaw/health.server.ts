@@ -40,3 +40,22 @@ export async function gatewayHealthy(address: string, timeoutMs = 3_000): Promis
     return false;
   }
 }
+
+/**
+ * The gateway's /readyz right now: `ready` (200), `not-ready` (an error status: OpenClaw
+ * 2026.9.6 answers 503 while it migrates retained state, after /healthz already says ok), or
+ * `unsupported` (404: a gateway without the endpoint, where /healthz is all there is).
+ */
+export async function gatewayReadiness(
+  address: string,
+  timeoutMs = 3_000,
+): Promise<"ready" | "not-ready" | "unsupported"> {
+  try {
+    const res = await fetch(`http://${address}/readyz`, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.body?.cancel();
+    if (res.ok) return "ready";
+    return res.status === 404 ? "unsupported" : "not-ready";
+  } catch {
+    return "not-ready";
+  }
+}

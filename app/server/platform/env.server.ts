@@ -166,6 +166,8 @@ const schema = z.object({
   RUNTIME_OPENCLAW_DIR: optionalString,
   /** Gateway image the worker runs (built by gateway/build.sh). */
   AGENT_GATEWAY_IMAGE: z.string().default("agent-gateway:2026.9.6"),
+  // OpenClaw versions no instance is created on or updated to (comma-separated, decision 0161).
+  GATEWAY_BLOCKED_VERSIONS: z.string().default(""),
   /** User-defined bridge network the gateways join (created when missing). */
   RUNTIME_NETWORK: z.string().default("agent-platform"),
   /** The platform's OpenAI-compatible endpoint as seen from a container; default: the

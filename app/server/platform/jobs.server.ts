@@ -160,6 +160,16 @@ export const jobCatalog = {
     retryLimit: 0,
     expireInSeconds: 3600,
   }),
+  // Copies an agent's gateway state into its clone (decision 0162); awaited by the web, which
+  // removes the clone when it fails, so no retry.
+  "clone-agent": defineRuntimeJob(
+    z.object({
+      userId: z.string().min(1),
+      sourceAgentId: z.string().min(1),
+      agentId: z.string().min(1),
+    }),
+    { retryLimit: 0, expireInSeconds: 900 },
+  ),
   // Removes a deleted user's instance: container, volume, tokens (enqueued by DELETE /api/user),
   // or one instance by id (the user's last agent was deleted: DELETE /api/agents/:id).
   "teardown-instance": defineRuntimeJob(
