@@ -4,7 +4,8 @@ import { AgentChat, type ChatAnswer } from "../components/agent-chat.tsx";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { getOwnedAgent } from "../server/agents/agents.server.ts";
 import { chatPage, chatPageActions } from "../server/agents/chat-page.server.ts";
-import { chat, createSession } from "../server/agents/talk.server.ts";
+import { chat } from "../server/agents/talk.server.ts";
+import { createSession } from "../server/agents/talk-sessions.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 
 // An agent's chat page; everything goes through the same services as /api/agent.

@@ -6,7 +6,7 @@ import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts
 import { getOwnedAgent } from "../server/agents/agents.server.ts";
 import { skillsPage, skillsPageActions } from "../server/agents/chat-page.server.ts";
 import { pageError } from "../server/agents/pages.server.ts";
-import { updateSkill } from "../server/agents/talk.server.ts";
+import { updateSkill } from "../server/agents/talk-skills.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 import {
   installedOnAgent,

@@ -1,17 +1,14 @@
 import { z } from "zod";
 import { CREDENTIAL_KEYS, setCredential } from "../server/agents/channels.server.ts";
+import { chat } from "../server/agents/talk.server.ts";
 import {
-  chat,
   createSession,
-  credentials,
-  describeApi,
   getSession,
-  health,
   listSessions,
-  listSkills,
   memory,
-  updateSkill,
-} from "../server/agents/talk.server.ts";
+} from "../server/agents/talk-sessions.server.ts";
+import { listSkills, updateSkill } from "../server/agents/talk-skills.server.ts";
+import { credentials, describeApi, health } from "../server/agents/talk-status.server.ts";
 import { apiRoute, endpoint } from "../server/api.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 

@@ -4,14 +4,9 @@ import { liveStreamOf } from "./channel-provisioning.server.ts";
 import { CREDENTIAL_KEYS } from "./channels.server.ts";
 import { agentStatus, getInstanceByUser } from "./instances.server.ts";
 import { instanceProgress, STARTING_STATUSES } from "./progress.server.ts";
-import {
-  activeSessionId,
-  credentials,
-  getSession,
-  listSessions,
-  listSkills,
-  memory,
-} from "./talk.server.ts";
+import { activeSessionId, getSession, listSessions, memory } from "./talk-sessions.server.ts";
+import { listSkills } from "./talk-skills.server.ts";
+import { credentials } from "./talk-status.server.ts";
 import { whatsappStatus } from "./whatsapp-link.server.ts";
 
 // The data of an agent's tabs (issue 25: chat first): the chat (app/routes/agents.$id.chat.tsx),

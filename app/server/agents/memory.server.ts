@@ -3,7 +3,7 @@ import type { GatewayClient } from "../openclaw/client.server.ts";
 import { GatewayRequestError } from "../openclaw/errors.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { withGateway } from "./instance-gateway.server.ts";
-import { type Target, targetOf } from "./talk.server.ts";
+import { type Target, targetOf } from "./talk-sessions.server.ts";
 
 // An agent's long-term memory (GET/POST /api/memory): OpenClaw's MEMORY.md in the agent's
 // workspace, which the gateway injects into the agent's context at the start of a session. Read

@@ -1,6 +1,7 @@
 import { getOwnedAgent } from "../agents/agents.server.ts";
 import { withGateway } from "../agents/instance-gateway.server.ts";
-import { chat, type TurnEvents, targetOf } from "../agents/talk.server.ts";
+import { chat, type TurnEvents } from "../agents/talk.server.ts";
+import { targetOf } from "../agents/talk-sessions.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { missingOf, skillsStatus } from "./gateway-skills.server.ts";
