@@ -263,11 +263,15 @@ describe("host form", () => {
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ url: "/chat?x=1", bytes: 0 });
     expect(seen[0]?.headers.cookie).toBeUndefined();
-    expect(seen[0]?.headers.authorization).toBeUndefined();
-    // The gateway hears who the platform signed in and from where, not what the visitor claims.
+    // The visitor's Authorization is replaced by the gateway's own (its Control UI's endpoints
+    // need it; decision 0170): the instance's token, which never reaches the browser.
+    expect(seen[0]?.headers.authorization).toBe("Bearer gateway-token");
+    expect(res.body).not.toContain("gateway-token");
+    // The gateway hears who the platform signed in, not what the visitor claims.
     expect(seen[0]?.headers[IDENTITY_HEADER]).toBe(owner);
-    expect(seen[0]?.headers["x-forwarded-for"]).toBe("127.0.0.1");
-    expect(seen[0]?.headers["x-forwarded-host"]).toBe(hostOf(ownerAgent));
+    // No forwarded headers: the gateway would refuse them from a proxy it does not trust.
+    expect(seen[0]?.headers["x-forwarded-for"]).toBeUndefined();
+    expect(seen[0]?.headers["x-forwarded-host"]).toBeUndefined();
     // The gateway sets no cookie on the platform's hosts; the page may not be framed.
     expect(res.headers["set-cookie"]).toBeUndefined();
     expect(res.headers["x-frame-options"]).toBe("DENY");

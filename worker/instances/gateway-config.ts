@@ -1,4 +1,5 @@
 import { channelSettings, channelsPatch } from "../../app/server/agents/channels.server.ts";
+import { INGRESS_ORIGIN } from "../../app/server/agents/control-ui-device.server.ts";
 import { PLATFORM_HEARTBEAT } from "../../app/server/agents/heartbeat.server.ts";
 import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
 import {
@@ -40,8 +41,9 @@ export function gatewayConfig(options: {
       port: GATEWAY_PORT,
       auth: { mode: "token" },
       http: { endpoints: { chatCompletions: { enabled: true } } },
-      // The platform serves its own UI; OpenClaw's Control UI would add ~53 MB per volume.
-      controlUi: { enabled: false },
+      // OpenClaw's own Control UI, reached only through the platform's ingress, which is the
+      // device the gateway sees for the owner's browser (decision 0170).
+      controlUi: { enabled: true, allowedOrigins: [INGRESS_ORIGIN] },
       // No host PTY over the control protocol: the platform never opens one, so nobody can.
       terminal: { enabled: false },
     },

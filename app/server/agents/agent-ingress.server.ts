@@ -6,7 +6,8 @@ import { randomToken, sha256 } from "../platform/ids.server.ts";
 import type { IngressAuthority, IngressVerdict } from "../platform/web/ingress-proxy.server.ts";
 import { isCrossSite, isUnsafeMethod } from "../platform/web/same-origin.server.ts";
 import { agentOrigin, agentsDomain, pathFormPrefix } from "./agent-address.server.ts";
-import { getInstanceByUser } from "./instances.server.ts";
+import { controlUiSocket, INGRESS_ORIGIN } from "./control-ui-device.server.ts";
+import { gatewayTokenOf, getInstanceByUser } from "./instances.server.ts";
 import { waitWhileStarting } from "./progress.server.ts";
 import { touchActivity } from "./sleep.server.ts";
 import { wakeIfSleeping } from "./wake.server.ts";
@@ -184,7 +185,7 @@ function sameOrigin(req: IncomingMessage, expected: string, kind: "http" | "upgr
 async function gatewayOf(owner: string) {
   const instance = await getInstanceByUser(owner);
   if (!instance?.gateway_address) return undefined;
-  return { instanceId: instance.id, address: instance.gateway_address };
+  return { instanceId: instance.id, address: instance.gateway_address, instance };
 }
 
 async function admitHost(
@@ -229,7 +230,7 @@ async function admitHost(
     return json(401, "Sign in first");
   }
   if (!sameOrigin(req, expected, kind)) return json(403, "Cross-site request refused");
-  return proxyTo(id, userId, rest, async () => (await hostSessionUser(req, id)) === userId);
+  return proxyTo(id, userId, rest, kind, async () => (await hostSessionUser(req, id)) === userId);
 }
 
 async function admitPath(
@@ -253,7 +254,7 @@ async function admitPath(
   if (!sameOrigin(req, app.origin, kind)) return json(403, "Cross-site request refused");
   const userId = session.user.id;
   const sessionId = session.sessionId;
-  const verdict = await proxyTo(id, userId, rest, async () => {
+  const verdict = await proxyTo(id, userId, rest, kind, async () => {
     const [row] = await db()`
       select 1 from sessions where id = ${sessionId} and revoked_at is null and expires_at > now()`;
     return row !== undefined;
@@ -268,6 +269,7 @@ async function proxyTo(
   id: string,
   userId: string,
   path: string,
+  kind: "http" | "upgrade",
   sessionAlive: () => Promise<boolean>,
 ): Promise<IngressVerdict> {
   const owner = await ownerOf(id);
@@ -281,6 +283,7 @@ async function proxyTo(
   }
   const gateway = await gatewayOf(owner);
   if (!gateway) return json(503, "The agent's gateway is not running", { "Retry-After": "5" });
+  const control = kind === "upgrade" ? controlUiSocket(gateway.instance) : undefined;
   return {
     kind: "proxy",
     address: gateway.address,
@@ -290,7 +293,17 @@ async function proxyTo(
     responseHeaders: PAGE_HEADERS,
     // Who the platform signed in, for a gateway that trusts its proxy's identity (decision 0115);
     // it replaces any copy the visitor sent.
-    upstreamHeaders: { [IDENTITY_HEADER]: userId },
+    upstreamHeaders: {
+      [IDENTITY_HEADER]: userId,
+      // The ingress checked the visitor's origin; the gateway sees the one origin it allows.
+      origin: INGRESS_ORIGIN,
+      // The Control UI's HTTP endpoints (its runtime config, avatars) need the gateway's auth;
+      // the token is added here and never leaves the private network.
+      ...(kind === "http" ? { authorization: `Bearer ${gatewayTokenOf(gateway.instance)}` } : {}),
+    },
+    // The Control UI's connect is presented with the gateway's token and a device the platform
+    // pairs for this socket (decision 0170).
+    ...(control ? { frames: control, onClose: () => control.close() } : {}),
     // Signed out everywhere, agent deleted or handed to someone else: the socket closes.
     stillAllowed: async () =>
       (await sessionAlive()) &&

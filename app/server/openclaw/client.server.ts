@@ -44,6 +44,10 @@ export interface GatewayClientOptions {
   device?: DeviceIdentity;
   deviceToken?: string;
   scopes?: string[];
+  /** Who connects (default: the platform's backend client); signed into the device payload. */
+  client?: { id: string; mode: string; platform: string; deviceFamily: string };
+  /** Origin header of the upgrade (a browser UI client is refused by the gateway without one). */
+  origin?: string;
   connectTimeoutMs?: number;
   requestTimeoutMs?: number;
   /** Reconnect after the socket drops (gateway restart), with backoff. Default true. */
@@ -166,7 +170,12 @@ export class GatewayClient {
       );
       let ws: WebSocket;
       try {
-        ws = new WebSocket(this.options.url);
+        // Node's WebSocket (undici) takes headers: a browser client's Origin, when one is set.
+        ws = this.options.origin
+          ? new WebSocket(this.options.url, {
+              headers: { origin: this.options.origin },
+            } as unknown as string[])
+          : new WebSocket(this.options.url);
       } catch (error) {
         clearTimeout(timer);
         reject(new GatewayUnavailableError(`connect: ${(error as Error).message}`));
@@ -223,6 +232,12 @@ export class GatewayClient {
     const { token, deviceToken, device } = this.options;
     const scopes = this.options.scopes ?? OPERATOR_SCOPES;
     const role = "operator";
+    const who = this.options.client ?? {
+      id: CLIENT_ID,
+      mode: CLIENT_MODE,
+      platform: PLATFORM,
+      deviceFamily: "server",
+    };
     // The signature binds the credential presented: the shared token, else the device token.
     const signatureToken = token ?? deviceToken ?? "";
     const auth: Record<string, string> = {};
@@ -232,11 +247,12 @@ export class GatewayClient {
       minProtocol: PROTOCOL_VERSION,
       maxProtocol: PROTOCOL_VERSION,
       client: {
-        id: CLIENT_ID,
+        id: who.id,
         version: "1.0.0",
-        platform: PLATFORM,
-        mode: CLIENT_MODE,
-        deviceFamily: "server",
+        platform: who.platform,
+        mode: who.mode,
+        // The gateway refuses an empty family; absent and empty sign the same.
+        ...(who.deviceFamily ? { deviceFamily: who.deviceFamily } : {}),
       },
       role,
       scopes,
@@ -255,15 +271,15 @@ export class GatewayClient {
               Buffer.from(
                 deviceAuthPayloadV3({
                   deviceId: device.deviceId,
-                  clientId: CLIENT_ID,
-                  clientMode: CLIENT_MODE,
+                  clientId: who.id,
+                  clientMode: who.mode,
                   role,
                   scopes,
                   signedAtMs,
                   token: signatureToken,
                   nonce,
-                  platform: PLATFORM,
-                  deviceFamily: "server",
+                  platform: who.platform,
+                  deviceFamily: who.deviceFamily,
                 }),
               ),
               createPrivateKey(device.privateKeyPem),

@@ -40,6 +40,16 @@ export type IngressVerdict =
       upstreamHeaders?: Record<string, string>;
       /** Asked every `recheckMs` while a socket stays open: false closes it (access revoked). */
       stillAllowed?: () => Promise<boolean>;
+      /**
+       * Rewrites a relayed socket's text messages, per direction (`up`: to the gateway);
+       * undefined drops the message.
+       */
+      frames?: {
+        up(text: string): string | undefined | Promise<string | undefined>;
+        down(text: string): string | undefined | Promise<string | undefined>;
+      };
+      /** Called once when a relayed socket (or its attempt) ends. */
+      onClose?: () => void;
     };
 
 export interface IngressAuthority {
@@ -94,6 +104,7 @@ const DROP_REQUEST = new Set([
   "x-forwarded-for",
   "x-forwarded-host",
   "x-forwarded-proto",
+  "x-real-ip",
   "forwarded",
 ]);
 const DROP_RESPONSE = new Set([
@@ -283,6 +294,17 @@ export function createIngress(
       refuseUpgrade(socket, verdict.status, reason, verdict.headers);
       return;
     }
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      verdict.onClose?.();
+    };
+    socket.on("close", end);
+    if (socket.destroyed) {
+      end(); // the visitor left while the authority decided
+      return;
+    }
     const release = acquire(verdict.agentKey, verdict.userKey);
     if (!release) {
       refuseUpgrade(socket, 429, "Too many connections");
@@ -357,17 +379,16 @@ export function createIngress(
   };
 }
 
-/** What the gateway learns from the proxy: the visitor's address, and the authority's headers. */
+/**
+ * What the gateway learns from the proxy: the authority's headers only. No X-Forwarded-*: a
+ * gateway that does not list the web among its trusted proxies refuses authenticated requests
+ * carrying them (OpenClaw's "unattributable proxy"), and the visitor's copies are dropped.
+ */
 function proxyHeaders(
-  req: IncomingMessage,
+  _req: IncomingMessage,
   verdict: Extract<IngressVerdict, { kind: "proxy" }>,
 ): Record<string, string> {
-  return {
-    "x-forwarded-for": req.socket.remoteAddress ?? "",
-    "x-forwarded-proto": "encrypted" in req.socket && req.socket.encrypted ? "https" : "http",
-    ...(req.headers.host ? { "x-forwarded-host": req.headers.host } : {}),
-    ...verdict.upstreamHeaders,
-  };
+  return { ...verdict.upstreamHeaders };
 }
 
 function splitAddress(address: string): [string, number] {
@@ -422,11 +443,16 @@ function relay(
     }, 2_000).unref();
   }
 
-  const pipe = ({ ws: from, socket: source }: End, { ws: to }: End) => {
+  const pipe = (
+    { ws: from, socket: source }: End,
+    { ws: to }: End,
+    rewrite?: (text: string) => string | undefined | Promise<string | undefined>,
+  ) => {
     let queued = 0;
     let paused = false;
-    from.on("message", (data: Buffer, isBinary: boolean) => {
-      touch();
+    // Rewritten messages keep their order: each waits for the one before it.
+    let order: Promise<unknown> = Promise.resolve();
+    const forward = (data: Buffer, isBinary: boolean) => {
       if (to.readyState !== WebSocket.OPEN) return;
       queued += data.length;
       to.send(data, { binary: isBinary }, () => {
@@ -440,14 +466,36 @@ function relay(
         paused = true;
         source.pause();
       }
+    };
+    from.on("message", (raw: Buffer, isBinary: boolean) => {
+      touch();
+      if (!rewrite) {
+        forward(raw, isBinary);
+        return;
+      }
+      if (isBinary) {
+        order = order.then(() => forward(raw, isBinary));
+        return;
+      }
+      order = order
+        .then(() => rewrite(raw.toString("utf8")))
+        .then(
+          (text) => {
+            if (text !== undefined) forward(Buffer.from(text), false);
+          },
+          (error: unknown) => {
+            logger().warn({ err: error }, "ingress: a relayed message could not be rewritten");
+            closeBoth(1013, "Try again later");
+          },
+        );
     });
     from.on("ping", (data) => {
       touch();
       if (to.readyState === WebSocket.OPEN) to.ping(data);
     });
   };
-  pipe(clientEnd, upstreamEnd);
-  pipe(upstreamEnd, clientEnd);
+  pipe(clientEnd, upstreamEnd, verdict.frames?.up);
+  pipe(upstreamEnd, clientEnd, verdict.frames?.down);
   touch();
 
   // Close codes 1005/1006 cannot be sent: they mean "no code" and "dropped".

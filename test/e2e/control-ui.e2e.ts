@@ -1,0 +1,217 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import type { Browser, BrowserContext } from "playwright-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { revokeAllSessions } from "../../app/server/accounts/sessions.server.ts";
+import {
+  ensureInstanceRecord,
+  gatewayTokenOf,
+  getInstance,
+  type InstanceRow,
+} from "../../app/server/agents/instances.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { freePort } from "../../app/server/platform/embedded-postgres.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { type Child, root, startNode } from "../../bench/servers.ts";
+import { connectPaired } from "../../worker/instances/pairing.ts";
+import { provision } from "../../worker/instances/provision.ts";
+import { DockerRuntime } from "../../worker/runtime/docker.ts";
+import { setRuntime } from "../../worker/runtime/index.ts";
+import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
+import {
+  allowDockerNetworks,
+  cleanupTestObjects,
+  describeDocker,
+  testRun,
+} from "../runtime/docker-support.ts";
+import { launchBrowser, type RunningApp, startApp, takeCspViolations } from "./app.ts";
+
+// OpenClaw's own Control UI at the agent's address, in Chromium, against a real gateway (host
+// form, <id>.agents.localhost): the ingress is the device the gateway sees for the owner's
+// browser (decision 0170). The owner's UI connects, lists the agent's sessions and chats (the
+// model is a local OpenAI-compatible stand-in behind the platform's AI layer); a stranger and a
+// signed-out visitor get nothing; signing out everywhere closes the socket and removes the
+// device from the gateway.
+
+const REPLY = "Hello! How can I help you today?"; // bench/fake-openai.ts
+const USER = "usr_controlui_owner";
+const STRANGER = "usr_controlui_other";
+const AGENT = "agt_controlui000000000";
+const rt = new DockerRuntime({ maxCpus: 1 });
+let app: RunningApp;
+let fake: Child;
+let browser: Browser;
+let instance: InstanceRow;
+let agentUrl: string;
+
+async function signedIn(userId: string): Promise<BrowserContext> {
+  const cookie = await sessionCookieFor(userId);
+  const context = await browser.newContext();
+  const at = cookie.indexOf("=");
+  await context.addCookies([
+    { name: cookie.slice(0, at), value: cookie.slice(at + 1), url: app.url },
+  ]);
+  return context;
+}
+
+/** The Control UI devices the gateway has paired (the platform's own device is not one). */
+async function controlUiDevices(): Promise<string[]> {
+  const { client } = await connectPaired(instance, instance.gateway_address as string);
+  try {
+    const list = await client.request<{ paired?: Array<{ deviceId: string; clientId?: string }> }>(
+      "device.pair.list",
+      {},
+    );
+    return (list.paired ?? [])
+      .filter((d) => d.deviceId !== instance.device_id)
+      .map((d) => d.deviceId);
+  } finally {
+    client.close();
+  }
+}
+
+describeDocker("the agent's Control UI", () => {
+  beforeAll(async () => {
+    Object.assign(process.env, {
+      SESSION_SECRET: randomBytes(32).toString("hex"),
+      SEALING_KEY: randomBytes(32).toString("hex"),
+      RUNTIME_DEPLOYMENT: testRun,
+      RUNTIME_NETWORK: `agent-test-${testRun}`,
+    });
+    resetEnvCache();
+    setRuntime(rt);
+    allowDockerNetworks();
+    const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK as string, {
+      "agent-platform.deployment": testRun,
+    });
+    fake = await startNode(path.join(root, "bench/fake-openai.ts"), await freePort(), "/v1/models");
+    app = await startApp({
+      HOST: "0.0.0.0",
+      AGENTS_DOMAIN: "agents.localhost",
+      OPENAI_API_KEY: "fake-key",
+      OPENAI_BASE_URL: `${fake.url}/v1`,
+    });
+    const port = new URL(app.url).port;
+    agentUrl = `http://${AGENT}.agents.localhost:${port}/`;
+    process.env.RUNTIME_PLATFORM_AI_URL = `http://${gatewayIp}:${port}/api/ai/v1`;
+    resetEnvCache();
+    await sessionCookieFor(USER);
+    await ensureUser(STRANGER);
+    await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
+      values ('led_controlui_e2e', ${USER}, 5000000, 'test grant', 'led_controlui_e2e')`;
+    await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
+      values (${AGENT}, ${USER}, 'Pal', 'main', 'openai/gpt-4o-mini', 'starter')`;
+    const row = await ensureInstanceRecord(USER, { plan: "solo" });
+    await provision(row.id);
+    instance = (await getInstance(row.id)) as InstanceRow;
+    browser = await launchBrowser();
+  }, 300_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.stop();
+    await fake?.stop();
+    setRuntime(undefined);
+    await cleanupTestObjects(rt);
+  });
+
+  /** Opens the agent's address as the owner; the page and every frame its sockets received. */
+  async function openAsOwner() {
+    const context = await signedIn(USER);
+    const page = await context.newPage();
+    const frames: string[] = [];
+    const sockets = { opened: 0, closed: 0 };
+    const seen: string[] = [];
+    page.on("console", (m) => seen.push(`console ${m.type()}: ${m.text().slice(0, 300)}`));
+    page.on("response", (r) => {
+      if (r.status() >= 400) seen.push(`${r.status()} ${r.url()}`);
+    });
+    page.on("websocket", (ws) => {
+      seen.push(`socket ${ws.url()}`);
+      ws.on("framesent", (f) => seen.push(`sent ${String(f.payload).slice(0, 400)}`));
+      ws.on("close", () => seen.push("socket closed"));
+      sockets.opened += 1;
+      ws.on("framereceived", (f) => frames.push(String(f.payload)));
+      ws.on("close", () => {
+        sockets.closed += 1;
+      });
+    });
+    await page.goto(agentUrl);
+    return { context, page, frames, sockets, seen };
+  }
+
+  it("opens for its owner: connects, lists the agent's sessions, chats", async () => {
+    const { context, page, frames, seen } = await openAsOwner();
+    expect(new URL(page.url()).host).toBe(new URL(agentUrl).host);
+    // Connected: the gateway's hello reached the page, and the sessions it asked for.
+    await expect
+      .poll(() => frames.some((f) => f.includes('"hello-ok"')), { timeout: 60_000 })
+      .toBe(true)
+      .catch((error: Error) => {
+        // What the page and its sockets said.
+        const received = frames.slice(-6).map((f) => f.slice(0, 400));
+        throw new Error(`${error.message}\n${[...seen.slice(-15), ...received].join("\n")}`);
+      });
+    await expect
+      .poll(() => frames.some((f) => f.includes("agent:main:")), { timeout: 60_000 })
+      .toBe(true);
+    // The gateway's token and any device token never reach the browser.
+    const token = gatewayTokenOf(instance);
+    expect(frames.some((f) => f.includes(token) || f.includes("deviceToken"))).toBe(false);
+    expect(await page.content()).not.toContain(token);
+    // One device paired for this socket, by the platform, with no approval step.
+    await expect.poll(controlUiDevices).toHaveLength(1);
+
+    const box = page.locator("textarea").first();
+    await box.waitFor({ timeout: 60_000 });
+    await box.fill("Hello from the Control UI");
+    await box.press("Enter");
+    await expect.poll(() => page.getByText(REPLY).count(), { timeout: 120_000 }).toBeGreaterThan(0);
+    // The gateway's memory with its Control UI served (decision 0170's measurement).
+    const memory = execFileSync("docker", [
+      "stats",
+      "--no-stream",
+      "--format",
+      "{{.MemUsage}}",
+      instance.container_id ?? instance.container_name,
+    ]);
+    process.stdout.write(`control ui gateway memory ${String(memory).trim()}\n`);
+    await context.close();
+    // The socket closed: its device is gone from the gateway.
+    await expect.poll(controlUiDevices, { timeout: 30_000 }).toEqual([]);
+  }, 240_000);
+
+  it("refuses another user and a signed-out visitor", async () => {
+    const other = await signedIn(STRANGER);
+    const strangerPage = await other.newPage();
+    expect((await strangerPage.goto(agentUrl))?.status()).toBe(404);
+    await other.close();
+
+    const visitor = await browser.newContext();
+    const page = await visitor.newPage();
+    await page.goto(agentUrl);
+    expect(new URL(page.url()).pathname).toBe("/signin");
+    await visitor.close();
+  });
+
+  it("signing out everywhere closes the UI's socket and removes its device", async () => {
+    const { context, frames, sockets } = await openAsOwner();
+    await expect
+      .poll(() => frames.some((f) => f.includes('"hello-ok"')), { timeout: 60_000 })
+      .toBe(true);
+    await expect.poll(controlUiDevices).toHaveLength(1);
+    const open = sockets.opened - sockets.closed;
+    await revokeAllSessions(USER);
+    // The ingress re-checks open sockets every 30 s; the UI's attempts to reconnect are refused.
+    await expect
+      .poll(() => sockets.opened - sockets.closed, { timeout: 60_000 })
+      .toBeLessThan(open);
+    await expect.poll(controlUiDevices, { timeout: 30_000 }).toEqual([]);
+    await context.close();
+    // Signed out, every request of the open page is sent to sign in on the main origin, which
+    // the gateway's CSP blocks (connect, img, script sources; framing): expected from that page.
+    const elsewhere = takeCspViolations().filter((v) => !v.startsWith(agentUrl));
+    expect(elsewhere).toEqual([]);
+  }, 120_000);
+});
