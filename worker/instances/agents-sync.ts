@@ -10,7 +10,7 @@ import { GatewayRequestError } from "../../app/server/openclaw/errors.server.ts"
 import { db } from "../../app/server/platform/db.server.ts";
 import { sendJob } from "../../app/server/platform/jobs.server.ts";
 import { agentsPatch, type GatewayConfigSnapshot, REPLACE_PATHS } from "./agents-patch.ts";
-import { GATEWAY_PORT, log, rt } from "./engine.ts";
+import { gatewayAddress, log, rt } from "./engine.ts";
 import { waitHealthy } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { connectPaired } from "./pairing.ts";
@@ -103,7 +103,8 @@ export async function applyAgents(client: GatewayClient, row: InstanceRow) {
 export async function syncAgentsOf(row: InstanceRow) {
   const info = await rt().inspect(row.container_name);
   if (!info?.running || !info.address) return { skipped: "the gateway is not running" };
-  const { client, row: paired } = await connectPaired(row, `${info.address}:${GATEWAY_PORT}`);
+  // The driver's endpoint: the process driver publishes each gateway on its own loopback port.
+  const { client, row: paired } = await connectPaired(row, gatewayAddress(info) as string);
   try {
     return await applyAgents(client, paired);
   } finally {
