@@ -167,7 +167,12 @@ describeSwarm("Swarm driver (a real swarm)", () => {
     expect(status.stdout).toMatch(/CapEff:\s+0+\n/);
 
     // Reachable where the platform's containers sit: attached to the gateways' overlay.
-    const health = await fetchFromOverlay(engine, network, info?.address);
+    // A task counts as running once its container exists (the image's own health check may
+    // still be starting): wait until the server in it answers.
+    const answer = () =>
+      fetchFromOverlay(engine, network, info?.address).catch((error: Error) => error.message);
+    await expect.poll(answer, { timeout: 60_000 }).toMatch(/^HTTP\/1\.[01] 200/);
+    const health = await answer();
     expect(health).toMatch(/^HTTP\/1\.[01] 200/);
     expect(health).toMatch(/\r\n\r\nok\n$/);
 
@@ -195,7 +200,13 @@ describeSwarm("Swarm driver (a real swarm)", () => {
     expect(after?.startedAt).not.toBe(before);
     expect(after?.node).toBe(engine.nodeId);
     expect(after?.restartCount).toBeGreaterThan(0);
-    expect(await fetchFromOverlay(engine, network, after?.address)).toMatch(/^HTTP\/1\.[01] 200/);
+    await expect
+      .poll(
+        () =>
+          fetchFromOverlay(engine, network, after?.address).catch((error: Error) => error.message),
+        { timeout: 60_000 },
+      )
+      .toMatch(/^HTTP\/1\.[01] 200/);
 
     const listed = await rt.list({ [LABELS.instanceId]: s.instanceId });
     expect(listed).toEqual([expect.objectContaining({ id, name: s.name, state: "running" })]);
