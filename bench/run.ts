@@ -211,6 +211,15 @@ async function prepareAccount(url: string) {
   return { email, password, cookie, key };
 }
 
+// BENCH_ONLY=gateway-memory: only the idle gateway's memory (Docker; no platform servers).
+if (process.env.BENCH_ONLY === "gateway-memory") {
+  const child = spawn(process.execPath, [path.join(import.meta.dirname, "gateway-memory.ts")], {
+    stdio: "inherit",
+  });
+  const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+  process.exit(code ?? 1);
+}
+
 if (!existsSync(path.join(root, "build/index.js"))) {
   console.error("build/index.js is missing: run `npm run build` first");
   process.exit(1);
@@ -620,3 +629,4 @@ if (process.env.BENCH_RUNTIME !== "0" && only !== "reads") await part("runtime.t
 if (process.env.BENCH_TALK !== "0" && only !== "reads") await part("talk.ts");
 if (process.env.BENCH_INGRESS !== "0" && only !== "reads") await part("ingress.ts");
 if (process.env.BENCH_SLEEP !== "0" && only !== "reads") await part("sleep.ts");
+if (process.env.BENCH_GATEWAY_MEMORY !== "0" && only !== "reads") await part("gateway-memory.ts");

@@ -1,0 +1,252 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { z } from "zod";
+import { removeRunObjects } from "./docker-run.ts";
+
+// `npm run bench:gateway-memory` (also `BENCH_ONLY=gateway-memory npm run bench`, and a part of
+// `npm run bench`): what ONE idle gateway holds (issue 23: at most 600 MiB, stretch 400 MiB).
+// The gateway is created the way the worker creates it (the runtime driver's create: same env,
+// plan limits, the platform's initial config written into an empty volume), then sampled when
+// healthy and after idle periods: the cgroup's figures (what `docker stats` shows: usage less
+// the reclaimable inactive page cache; and the raw usage, which counts the page cache of the
+// image files the gateway read) and the resident memory of the processes inside.
+// Gateways are measured one after another, never two at once.
+// Env: BENCH_GATEWAY_IDLE_SECONDS (default "60,120": sample times after healthy),
+//      BENCH_GATEWAY_VARIANTS (a JSON file: [{name, env?, config?}], each measured in turn;
+//      env is added to the container's, config merged into the initial config, cmd replaces
+//      the image's command),
+//      AGENT_GATEWAY_IMAGE (default agent-gateway:2026.9.6).
+// Skipped with a message when no Docker engine answers or the image is not built.
+
+const TARGET_MIB = 600;
+const STRETCH_MIB = 400;
+
+const run = `bench-${randomBytes(3).toString("hex")}`;
+const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-bench-gwmem-"));
+process.env.LOG_LEVEL ??= "silent";
+process.env.DATA_DIR = dataDir;
+process.env.RUNTIME_DEPLOYMENT = run;
+process.env.RUNTIME_NETWORK = `agent-${run}`;
+process.env.RUNTIME_MAX_CPUS = "1";
+
+const Variant = z.object({
+  name: z.string(),
+  env: z.record(z.string(), z.string()).default({}),
+  config: z.record(z.string(), z.unknown()).default({}),
+  /** A command instead of the image's (e.g. `node <V8 flag> openclaw.mjs gateway run …` for a
+   * V8 flag that NODE_OPTIONS refuses). */
+  cmd: z.array(z.string()).optional(),
+});
+type Variant = z.infer<typeof Variant>;
+
+const variants: Variant[] = process.env.BENCH_GATEWAY_VARIANTS
+  ? z.array(Variant).parse(JSON.parse(await readFile(process.env.BENCH_GATEWAY_VARIANTS, "utf8")))
+  : [{ name: "as the worker runs it", env: {}, config: {} }];
+const idleSeconds = (process.env.BENCH_GATEWAY_IDLE_SECONDS ?? "60,120")
+  .split(",")
+  .map(Number)
+  .filter((n) => Number.isFinite(n) && n > 0)
+  .sort((a, b) => a - b);
+
+const { DockerRuntime } = await import("../worker/runtime/docker.ts");
+const { setRuntime, limitsForPlan } = await import("../worker/runtime/index.ts");
+const image = process.env.AGENT_GATEWAY_IMAGE ?? "agent-gateway:2026.9.6";
+const rt = new DockerRuntime({ maxCpus: 1 });
+const skip = await rt
+  .ping()
+  .then(async () => ((await rt.imageId(image)) ? undefined : `image ${image} is not built`))
+  .catch((error: Error) => `no Docker engine (${error.message})`);
+
+/** Deep merge of plain objects (arrays and scalars of `patch` replace). */
+function merge(base: Record<string, unknown>, patch: Record<string, unknown>) {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(patch)) {
+    const b = out[k];
+    const isObj = (x: unknown): x is Record<string, unknown> =>
+      typeof x === "object" && x !== null && !Array.isArray(x);
+    out[k] = isObj(b) && isObj(v) ? merge(b, v) : v;
+  }
+  return out;
+}
+
+interface Sample {
+  at: string;
+  /** `docker stats`: cgroup usage less inactive page cache. */
+  stats: number;
+  /** cgroup usage as counted against the limit (includes the page cache). */
+  usage: number;
+  /** page cache charged to the cgroup (v1 `cache`, v2 `file`). */
+  cache: number;
+  /** resident memory of the gateway's node process. */
+  gatewayRss: number;
+  /** resident memory of every process in the container (shared pages counted in each). */
+  allRss: number;
+  processes: number;
+}
+
+const MemStats = z.object({
+  usage: z.number().default(0),
+  stats: z.record(z.string(), z.number()).default({}),
+});
+
+if (skip) {
+  console.warn(`\ngateway memory benchmark skipped: ${skip}`);
+} else {
+  setRuntime(rt);
+  const { gatewayConfig, writeConfigIfAbsent } = await import(
+    "../worker/instances/gateway-config.ts"
+  );
+  const { DEPLOYMENT_LABEL, GATEWAY_PORT, STATE_DIR } = await import(
+    "../worker/instances/engine.ts"
+  );
+  const { gatewayHealthy } = await import("../app/server/openclaw/health.server.ts");
+  const { env } = await import("../app/server/platform/env.server.ts");
+  const labels = { [DEPLOYMENT_LABEL]: run };
+
+  const sample = async (id: string, at: string): Promise<Sample> => {
+    const s = await rt.docker.getContainer(id).stats({ stream: false });
+    const mem = MemStats.parse(s.memory_stats);
+    const inactive = mem.stats.inactive_file ?? mem.stats.total_inactive_file ?? 0;
+    const cache = mem.stats.cache ?? mem.stats.file ?? 0;
+    // Name and VmRSS of every process (busybox sh, no procps needed).
+    const { stdout: status } = await rt.exec(id, [
+      "sh",
+      "-c",
+      "for f in /proc/[0-9]*/status; do grep -E '^(Name|VmRSS):' $f 2>/dev/null | tr '\\n' ' '; echo; done",
+    ]);
+    let gatewayRss = 0;
+    let allRss = 0;
+    let processes = 0;
+    for (const line of status.split("\n")) {
+      const m = /Name:\s+(\S+).*VmRSS:\s+(\d+) kB/.exec(line);
+      if (!m) continue;
+      const rss = Number(m[2]) * 1024;
+      processes += 1;
+      allRss += rss;
+      // The gateway: the largest node process (its workers are smaller).
+      if (m[1]!.startsWith("node") || m[1]!.startsWith("openclaw")) {
+        gatewayRss = Math.max(gatewayRss, rss);
+      }
+    }
+    return {
+      at,
+      stats: Math.max(0, mem.usage - inactive),
+      usage: mem.usage,
+      cache,
+      gatewayRss,
+      allRss,
+      processes,
+    };
+  };
+
+  const results: Array<{
+    variant: Variant;
+    healthyMs: number;
+    samples: Sample[];
+    error?: string;
+  }> = [];
+  try {
+    const { gatewayIp } = await rt.ensureNetwork(env().RUNTIME_NETWORK, labels);
+    for (const [i, variant] of variants.entries()) {
+      // One variant that does not start (say, a refused flag) is reported, the others still run.
+      await measureVariant(i, variant, gatewayIp).catch((error: Error) => {
+        results.push({ variant, healthyMs: 0, samples: [], error: error.message });
+        console.warn(`${variant.name}: ${error.message}`);
+      });
+    }
+  } finally {
+    await removeRunObjects(rt, DEPLOYMENT_LABEL, run, env().RUNTIME_NETWORK);
+    await rm(dataDir, { recursive: true, force: true });
+  }
+
+  async function measureVariant(i: number, variant: Variant, gatewayIp: string | undefined) {
+    const name = `agent-${run}-${i}`;
+    const volume = `${name}-state`;
+    const limits = limitsForPlan("solo");
+    await rt.ensureVolume(volume, labels);
+    // The platform's initial config (the AI endpoint is not reached while idle).
+    const config = merge(
+      gatewayConfig({
+        aiBaseUrl: `http://${gatewayIp ?? "127.0.0.1"}:1/api/ai/v1`,
+        aiToken: `ait_${randomBytes(24).toString("base64url")}`,
+        model: env().RUNTIME_DEFAULT_MODEL,
+        initial: true,
+      }),
+      variant.config,
+    );
+    await writeConfigIfAbsent(volume, image, async () => config);
+    const t0 = Date.now();
+    const id = await rt.create({
+      instanceId: `ins_${run}_${i}`,
+      userId: `usr_${run}`,
+      image,
+      cmd: variant.cmd,
+      name,
+      hostname: name,
+      volume,
+      volumeTarget: STATE_DIR,
+      network: env().RUNTIME_NETWORK,
+      limits,
+      env: { OPENCLAW_GATEWAY_TOKEN: randomBytes(32).toString("hex"), ...variant.env },
+      labels,
+      restartPolicy: "no",
+    });
+    await rt.start(id);
+    try {
+      let address: string | undefined;
+      for (;;) {
+        const info = await rt.inspect(id);
+        if (!info?.running) throw new Error(`${variant.name}: the gateway stopped while starting`);
+        address = info.address;
+        if (address && (await gatewayHealthy(`${address}:${GATEWAY_PORT}`, 2_000))) break;
+        if (Date.now() - t0 > 300_000) throw new Error(`${variant.name}: not healthy in 300 s`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const healthyMs = Date.now() - t0;
+      const samples = [await sample(id, "healthy")];
+      for (const s of idleSeconds) {
+        const wait = healthyMs + s * 1000 - (Date.now() - t0);
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        samples.push(await sample(id, `+${s} s`));
+      }
+      results.push({ variant, healthyMs, samples });
+      console.warn(
+        `${variant.name}: healthy in ${(healthyMs / 1000).toFixed(1)} s; ${samples
+          .map(
+            (x) =>
+              `${x.at} ${mib(x.stats)} (cgroup ${mib(x.usage)}, cache ${mib(x.cache)}, gateway RSS ${mib(x.gatewayRss)}, all RSS ${mib(x.allRss)})`,
+          )
+          .join("; ")} MiB`,
+      );
+    } finally {
+      await rt.stop(id, 10);
+      await rt.remove(id);
+      await rt.removeVolume(volume);
+    }
+  }
+
+  const pad = (s: string, n: number) => s.padEnd(n);
+  console.warn(
+    `\nidle gateway memory, one gateway at a time (${image}, plan solo limits; target ≤ ${TARGET_MIB} MiB, stretch ≤ ${STRETCH_MIB} MiB, on the docker stats figure)\n`,
+  );
+  console.warn(
+    `${pad("variant", 34)} ${pad("at", 8)} ${pad("stats", 6)} ${pad("cgroup", 7)} ${pad("cache", 6)} ${pad("gw RSS", 7)} ${pad("all RSS", 8)} ${pad("procs", 6)} ${pad("target", 7)} met`,
+  );
+  for (const r of results) {
+    if (r.error) console.warn(`${pad(r.variant.name.slice(0, 34), 34)} failed: ${r.error}`);
+    for (const s of r.samples) {
+      console.warn(
+        `${pad(s === r.samples[0] ? r.variant.name.slice(0, 34) : "", 34)} ${pad(s.at, 8)} ${pad(mib(s.stats), 6)} ${pad(mib(s.usage), 7)} ${pad(mib(s.cache), 6)} ${pad(mib(s.gatewayRss), 7)} ${pad(mib(s.allRss), 8)} ${pad(String(s.processes), 6)} ${pad(`≤ ${TARGET_MIB}`, 7)} ${s.stats <= TARGET_MIB * 1024 ** 2 ? (s.stats <= STRETCH_MIB * 1024 ** 2 ? "yes (stretch)" : "yes") : "no"}`,
+      );
+    }
+  }
+  console.warn(
+    "MiB. stats: cgroup usage less inactive page cache (docker stats); cgroup: raw usage incl. page cache; cache: page cache charged; gw RSS: the gateway's node process; all RSS: every process (shared pages counted in each)",
+  );
+}
+
+function mib(n: number) {
+  return (n / 1024 ** 2).toFixed(0);
+}
