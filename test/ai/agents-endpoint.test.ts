@@ -22,9 +22,12 @@ import { balanceOf, configureAi, giveCredits } from "./support.ts";
 
 const openai = createOpenAiFake();
 const anthropic = createAnthropicFake();
+// A local OpenAI-compatible server (no key): its models cost nothing.
+const LOCAL = "http://127.0.0.2:11434/v1";
+const local = createOpenAiFake(LOCAL, { apiKey: "", models: ["llama3.2:3b"] });
 
 beforeAll(() => {
-  mswServer.use(...openai.handlers, ...anthropic.handlers);
+  mswServer.use(...openai.handlers, ...anthropic.handlers, ...local.handlers);
 });
 
 let seq = 0;
@@ -32,7 +35,7 @@ let userId: string;
 let token: string;
 
 beforeEach(async () => {
-  for (const f of [openai, anthropic]) {
+  for (const f of [openai, anthropic, local]) {
     f.state.failures = [];
     f.state.calls = [];
     f.state.usage = { prompt: 12, completion: 7 };
@@ -232,6 +235,23 @@ describe("POST /api/ai/v1/chat/completions", () => {
 });
 
 describe("credits, BYOK and budgets", () => {
+  it("answers a user with no credits through a free local model, and charges nothing", async () => {
+    await configureAi({ OPENAI_BASE_URL: LOCAL });
+    const broke = "usr_broke_local";
+    const brokeToken = await issueInstanceToken(broke, "ins_broke_local");
+    const res = await complete(
+      { model: "local/llama3.2:3b", messages: hello, max_tokens: 50 },
+      brokeToken,
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(chatCalls(local)).toHaveLength(1);
+    await flushMetering();
+    expect(await balanceOf(broke)).toBe(0);
+    const rows = await db()<{ cost: number }[]>`
+      select cost_micro_usd::int as cost from ai_usage where user_id = ${broke}`;
+    expect(rows).toEqual([{ cost: 0 }]);
+  });
+
   it("answers 402 {error} when the user has no credits", async () => {
     const broke = "usr_broke";
     const brokeToken = await issueInstanceToken(broke, "ins_broke");

@@ -233,7 +233,10 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
 
   let reservation: Reservation | undefined;
   let bounds: CallBounds | undefined;
-  if (userId && mode !== "none") {
+  // A call that costs nothing wherever it goes (a local server's models) holds nothing: a hold
+  // of 0 is refused like an empty balance, which answered 402 to users with no credits.
+  const free = available.every((c) => c.prices.prompt === 0n && c.prices.completion === 0n);
+  if (userId && mode !== "none" && !free) {
     ({ reservation, bounds } = await holdCall(userId, mode, available, body, options.signal));
   }
 
