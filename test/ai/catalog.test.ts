@@ -90,6 +90,29 @@ describe("the model catalog", () => {
     expect(catalog.models[1]?.capabilities).toContain("coding");
   });
 
+  it("prices nothing at a keyless local server, even models under a vendor's name", async () => {
+    const models = local.state.models;
+    local.state.models = ["gpt-4o-mini", "llama3.2:3b"];
+    try {
+      await configureAi({ OPENAI_BASE_URL: LOCAL });
+      const catalog = await loadCatalog();
+      expect(catalog.models.map((m) => [m.id, m.prices])).toEqual([
+        ["openai/gpt-4o-mini", { prompt: 0n, completion: 0n }],
+        ["local/llama3.2:3b", { prompt: 0n, completion: 0n }],
+      ]);
+      // With a key the same URL may front the vendor: a known model is priced as the vendor's.
+      await configureAi({ OPENAI_BASE_URL: LOCAL, OPENAI_API_KEY: "proxy-key" });
+      local.state.apiKey = "proxy-key";
+      const priced = await loadCatalog();
+      expect(
+        priced.models.find((m) => m.id === "openai/gpt-4o-mini")?.prices.prompt,
+      ).toBeGreaterThan(0n);
+    } finally {
+      local.state.models = models;
+      local.state.apiKey = "";
+    }
+  });
+
   it("resolves any spelling of a model to every provider serving it, vendor first", async () => {
     const catalog = await loadCatalog();
     const ids = (q: string) => resolveModel(catalog, q).map((m) => `${m.provider}:${m.modelId}`);

@@ -103,9 +103,12 @@ export function toCatalogModel(
       completion: usdPerMillionToPrice(known.completion),
     };
   }
-  // A model of a local server (custom base URL) that the table does not know is free to run;
-  // an unpriced model at a paid vendor cannot be billed, so it is not offered.
+  // A custom base URL without a key is a local server (Ollama, llama.cpp, vLLM…): its models
+  // cost nothing per token whatever they are called (decision 0157). With a key it may front
+  // the vendor, so a model the table knows is priced as the vendor's and only unknown ones are
+  // free. An unpriced model at a paid vendor cannot be billed, so it is not offered.
   const local = config.custom && !known;
+  if (config.custom && !config.apiKey) prices = { prompt: 0n, completion: 0n };
   if (!prices && local) prices = { prompt: 0n, completion: 0n };
   if (!prices) return undefined;
   const fullId = local && vendorOwn ? `local/${listed.modelId}` : id;
