@@ -1,31 +1,18 @@
 import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import path from "node:path";
 import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { revokeAllSessions } from "../../app/server/accounts/sessions.server.ts";
 import {
-  ensureInstanceRecord,
   gatewayTokenOf,
   getInstance,
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
-import { db } from "../../app/server/platform/db.server.ts";
-import { freePort } from "../../app/server/platform/embedded-postgres.server.ts";
-import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { type Child, root, startNode } from "../../bench/servers.ts";
 import { connectPaired } from "../../worker/instances/pairing.ts";
 import { provision } from "../../worker/instances/provision.ts";
-import { DockerRuntime } from "../../worker/runtime/docker.ts";
-import { setRuntime } from "../../worker/runtime/index.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
-import {
-  allowDockerNetworks,
-  cleanupTestObjects,
-  describeDocker,
-  testRun,
-} from "../runtime/docker-support.ts";
-import { launchBrowser, type RunningApp, startApp, takeCspViolations } from "./app.ts";
+import { describeDocker } from "../runtime/docker-support.ts";
+import { launchBrowser, type RunningApp, takeCspViolations } from "./app.ts";
+import { type GatewayStack, REPLY, startGatewayStack, stopGatewayStack } from "./gateway-stack.ts";
 
 // OpenClaw's own Control UI at the agent's address, in Chromium, against a real gateway (host
 // form, <id>.agents.localhost): the ingress is the device the gateway sees for the owner's
@@ -34,13 +21,11 @@ import { launchBrowser, type RunningApp, startApp, takeCspViolations } from "./a
 // signed-out visitor get nothing; signing out everywhere closes the socket and removes the
 // device from the gateway.
 
-const REPLY = "Hello! How can I help you today?"; // bench/fake-openai.ts
 const USER = "usr_controlui_owner";
 const STRANGER = "usr_controlui_other";
 const AGENT = "agt_controlui000000000";
-const rt = new DockerRuntime({ maxCpus: 1 });
+let stack: GatewayStack | undefined;
 let app: RunningApp;
-let fake: Child;
 let browser: Browser;
 let instance: InstanceRow;
 let agentUrl: string;
@@ -73,36 +58,15 @@ async function controlUiDevices(): Promise<string[]> {
 
 describeDocker("the agent's Control UI", () => {
   beforeAll(async () => {
-    Object.assign(process.env, {
-      SESSION_SECRET: randomBytes(32).toString("hex"),
-      SEALING_KEY: randomBytes(32).toString("hex"),
-      RUNTIME_DEPLOYMENT: testRun,
-      RUNTIME_NETWORK: `agent-test-${testRun}`,
+    stack = await startGatewayStack({
+      user: USER,
+      agent: AGENT,
+      appEnv: { AGENTS_DOMAIN: "agents.localhost" },
     });
-    resetEnvCache();
-    setRuntime(rt);
-    allowDockerNetworks();
-    const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK as string, {
-      "agent-platform.deployment": testRun,
-    });
-    fake = await startNode(path.join(root, "bench/fake-openai.ts"), await freePort(), "/v1/models");
-    app = await startApp({
-      HOST: "0.0.0.0",
-      AGENTS_DOMAIN: "agents.localhost",
-      OPENAI_API_KEY: "fake-key",
-      OPENAI_BASE_URL: `${fake.url}/v1`,
-    });
-    const port = new URL(app.url).port;
-    agentUrl = `http://${AGENT}.agents.localhost:${port}/`;
-    process.env.RUNTIME_PLATFORM_AI_URL = `http://${gatewayIp}:${port}/api/ai/v1`;
-    resetEnvCache();
-    await sessionCookieFor(USER);
+    app = stack.app;
+    agentUrl = `http://${AGENT}.agents.localhost:${new URL(app.url).port}/`;
     await ensureUser(STRANGER);
-    await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
-      values ('led_controlui_e2e', ${USER}, 5000000, 'test grant', 'led_controlui_e2e')`;
-    await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
-      values (${AGENT}, ${USER}, 'Pal', 'main', 'openai/gpt-4o-mini', 'starter')`;
-    const row = await ensureInstanceRecord(USER, { plan: "solo" });
+    const row = stack.row;
     await provision(row.id);
     instance = (await getInstance(row.id)) as InstanceRow;
     browser = await launchBrowser();
@@ -110,10 +74,7 @@ describeDocker("the agent's Control UI", () => {
 
   afterAll(async () => {
     await browser?.close();
-    await app?.stop();
-    await fake?.stop();
-    setRuntime(undefined);
-    await cleanupTestObjects(rt);
+    await stopGatewayStack(stack);
   });
 
   /** Opens the agent's address as the owner; the page and every frame its sockets received. */

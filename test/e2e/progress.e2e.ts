@@ -1,27 +1,12 @@
-import { randomBytes } from "node:crypto";
-import path from "node:path";
 import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import {
-  ensureInstanceRecord,
-  type InstanceRow,
-  updateInstance,
-} from "../../app/server/agents/instances.server.ts";
+import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { freePort } from "../../app/server/platform/embedded-postgres.server.ts";
-import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { type Child, root, startNode } from "../../bench/servers.ts";
 import { provision } from "../../worker/instances/provision.ts";
-import { DockerRuntime } from "../../worker/runtime/docker.ts";
-import { setRuntime } from "../../worker/runtime/index.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
-import {
-  allowDockerNetworks,
-  cleanupTestObjects,
-  describeDocker,
-  testRun,
-} from "../runtime/docker-support.ts";
-import { launchBrowser, type RunningApp, startApp } from "./app.ts";
+import { describeDocker } from "../runtime/docker-support.ts";
+import { launchBrowser, type RunningApp } from "./app.ts";
+import { type GatewayStack, REPLY, startGatewayStack, stopGatewayStack } from "./gateway-stack.ts";
 
 // A person watches their agent start (issue 25, decision 0158), in Chromium against the whole
 // stack: the built server, a local fake OpenAI-compatible provider, and a real OpenClaw gateway
@@ -30,50 +15,29 @@ import { launchBrowser, type RunningApp, startApp } from "./app.ts";
 // agent is starting", then the reply once the agent is ready; without JavaScript the status page
 // refreshes itself until the agent runs.
 
-const REPLY = "Hello! How can I help you today?"; // bench/fake-openai.ts
 const USER = "usr_progress_e2e";
 const AGENT = "agt_progresse2e0000000";
-const rt = new DockerRuntime({ maxCpus: 1 });
+let stack: GatewayStack | undefined;
 let app: RunningApp;
-let fake: Child;
 let browser: Browser;
 let row: InstanceRow;
 
 describeDocker("an agent's start-up, watched", () => {
   beforeAll(async () => {
-    Object.assign(process.env, {
-      SESSION_SECRET: randomBytes(32).toString("hex"),
-      SEALING_KEY: randomBytes(32).toString("hex"),
-      RUNTIME_DEPLOYMENT: testRun,
-      RUNTIME_NETWORK: `agent-test-${testRun}`,
-      // The dry run before ready, as a new installation does it: the first reply is not the
-      // gateway's first turn (which sometimes fails right after a boot).
-      RUNTIME_COLD_WARMUP: "on",
-      // A shared CI machine can take minutes to boot a gateway: the test waits, it does not race.
-      GATEWAY_HEALTH_TIMEOUT_MS: "420000",
-    });
-    resetEnvCache();
-    setRuntime(rt);
-    allowDockerNetworks();
-    const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK as string, {
-      "agent-platform.deployment": testRun,
-    });
-    fake = await startNode(path.join(root, "bench/fake-openai.ts"), await freePort(), "/v1/models");
-    app = await startApp({
-      HOST: "0.0.0.0",
-      OPENAI_API_KEY: "fake-key",
-      OPENAI_BASE_URL: `${fake.url}/v1`,
+    stack = await startGatewayStack({
+      user: USER,
+      agent: AGENT,
+      env: {
+        // The dry run before ready, as a new installation does it: the first reply is not the
+        // gateway's first turn (which sometimes fails right after a boot).
+        RUNTIME_COLD_WARMUP: "on",
+        // A shared CI machine can take minutes to boot a gateway: the test waits, it does not race.
+        GATEWAY_HEALTH_TIMEOUT_MS: "420000",
+      },
       // A cold start with its dry run on a loaded 2-core machine: let the chat wait for it.
-      AGENT_CHAT_START_WAIT_MS: "600000",
+      appEnv: { AGENT_CHAT_START_WAIT_MS: "600000" },
     });
-    process.env.RUNTIME_PLATFORM_AI_URL = `http://${gatewayIp}:${new URL(app.url).port}/api/ai/v1`;
-    resetEnvCache();
-    await sessionCookieFor(USER);
-    await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
-      values ('led_progress_e2e', ${USER}, 5000000, 'test grant', 'led_progress_e2e')`;
-    await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
-      values (${AGENT}, ${USER}, 'Pal', 'main', 'openai/gpt-4o-mini', 'starter')`;
-    row = await ensureInstanceRecord(USER, { plan: "solo" });
+    ({ app, row } = stack);
     // As POST /api/agents/provision leaves it: provisioning, the job not picked up yet.
     await updateInstance(row.id, { observed_state: "provisioning" });
     browser = await launchBrowser();
@@ -81,10 +45,7 @@ describeDocker("an agent's start-up, watched", () => {
 
   afterAll(async () => {
     await browser?.close();
-    await app?.stop();
-    await fake?.stop();
-    setRuntime(undefined);
-    await cleanupTestObjects(rt);
+    await stopGatewayStack(stack);
   });
 
   async function open(javaScriptEnabled: boolean, tab: string): Promise<BrowserContext> {

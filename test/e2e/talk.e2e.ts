@@ -1,73 +1,32 @@
-import { randomBytes } from "node:crypto";
-import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import {
-  ensureInstanceRecord,
-  getInstance,
-  type InstanceRow,
-} from "../../app/server/agents/instances.server.ts";
+import { getInstance, type InstanceRow } from "../../app/server/agents/instances.server.ts";
 import { runTurn } from "../../app/server/agents/talk.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { freePort } from "../../app/server/platform/embedded-postgres.server.ts";
-import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { type Child, root, startNode } from "../../bench/servers.ts";
 import { connectPaired } from "../../worker/instances/pairing.ts";
 import { provision } from "../../worker/instances/provision.ts";
-import { DockerRuntime } from "../../worker/runtime/docker.ts";
-import { setRuntime } from "../../worker/runtime/index.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
-import {
-  allowDockerNetworks,
-  cleanupTestObjects,
-  describeDocker,
-  testRun,
-} from "../runtime/docker-support.ts";
-import { launchBrowser, type RunningApp, startApp } from "./app.ts";
+import { describeDocker } from "../runtime/docker-support.ts";
+import { launchBrowser, type RunningApp } from "./app.ts";
+import { type GatewayStack, REPLY, startGatewayStack, stopGatewayStack } from "./gateway-stack.ts";
 
 // The chat page in Chromium against the whole stack: the built server (server.ts) listening
 // where the gateway container can reach its AI endpoint, a local fake OpenAI-compatible
 // provider behind the AI layer, and a real OpenClaw gateway. With JavaScript the reply streams
 // over the live agent socket; without it the form post shows the reply.
 
-const REPLY = "Hello! How can I help you today?"; // bench/fake-openai.ts
 const USER = "usr_talk_e2e";
 const AGENT = "agt_talke2e00000000000";
-const rt = new DockerRuntime({ maxCpus: 1 });
+let stack: GatewayStack | undefined;
 let app: RunningApp;
-let fake: Child;
 let browser: Browser;
 
 describeDocker("the chat page", () => {
   beforeAll(async () => {
-    Object.assign(process.env, {
-      SESSION_SECRET: randomBytes(32).toString("hex"),
-      SEALING_KEY: randomBytes(32).toString("hex"),
-      RUNTIME_DEPLOYMENT: testRun,
-      RUNTIME_NETWORK: `agent-test-${testRun}`,
-    });
-    resetEnvCache();
-    setRuntime(rt);
-    allowDockerNetworks();
-    const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK as string, {
-      "agent-platform.deployment": testRun,
-    });
-    fake = await startNode(path.join(root, "bench/fake-openai.ts"), await freePort(), "/v1/models");
-    // 0.0.0.0: the browser uses 127.0.0.1, the container the bridge's gateway address.
-    app = await startApp({
-      HOST: "0.0.0.0",
-      OPENAI_API_KEY: "fake-key",
-      OPENAI_BASE_URL: `${fake.url}/v1`,
-    });
-    process.env.RUNTIME_PLATFORM_AI_URL = `http://${gatewayIp}:${new URL(app.url).port}/api/ai/v1`;
-    resetEnvCache();
-    await sessionCookieFor(USER);
-    await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
-      values ('led_talk_e2e', ${USER}, 5000000, 'test grant', 'led_talk_e2e')`;
-    await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
-      values (${AGENT}, ${USER}, 'Pal', 'main', 'openai/gpt-4o-mini', 'starter')`;
-    const row = await ensureInstanceRecord(USER, { plan: "solo" });
+    stack = await startGatewayStack({ user: USER, agent: AGENT });
+    app = stack.app;
+    const row = stack.row;
     await provision(row.id);
     // A gateway fresh from boot sometimes ends its very first run in an error (seen here and in
     // bench/talk.ts; noted on issue 9). The page is tested from the second run on.
@@ -93,10 +52,7 @@ describeDocker("the chat page", () => {
 
   afterAll(async () => {
     await browser?.close();
-    await app?.stop();
-    await fake?.stop();
-    setRuntime(undefined);
-    await cleanupTestObjects(rt);
+    await stopGatewayStack(stack);
   });
 
   async function open(javaScriptEnabled: boolean, tab = "chat") {
