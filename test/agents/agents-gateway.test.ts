@@ -310,8 +310,20 @@ describeDocker("agents API with the real gateway", () => {
     // Recording again adds nothing (dedupe keys).
     const before = (await onAgent(main.id, messagesRoute, "/messages")).json.total;
     const fresh = new ChatRecorder();
-    await fresh.refresh();
-    await waitFor(async () => fresh.watching === 1, { what: "a second recorder" });
+    await waitFor(
+      async () => {
+        await fresh.refresh(); // as the worker's timer does: a refresh picks up a running row
+        return fresh.watching === 1;
+      },
+      { what: "a second recorder" },
+    );
+    await waitFor(
+      async () => {
+        await fresh.refresh();
+        return fresh.connected === 1;
+      },
+      { what: "the second recorder's connection" },
+    );
     await fresh.refresh();
     fresh.stop();
     expect((await onAgent(main.id, messagesRoute, "/messages")).json.total).toBe(before);

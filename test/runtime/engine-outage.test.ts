@@ -10,6 +10,7 @@ import {
   getInstance,
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
+import { beginRun, failRun } from "../../app/server/agents/progress.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
 import { ensureContainer } from "../../worker/instances/container.ts";
@@ -85,10 +86,16 @@ describeDocker("the container engine down and back (a dedicated dockerd)", () =>
   it("reports unknown and stale while down, refuses the update, heals at once when back", async () => {
     // Up: a running instance, observed and sampled.
     const row = await instance();
+    // While a provisioning is under way it, not the observation, says when chats can reach the
+    // gateway (it pairs first): healthy but unpaired is still starting.
+    await beginRun(row.id, "provision");
     await ensureContainer(row);
-    await waitFor(async () => (await observe(await instance())).observed_state === "running", {
+    await waitFor(async () => (await observe(await instance())).health === "healthy", {
       what: "the stand-in healthy",
     });
+    expect((await instance()).observed_state).toBe("starting");
+    await failRun(row.id);
+    expect((await observe(await instance())).observed_state).toBe("running");
     await sampleAll();
     expect(await checkEngine()).toBe("returned"); // the first check also reconciles
     expect((await as(getInstanceRoute, `/api/instance/${userId}`)).json.status).toBe("running");

@@ -1,8 +1,18 @@
 import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
-import { finishBootRun } from "../../app/server/agents/progress.server.ts";
+import { finishBootRun, provisioningUnderWay } from "../../app/server/agents/progress.server.ts";
 import { gatewayHealthy } from "../../app/server/openclaw/health.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
 import { gatewayAddress, rt } from "./engine.ts";
+
+/**
+ * Whether the gateway answers /healthz: a quick probe, then a patient one. A booting gateway
+ * refuses the connection at once, so only a slow one waits: on a loaded host a healthy gateway
+ * took more than 2 s to answer, and one slow probe turned a running agent into `starting`
+ * (CI, 2026-11-25: a woken agent stayed `starting` after it had answered a chat).
+ */
+async function answersHealthz(address: string): Promise<boolean> {
+  return (await gatewayHealthy(address, 2_000)) || gatewayHealthy(address, 10_000);
+}
 
 /** The observed state of a container that exists; a running one by its gateway's /healthz. */
 async function observedState(
@@ -11,7 +21,13 @@ async function observedState(
   address: string | undefined,
 ): Promise<Pick<InstanceRow, "observed_state" | "health">> {
   if (info.running) {
-    const ok = address ? await gatewayHealthy(address, 2_000) : false;
+    const ok = address ? await answersHealthz(address) : false;
+    // A provisioning pairs and warms up the gateway after it is healthy, and marks it running
+    // itself once chats can reach it: until then it is still starting (the chat page showed
+    // "not provisioned yet" under a `running` badge when this pass ran in between).
+    if (ok && !row.paired_at && (await provisioningUnderWay(row.id))) {
+      return { observed_state: "starting", health: "healthy" };
+    }
     return { observed_state: ok ? "running" : "starting", health: ok ? "healthy" : "unhealthy" };
   }
   // Stopped on purpose while idle (worker/instances/sleep.ts): still asleep, not stopped.

@@ -152,6 +152,11 @@ export class ChatRecorder {
   get watching(): number {
     return this.#watched.size;
   }
+
+  /** How many of the watched gateways have completed the handshake (their sweeps run). */
+  get connected(): number {
+    return [...this.#watched.values()].filter((w) => w.client.hello).length;
+  }
 }
 
 /** Starts the recorder (AGENT_MESSAGE_RECORDER=on); returns a stop function. */

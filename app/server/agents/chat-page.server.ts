@@ -28,16 +28,18 @@ export async function chatPage(
   agent: { id: string; name: string; model: string },
   selected: string | undefined,
 ) {
+  // The status first: an error of the gateway calls below is shown only when it was not
+  // starting then (read after them, a start that ended meanwhile showed its "not provisioned").
+  const instance = await getInstanceByUser(user.id);
+  const status = agentStatus(instance);
+  const starting = STARTING_STATUSES.includes(status);
   const sessions = await attempt(() => listSessions(user.id, agent.id));
   const sessionId =
     selected ?? (await activeSessionId(user.id, agent.id)) ?? sessions.value?.sessions.at(0)?.id;
-  const [conversation, mem, instance] = await Promise.all([
+  const [conversation, mem] = await Promise.all([
     attempt(async () => (sessionId ? getSession(user.id, sessionId, agent.id) : undefined)),
     attempt(() => memory(user.id, agent.id)),
-    getInstanceByUser(user.id),
   ]);
-  const status = agentStatus(instance);
-  const starting = STARTING_STATUSES.includes(status);
   return {
     userId: user.id,
     agent: { id: agent.id, name: agent.name, model: agent.model },

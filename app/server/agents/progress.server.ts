@@ -218,6 +218,13 @@ export async function waitWhileStarting(userId: string): Promise<void> {
   }
 }
 
+/** Whether a provisioning of the instance is under way (it marks the instance running itself). */
+export async function provisioningUnderWay(instanceId: string): Promise<boolean> {
+  const [open] = await db()`select 1 from instance_runs
+    where instance_id = ${instanceId} and finished_at is null and action = 'provision' limit 1`;
+  return Boolean(open);
+}
+
 /** Runs whose gateway comes up after the action returns: the worker's observation ends them. */
 const BOOT_ACTIONS: RunAction[] = ["start", "restart", "wake"];
 
