@@ -8,8 +8,8 @@ import { waitFor } from "./docker-support.ts";
 
 // A Docker engine of the test's own, so a test can stop and start it (the engine going down)
 // without touching the machine's dockerd: its own socket, data root, exec root and pid file in
-// a temp dir, no default bridge, no iptables rules, containerd namespaces and an address pool
-// of its own (10.213.0.0/16), so nothing it creates can collide with the system engine's.
+// a temp dir, a default bridge of its own, no iptables rules and containerd namespaces of its
+// own, so nothing it creates can collide with the system engine's.
 
 export const BUSYBOX = "/usr/bin/busybox";
 /** A gateway stand-in built from the host's static busybox: `/healthz` on the gateway port. */
@@ -29,21 +29,31 @@ export async function dedicatedDockerd(name: string): Promise<DedicatedDockerd> 
   const socket = path.join(dir, "docker.sock");
   const host = `unix://${socket}`;
   let child: ChildProcess | undefined;
+  const bridge = `ddbr-${name}`.slice(0, 15); // an interface name has at most 15 characters
   const args = [
     `--host=${host}`,
     `--data-root=${path.join(dir, "data")}`,
     `--exec-root=${path.join(dir, "exec")}`,
     `--pidfile=${path.join(dir, "docker.pid")}`,
-    "--bridge=none",
+    // Its own default bridge and no --default-address-pool: with `--bridge=none` at every start,
+    // and with an address pool at a restart, dockerd deletes the interface named docker0, the
+    // system engine's, and every later `docker build` on the machine failed with "could not
+    // find bridge docker0" (2026-11-28: the CI's background image build). Its networks come
+    // from Docker's default pools, which skip the ranges the host already routes.
+    `--bridge=${bridge}`,
     "--iptables=false",
     "--ip6tables=false",
-    "--default-address-pool=base=10.213.0.0/16,size=24",
     `--containerd-namespace=dd-${name}`,
     `--containerd-plugins-namespace=dd-${name}-plugins`,
   ];
   const rt = new DockerRuntime({ socketPath: socket });
 
   async function start() {
+    if (!existsSync(`/sys/class/net/${bridge}`)) {
+      execFileSync("ip", ["link", "add", "name", bridge, "type", "bridge"]);
+      execFileSync("ip", ["addr", "add", "10.214.0.1/24", "dev", bridge]);
+      execFileSync("ip", ["link", "set", bridge, "up"]);
+    }
     child = spawn("dockerd", args, { stdio: "ignore" });
     await waitFor(
       async () => {
@@ -75,6 +85,7 @@ export async function dedicatedDockerd(name: string): Promise<DedicatedDockerd> 
         for (const x of c) await rt.docker.getContainer(x.Id).remove({ force: true, v: true });
       }
       await stop();
+      if (existsSync(`/sys/class/net/${bridge}`)) execFileSync("ip", ["link", "del", bridge]);
       await rm(dir, { recursive: true, force: true }).catch(() => {});
     },
   };
