@@ -259,6 +259,10 @@ describeDocker("instance lifecycle routes (Docker)", () => {
     const healed = await getInstance(row.id);
     expect(healed?.crash_restarts).toBe(1);
     expect(healed?.last_error).toMatch(/exited with code 137/);
+    // The healing restart is a run of its own, as a user's restart is (progress, estimates).
+    const [run] = await db()<{ action: string }[]>`
+      select action from instance_runs where instance_id = ${row.id} order by id desc limit 1`;
+    expect(run?.action).toBe("restart");
 
     // OOM: the container is killed at its memory limit; reconcile records it as such.
     await rt.remove(row.container_name);

@@ -7,8 +7,10 @@ import {
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
 import {
+  beginRun,
   instanceProgress,
   PROGRESS_STEPS,
+  RUNS_KEPT,
   recordStep,
   waitWhileStarting,
 } from "../../app/server/agents/progress.server.ts";
@@ -85,6 +87,16 @@ describe("progress steps", () => {
       select step from instance_progress where instance_id = ${instance.id}`;
     expect(rows.map((r) => r.step)).toEqual(["container-created"]);
     expect((await instanceProgress(instance)).step).toBe("container-created");
+  });
+
+  it("keeps the latest RUNS_KEPT runs of an instance", async () => {
+    const { instance } = await provisioned();
+    for (let i = 0; i < RUNS_KEPT + 5; i++) await beginRun(instance.id, "restart");
+    const runs = await db()<{ id: number }[]>`
+      select id from instance_runs where instance_id = ${instance.id} order by id`;
+    expect(runs.length).toBe(RUNS_KEPT);
+    const [newest] = await db()<{ id: number }[]>`select max(id)::int as id from instance_runs`;
+    expect(Number(runs.at(-1)?.id)).toBe(newest?.id);
   });
 
   it("is another user's business: their agent is 404", async () => {

@@ -15,6 +15,7 @@ import { recordClusterNodes } from "./nodes.ts";
 import { observe } from "./observe.ts";
 import { pooledContainerNames } from "./pool.ts";
 import { recoverInterruptedRestores } from "./restore-recovery.ts";
+import { startRun } from "./run-progress.ts";
 import { measureStorageWhenDue } from "./storage.ts";
 import { queueWarmUp } from "./warm-up.ts";
 
@@ -59,7 +60,11 @@ async function heal(row: InstanceRow, info: ContainerInfo | undefined): Promise<
   patch.crash_restarts = row.crash_restarts + 1;
   patch.next_restart_at = new Date(now + delay);
   const recorded = await updateInstance(row.id, patch);
+  // A restart like a user's: its progress shows, and the observation that sees the gateway
+  // healthy again ends it (finishBootRun).
+  const run = await startRun(row.id, "restart");
   await ensureContainer(recorded);
+  await run.step("container-created");
   await queueWarmUp(row.id);
   return `${patch.observed_state}, restarted`;
 }

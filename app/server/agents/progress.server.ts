@@ -62,6 +62,9 @@ interface RunRow {
   outcome: "ready" | "failed" | null;
 }
 
+/** Runs kept per instance (older ones are deleted as a new one begins). */
+export const RUNS_KEPT = 50;
+
 /** Progress is for people to watch: a failure to record it is logged, never fails the job. */
 async function quietly(what: string, instanceId: string, fn: (sql: Tx) => Promise<unknown>) {
   try {
@@ -83,6 +86,11 @@ async function newRun(sql: Tx, instanceId: string, action: RunAction) {
   const [run] = await sql<{ id: number }[]>`
     insert into instance_runs (instance_id, action) values (${instanceId}, ${action})
     returning id`;
+  // The history an instance keeps: enough for its page and the estimates (which read the
+  // latest runs of all instances), bounded however often it restarts.
+  await sql`delete from instance_runs where instance_id = ${instanceId} and id <= (
+    select id from instance_runs where instance_id = ${instanceId}
+    order by id desc offset ${RUNS_KEPT} limit 1)`;
   return run?.id as number;
 }
 
