@@ -1,4 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { closeSync, existsSync, openSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import net from "node:net";
@@ -122,8 +123,26 @@ export class ProcessRuntime implements AgentRuntime {
 
   async #write(spec: ProcessSpec): Promise<void> {
     const file = this.#specPath(spec.name);
-    await writeFile(`${file}.tmp`, JSON.stringify(spec, null, 2), { mode: 0o600 });
-    await rename(`${file}.tmp`, file);
+    const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
+    await writeFile(tmp, JSON.stringify(spec, null, 2), { mode: 0o600 });
+    await rename(tmp, file);
+  }
+
+  readonly #queues = new Map<string, Promise<unknown>>();
+
+  /**
+   * Runs `fn` after the spec's earlier updates, so two read-modify-writes of one spec never
+   * interleave (a gateway's exit handler and stop() both record its exit; CI saw the two renames
+   * of one temporary file race, and a late write could bring back a removed spec).
+   */
+  #serial<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const next = (this.#queues.get(name) ?? Promise.resolve()).then(fn, fn);
+    const settled = next.catch(() => undefined);
+    this.#queues.set(name, settled);
+    void settled.then(() => {
+      if (this.#queues.get(name) === settled) this.#queues.delete(name);
+    });
+    return next;
   }
 
   /** Whether the spec's process is running: its pid is alive and carries the spec's mark. */
@@ -163,7 +182,9 @@ export class ProcessRuntime implements AgentRuntime {
       OPENCLAW_DISABLE_BONJOUR: "1",
       OPENCLAW_NO_RESPAWN: "1",
       OPENCLAW_NO_AUTO_UPDATE: "1",
-      NODE_OPTIONS: "--max-old-space-size=512",
+      // The image's memory settings (decision 0154).
+      NODE_OPTIONS: "--max-old-space-size=512 --max-semi-space-size=1",
+      MALLOC_ARENA_MAX: "2",
       ...spec.env,
       [MARK]: spec.name,
     };
@@ -286,12 +307,13 @@ export class ProcessRuntime implements AgentRuntime {
     this.#children.set(spec.name, child);
     child.once("exit", (code, signal) => {
       this.#children.delete(spec.name);
-      void this.#read(spec.name).then((now) => {
+      this.#serial(spec.name, async () => {
+        const now = await this.#read(spec.name);
         if (!now || now.pid !== child.pid) return;
         now.exitCode = code ?? (signal ? 128 + (signalNumber(signal) ?? 15) : 1);
         now.finishedAt = new Date().toISOString();
-        return this.#write(now);
-      });
+        await this.#write(now);
+      }).catch(() => {}); // the spec went with its container
     });
     spec.pid = child.pid;
     spec.startedAt = new Date().toISOString();
@@ -320,12 +342,14 @@ export class ProcessRuntime implements AgentRuntime {
     while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     if (alive(pid)) group("SIGKILL");
     while (alive(pid)) await new Promise((r) => setTimeout(r, 50));
-    const now = await this.#read(id);
-    if (now && now.pid === pid) {
-      now.finishedAt = new Date().toISOString();
-      now.exitCode ??= 0;
-      await this.#write(now);
-    }
+    await this.#serial(id, async () => {
+      const now = await this.#read(id);
+      if (now && now.pid === pid) {
+        now.finishedAt = new Date().toISOString();
+        now.exitCode ??= 0;
+        await this.#write(now);
+      }
+    });
   }
 
   async restart(id: string, timeoutSeconds = 10): Promise<void> {
@@ -335,8 +359,10 @@ export class ProcessRuntime implements AgentRuntime {
 
   async remove(id: string): Promise<void> {
     await this.stop(id, 5);
-    await rm(this.#specPath(id), { force: true });
-    await rm(this.#logPath(id), { force: true });
+    await this.#serial(id, async () => {
+      await rm(this.#specPath(id), { force: true });
+      await rm(this.#logPath(id), { force: true });
+    });
   }
 
   async inspect(id: string): Promise<ContainerInfo | undefined> {
