@@ -182,9 +182,7 @@ export class ProcessRuntime implements AgentRuntime {
       OPENCLAW_DISABLE_BONJOUR: "1",
       OPENCLAW_NO_RESPAWN: "1",
       OPENCLAW_NO_AUTO_UPDATE: "1",
-      // The image's memory settings (decision 0154).
-      NODE_OPTIONS: "--max-old-space-size=512 --max-semi-space-size=1",
-      MALLOC_ARENA_MAX: "2",
+      NODE_OPTIONS: "--max-old-space-size=512",
       ...spec.env,
       [MARK]: spec.name,
     };
