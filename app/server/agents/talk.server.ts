@@ -45,10 +45,46 @@ interface ChatEventPayload {
 }
 
 /**
+ * OpenClaw 2026.9.x sometimes ends a run at once with this error while its own processes hand
+ * over the state database (seen in CI on a busy machine, and by helpers at high load): nothing
+ * was generated, and the same message sent again is answered.
+ */
+const TRANSIENT_RUN_ERROR = /StateDatabaseCoordinatorContentionError/;
+
+/**
+ * One chat turn (runTurnOnce); a run the gateway ended with a transient internal error before
+ * any text is sent once more, a second later.
+ */
+export async function runTurn(
+  client: GatewayClient,
+  sessionKey: string,
+  message: string,
+  events: TurnEvents = {},
+): Promise<{ runId: string; reply: string }> {
+  let streamed = false;
+  const watched: TurnEvents = {
+    ...events,
+    onDelta: (text, full) => {
+      streamed = true;
+      events.onDelta?.(text, full);
+    },
+  };
+  try {
+    return await runTurnOnce(client, sessionKey, message, watched);
+  } catch (error) {
+    if (streamed || !(error instanceof Error) || !TRANSIENT_RUN_ERROR.test(error.message)) {
+      throw error;
+    }
+    await new Promise((r) => setTimeout(r, 1_000));
+    return runTurnOnce(client, sessionKey, message, events);
+  }
+}
+
+/**
  * Sends one message with chat.send and waits for the run's final `chat` event. The listener is
  * registered before the send so no event of the run is missed.
  */
-export async function runTurn(
+async function runTurnOnce(
   client: GatewayClient,
   sessionKey: string,
   message: string,
