@@ -2,6 +2,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Socket } from "node:net";
 import WebSocket from "ws";
 import { authenticate, isForeignOrigin } from "../accounts/auth.server.ts";
+import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { consume } from "../platform/rate-limit.server.ts";
@@ -107,6 +108,9 @@ function serve(ws: WebSocket, userId: string): void {
             onDelta: (text) => send(ws, { type: "delta", id, text }),
             onEvent: (event, payload) => send(ws, { type: "event", id, event, payload }),
           },
+          // An open socket can wait for a whole first start (the page says it is waiting); an
+          // HTTP request keeps AGENT_CHAT_START_WAIT_MS.
+          { startWaitMs: env().AGENT_LIVE_START_WAIT_MS },
         );
         send(ws, { type: "final", id, ...result });
       } catch (error) {

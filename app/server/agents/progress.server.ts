@@ -215,8 +215,11 @@ export async function instanceProgress(instance: InstanceRow | undefined): Promi
  * of failing with "gateway unavailable"; any other state answers at once (the chat then says
  * what is wrong).
  */
-export async function waitWhileStarting(userId: string): Promise<void> {
-  const deadline = Date.now() + env().AGENT_CHAT_START_WAIT_MS;
+export async function waitWhileStarting(
+  userId: string,
+  waitMs = env().AGENT_CHAT_START_WAIT_MS,
+): Promise<void> {
+  const deadline = Date.now() + waitMs;
   for (let delay = 200; ; delay = Math.min(delay * 2, 1_000)) {
     const instance = await getInstanceByUser(userId);
     const status = agentStatus(instance);

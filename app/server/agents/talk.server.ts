@@ -159,12 +159,13 @@ export async function chat(
   userId: string,
   input: { message: string; sessionId?: string; agentId?: string },
   events: TurnEvents = {},
+  options: { startWaitMs?: number } = {},
 ): Promise<{ sessionId: string; reply: string; timestamp: number }> {
   const target = await targetOf(userId, input.agentId);
   // A chat is activity (the agent stays awake) and wakes a sleeping agent (decision 0164).
   await touchActivity(userId);
   await wakeIfSleeping(userId, "chat");
-  await waitWhileStarting(userId);
+  await waitWhileStarting(userId, options.startWaitMs);
   return withGateway(userId, async (client, instance) => {
     const key = await resolveChatSession(client, instance, target, input.sessionId);
     await setActiveSession(userId, target, key);

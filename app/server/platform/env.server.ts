@@ -247,6 +247,8 @@ const schema = z.object({
   PROGRESS_KEEPALIVE_MS: z.coerce.number().int().min(100).default(15_000),
   /** How long a chat sent while the agent is starting waits for it (decision 0137). */
   AGENT_CHAT_START_WAIT_MS: z.coerce.number().int().min(0).default(120_000),
+  /** The same wait for a message sent over the live socket (a first start can take minutes). */
+  AGENT_LIVE_START_WAIT_MS: z.coerce.number().int().min(0).default(600_000),
   /** How long PUT /api/agents/:id/config waits for the gateway to take the change (`applied`). */
   AGENT_CONFIG_APPLY_WAIT_MS: z.coerce.number().int().min(0).default(5_000),
   /** Worker's chat recorder: gateway connections per running instance (0 disables). */
