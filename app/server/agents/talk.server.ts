@@ -45,15 +45,20 @@ interface ChatEventPayload {
 }
 
 /**
- * OpenClaw 2026.9.x sometimes ends a run at once with this error while its own processes hand
- * over the state database (seen in CI on a busy machine, and by helpers at high load): nothing
- * was generated, and the same message sent again is answered.
+ * OpenClaw 2026.9.x ends a run at once, before generating anything, when its processes hand over
+ * the state database (StateDatabaseCoordinatorContentionError: seen in CI on a busy machine) and
+ * when a config reload replaced the model runtime the run was prepared with ("plugin generation
+ * was superseded": a first chat right after provisioning, which patches the config). The same
+ * message sent again once the gateway has settled is answered.
  */
-const TRANSIENT_RUN_ERROR = /StateDatabaseCoordinatorContentionError/;
+const TRANSIENT_RUN_ERROR =
+  /StateDatabaseCoordinatorContentionError|PreparedModelRuntimeOwnerNotPublished|plugin generation was superseded/;
+/** Waits before each resend of a run that ended with a transient error (a reload takes 1–2 s). */
+const TRANSIENT_RETRY_DELAYS_MS = [1_000, 2_000];
 
 /**
  * One chat turn (runTurnOnce); a run the gateway ended with a transient internal error before
- * any text is sent once more, a second later.
+ * any text is sent again, up to twice.
  */
 export async function runTurn(
   client: GatewayClient,
@@ -69,14 +74,21 @@ export async function runTurn(
       events.onDelta?.(text, full);
     },
   };
-  try {
-    return await runTurnOnce(client, sessionKey, message, watched);
-  } catch (error) {
-    if (streamed || !(error instanceof Error) || !TRANSIENT_RUN_ERROR.test(error.message)) {
-      throw error;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await runTurnOnce(client, sessionKey, message, watched);
+    } catch (error) {
+      const delay = TRANSIENT_RETRY_DELAYS_MS[attempt];
+      if (
+        streamed ||
+        delay === undefined ||
+        !(error instanceof Error) ||
+        !TRANSIENT_RUN_ERROR.test(error.message)
+      ) {
+        throw error;
+      }
+      await new Promise((r) => setTimeout(r, delay));
     }
-    await new Promise((r) => setTimeout(r, 1_000));
-    return runTurnOnce(client, sessionKey, message, events);
   }
 }
 
