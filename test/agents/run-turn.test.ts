@@ -1,0 +1,90 @@
+import { ws } from "msw";
+import { afterEach, describe, expect, it } from "vitest";
+import { runTurn } from "../../app/server/agents/talk.server.ts";
+import { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { mswServer } from "../msw/server.ts";
+import { helloOk } from "./fake-gateway.ts";
+
+// One chat turn against a protocol-level fake gateway whose runs end with the errors OpenClaw
+// 2026.9.x gives for its own transients (a config reload during the run's preparation, the
+// state database changing hands): the turn is sent again, at most twice, and only when nothing
+// was streamed. The real gateway's runs are covered by talk-real.test.ts.
+
+const URL = "ws://run-turn.test:18789";
+const SUPERSEDED =
+  "Error: prepared model runtime plugin generation was superseded for /state/agents/main/agent";
+
+/** A fake whose n-th run (from 0) ends as `runs[n]` says. */
+function fakeGateway(runs: Array<{ error?: string; delta?: string; reply?: string }>) {
+  const sent: string[] = [];
+  mswServer.use(
+    ws.link(URL).addEventListener("connection", ({ client }) => {
+      client.send(
+        JSON.stringify({
+          type: "event",
+          event: "connect.challenge",
+          payload: { nonce: "n", ts: 1 },
+        }),
+      );
+      client.addEventListener("message", (event) => {
+        const frame = JSON.parse(String(event.data));
+        if (frame.method === "connect") {
+          client.send(helloOk(frame, "c1"));
+          return;
+        }
+        if (frame.method !== "chat.send") return;
+        const runId = frame.params.idempotencyKey as string;
+        const run = runs[sent.length] ?? { reply: "late" };
+        sent.push(frame.params.message as string);
+        client.send(JSON.stringify({ type: "res", id: frame.id, ok: true, payload: { runId } }));
+        const chat = (payload: Record<string, unknown>) =>
+          client.send(
+            JSON.stringify({ type: "event", event: "chat", payload: { runId, ...payload } }),
+          );
+        if (run.delta) chat({ state: "delta", deltaText: run.delta });
+        if (run.error) chat({ state: "error", errorMessage: run.error });
+        else chat({ state: "final", message: { content: run.reply ?? "" } });
+      });
+    }),
+  );
+  return sent;
+}
+
+async function turn(): Promise<string> {
+  const client = new GatewayClient({ url: URL, token: "t" });
+  try {
+    await client.connect();
+    return (await runTurn(client, "agent:main:main", "hello")).reply;
+  } finally {
+    client.close();
+  }
+}
+
+afterEach(() => {
+  mswServer.resetHandlers();
+});
+
+describe("a chat turn whose run the gateway ends with a transient error", () => {
+  it("is sent again after a config reload superseded it, and answered", async () => {
+    const sent = fakeGateway([{ error: SUPERSEDED }, { reply: "Hi there" }]);
+    expect(await turn()).toBe("Hi there");
+    expect(sent).toEqual(["hello", "hello"]);
+  });
+
+  it("gives up after two resends with the gateway's error", async () => {
+    const contention = "StateDatabaseCoordinatorContentionError: another OpenClaw process owns it";
+    const sent = fakeGateway([{ error: contention }, { error: SUPERSEDED }, { error: SUPERSEDED }]);
+    await expect(turn()).rejects.toThrow(/superseded/);
+    expect(sent).toHaveLength(3);
+  });
+
+  it("is not sent again once text was streamed, nor for another error", async () => {
+    const streamed = fakeGateway([{ delta: "Hal", error: SUPERSEDED }]);
+    await expect(turn()).rejects.toThrow(/superseded/);
+    expect(streamed).toHaveLength(1);
+    mswServer.resetHandlers();
+    const other = fakeGateway([{ error: "model refused" }]);
+    await expect(turn()).rejects.toThrow(/model refused/);
+    expect(other).toHaveLength(1);
+  });
+});
