@@ -35,6 +35,12 @@ interface Seen {
   bytes: number;
 }
 const seen: Seen[] = [];
+// The shape of OpenClaw's Control UI page as its gateway serves it at its root.
+const INLINE = "<script>var html = '<img src=\"/inline.png\">';</script>";
+const CONTROL_UI_PAGE = `<!doctype html><html lang="en" data-openclaw-control-ui-base-path="" data-x="1"><head>
+<link rel="icon" href="/favicon.svg" /><link rel="manifest" href="//cdn.example/m.json" />
+<script type="module" crossorigin src="/assets/index-1.js"></script>${INLINE}</head>
+<body><a href="https://openclaw.ai/">docs</a></body></html>`;
 let gateway: Server;
 let gatewayWss: WebSocket.Server;
 const gatewaySockets = new Set<WebSocket>();
@@ -48,6 +54,11 @@ function startGateway(): Promise<string> {
     req.on("end", () => {
       seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, bytes });
       if (req.url === "/slow") return; // never answers
+      if (req.url === "/page") {
+        res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
+        res.end(CONTROL_UI_PAGE);
+        return;
+      }
       res.writeHead(200, { "Content-Type": "application/json", "Set-Cookie": "gw=1" });
       res.end(JSON.stringify({ url: req.url, bytes }));
     });
@@ -402,6 +413,36 @@ describe("path form", () => {
     });
     expect(strangers.status).toBe(404);
     expect(strangers.body).toBe(JSON.stringify({ error: "Agent not found" }));
+  });
+
+  it("serves the Control UI's page under the prefix: its base path and asset URLs, its inline scripts untouched", async () => {
+    const cookie = await sessionCookieFor(stranger);
+    const page = await fetchVia(`/agents/${strangerAgent}/ui/page`, {
+      host: "localhost:3000",
+      cookie,
+      "accept-encoding": "gzip, br",
+    });
+    expect(page.status).toBe(200);
+    expect(seen.at(-1)?.headers["accept-encoding"]).toBe("identity");
+    const base = `/agents/${strangerAgent}/ui`;
+    expect(page.body).toContain(`<html lang="en" data-openclaw-control-ui-base-path="${base}"`);
+    expect(page.body).toContain(`href="${base}/favicon.svg"`);
+    expect(page.body).toContain(`src="${base}/assets/index-1.js"`);
+    expect(page.body).toContain('href="//cdn.example/m.json"');
+    expect(page.body).toContain('href="https://openclaw.ai/"');
+    expect(page.body).toContain(INLINE);
+    expect(Number(page.headers["content-length"])).toBe(Buffer.byteLength(page.body));
+    // Not HTML: passed on as it came.
+    const asset = await fetchVia(`/agents/${strangerAgent}/ui/assets/index-1.js`, {
+      host: "localhost:3000",
+      cookie,
+    });
+    expect(JSON.parse(asset.body).url).toBe("/assets/index-1.js");
+    // The app's socket, at the base path without its slash.
+    const bare = await openSocket(base, { host: "localhost:3000", cookie, origin: APP });
+    if (!("ws" in bare)) throw new Error(`refused: ${bare.status}`);
+    expect(JSON.parse(await bare.first)).toMatchObject({ hello: "/", user: stranger });
+    bare.ws.close();
   });
 
   it("proxies same-origin sockets and refuses cross-site ones", async () => {

@@ -238,11 +238,15 @@ async function admitPath(
   target: Extract<Target, { form: "path" }>,
   kind: "http" | "upgrade",
 ): Promise<IngressVerdict> {
-  const { id, rest } = target;
+  const { id } = target;
+  let { rest } = target;
   const app = new URL(env().APP_URL);
   if (!rest.startsWith("/")) {
+    // The Control UI opens its socket at its base path, without the slash.
+    if (kind === "upgrade") rest = `/${rest}`;
     // Relative asset paths need the trailing slash.
-    return { kind: "answer", status: 308, headers: { Location: `${pathFormPrefix(id)}${rest}` } };
+    else
+      return { kind: "answer", status: 308, headers: { Location: `${pathFormPrefix(id)}${rest}` } };
   }
   const session = await resolveSession(requestOf(req));
   if (!session) {
@@ -259,10 +263,42 @@ async function admitPath(
       select 1 from sessions where id = ${sessionId} and revoked_at is null and expires_at > now()`;
     return row !== undefined;
   });
-  if (verdict.kind === "proxy" && session.setCookie) {
-    verdict.responseHeaders = { ...verdict.responseHeaders, "Set-Cookie": session.setCookie };
+  if (verdict.kind === "proxy") {
+    if (session.setCookie) {
+      verdict.responseHeaders = { ...verdict.responseHeaders, "Set-Cookie": session.setCookie };
+    }
+    // The gateway serves its Control UI at its root; here it lives under the prefix.
+    const base = pathFormPrefix(id).slice(0, -1);
+    verdict.rewritePage = (html) => rebaseControlUiPage(html, base);
   }
   return verdict;
+}
+
+const BASE_PATH_ATTRIBUTE = /(<html\b[^>]*\sdata-openclaw-control-ui-base-path=")[^"]*(")/i;
+const TAG_WITH_URL = /<(?:link|script|img|a)\b[^>]*>/gi;
+const SCRIPT = /(<script\b[^>]*>)([\s\S]*?<\/script\s*>)/gi;
+const rebaseTags = (markup: string, base: string) =>
+  markup.replace(TAG_WITH_URL, (tag) => tag.replace(/\s(src|href)="\/(?!\/)/gi, ` $1="${base}/`));
+
+/**
+ * The Control UI's page as the path form serves it: OpenClaw writes its base path into the page
+ * (an attribute of <html>, read by the app for its socket and routes) and makes its asset URLs
+ * absolute from it; the gateway's base is its root, so both move under `base`. Only tags are
+ * touched: the inline scripts stay byte for byte (the gateway's CSP lists their hashes).
+ */
+export function rebaseControlUiPage(html: string, base: string): string {
+  const page = html.replace(
+    BASE_PATH_ATTRIBUTE,
+    (_all, start: string, end: string) => `${start}${base}${end}`,
+  );
+  let out = "";
+  let from = 0;
+  for (const script of page.matchAll(SCRIPT)) {
+    out += rebaseTags(page.slice(from, script.index), base);
+    out += rebaseTags(script[1] as string, base) + (script[2] as string);
+    from = script.index + script[0].length;
+  }
+  return out + rebaseTags(page.slice(from), base);
 }
 
 async function proxyTo(

@@ -38,6 +38,11 @@ export type IngressVerdict =
       responseHeaders?: OutgoingHttpHeaders;
       /** Headers set on what reaches the gateway (lower case: they replace the visitor's). */
       upstreamHeaders?: Record<string, string>;
+      /**
+       * Rewrites an HTML answer before it is sent (the path form's base path); the gateway is
+       * asked for it uncompressed, and a page larger than `maxPageBytes` is refused (502).
+       */
+      rewritePage?: (html: string) => string;
       /** Asked every `recheckMs` while a socket stays open: false closes it (access revoked). */
       stillAllowed?: () => Promise<boolean>;
       /**
@@ -69,6 +74,8 @@ export interface IngressLimits {
   /** Largest HTTP request body and WebSocket message passed on. */
   maxBodyBytes: number;
   maxMessageBytes: number;
+  /** Largest HTML page read whole to be rewritten (`rewritePage`). */
+  maxPageBytes: number;
   /** Bytes a relayed WebSocket direction may queue before its reader is paused. */
   highWaterBytes: number;
   recheckMs: number;
@@ -81,6 +88,7 @@ export const DEFAULT_INGRESS_LIMITS: IngressLimits = {
   responseTimeoutMs: 30_000,
   maxBodyBytes: 10 * 1024 * 1024,
   maxMessageBytes: 16 * 1024 * 1024,
+  maxPageBytes: 2 * 1024 * 1024,
   highWaterBytes: 1024 * 1024,
   recheckMs: 30_000,
 };
@@ -142,6 +150,29 @@ function forwardHeaders(
     out[name] = value;
   }
   return out;
+}
+
+/** Reads an answer's body as text (at most `limit` bytes) and rewrites it. */
+async function rewritten(
+  answerIn: IncomingMessage,
+  rewrite: (html: string) => string,
+  limit: number,
+): Promise<string> {
+  if (answerIn.headers["content-encoding"] && answerIn.headers["content-encoding"] !== "identity") {
+    answerIn.destroy();
+    throw new Error("The agent's gateway sent a compressed page");
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of answerIn as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      answerIn.destroy();
+      throw new Error("The agent's gateway sent too large a page");
+    }
+    chunks.push(chunk);
+  }
+  return rewrite(Buffer.concat(chunks).toString("utf8"));
 }
 
 /** Counts bytes and fails past the limit (the request is then answered 413). */
@@ -249,7 +280,12 @@ export function createIngress(
       port,
       method: req.method,
       path: verdict.path,
-      headers: { ...forwardHeaders(req.headers, DROP_REQUEST), ...proxyHeaders(req, verdict) },
+      headers: {
+        ...forwardHeaders(req.headers, DROP_REQUEST),
+        ...proxyHeaders(req, verdict),
+        // A page to rewrite is read as text.
+        ...(verdict.rewritePage ? { "accept-encoding": "identity" } : {}),
+      },
       timeout: limits.responseTimeoutMs,
     });
     const fail = (status: number, error: string) => {
@@ -264,6 +300,23 @@ export function createIngress(
     });
     upstream.on("response", (answerIn) => {
       upstream.setTimeout(limits.idleMs); // streaming answers may be quiet, but not forever
+      const rewrite = verdict.rewritePage;
+      if (rewrite && /^text\/html\b/i.test(String(answerIn.headers["content-type"] ?? ""))) {
+        void rewritten(answerIn, rewrite, limits.maxPageBytes).then(
+          (page) => {
+            const headers = forwardHeaders(answerIn.headers, DROP_RESPONSE);
+            delete headers["content-length"];
+            res.writeHead(answerIn.statusCode ?? 502, {
+              ...headers,
+              ...verdict.responseHeaders,
+              "content-length": Buffer.byteLength(page),
+            });
+            res.end(page);
+          },
+          (error: Error) => fail(502, error.message),
+        );
+        return;
+      }
       res.writeHead(answerIn.statusCode ?? 502, {
         ...forwardHeaders(answerIn.headers, DROP_RESPONSE),
         ...verdict.responseHeaders,
