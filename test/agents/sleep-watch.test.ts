@@ -6,7 +6,13 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import { recordSleep, sleepRecord } from "../../app/server/agents/sleep.server.ts";
+import {
+  markAsleep,
+  markWakeRequested,
+  recordSleep,
+  sleepRecord,
+  touchActivity,
+} from "../../app/server/agents/sleep.server.ts";
 import { telegramPendingUpdate } from "../../app/server/channels/telegram.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { hasLiveJob, stopBoss } from "../../app/server/platform/jobs.server.ts";
@@ -64,4 +70,30 @@ it("a bot whose token Telegram refuses wakes nothing and does not stop the pass"
   await expect(telegramPendingUpdate("7000001:revoked-token")).rejects.toThrow(/Unauthorized/);
   expect(await watchSleepers()).toEqual([]);
   expect((await getInstance(sleeper.id))?.observed_state).toBe("sleeping");
+});
+
+it("a chat after the idle check keeps the agent awake; one after the mark asks for a wake that the sleep's record keeps", async () => {
+  const user = await agentUser("solo");
+  const row = await ensureInstanceRecord(user.id);
+  await updateInstance(row.id, { observed_state: "running" });
+  expect(await markWakeRequested(row.id, "chat")).toBe(false); // awake: nothing to wake
+  expect(await sleepRecord(row.id)).toBeUndefined();
+
+  // The sleep pass decided at `checked`; a chat touched the instance after that.
+  const checked = new Date(Date.now() - 1_000);
+  await touchActivity(user.id);
+  expect(await markAsleep(row.id, checked)).toBe(false);
+  expect((await getInstance(row.id))?.observed_state).toBe("running");
+
+  // No chat since: marked asleep before its gateway stops. A chat now asks for a wake...
+  expect(await markAsleep(row.id, new Date(Date.now() + 1_000))).toBe(true);
+  expect((await getInstance(row.id))?.observed_state).toBe("sleeping");
+  expect(await markWakeRequested(row.id, "chat")).toBe(true);
+  // ...which the record written after the stop keeps, and the watcher leaves alone.
+  await recordSleep(row.id, { logLines: ["last line"], telegramSeenUpdateId: null });
+  expect(await sleepRecord(row.id)).toMatchObject({
+    wake_reason: "chat",
+    log_lines: ["last line"],
+  });
+  expect(await watchSleepers()).not.toContain(row.id);
 });

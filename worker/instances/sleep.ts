@@ -5,7 +5,7 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import { idleSecondsOf, recordSleep } from "../../app/server/agents/sleep.server.ts";
+import { idleSecondsOf, markAsleep, recordSleep } from "../../app/server/agents/sleep.server.ts";
 import { telegramPendingUpdate } from "../../app/server/channels/telegram.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
@@ -50,10 +50,11 @@ async function telegramPosition(userId: string): Promise<number | null> {
 }
 
 /**
- * Puts one idle instance to sleep (the caller holds its lock). Scheduled work keeps it awake: a
- * gateway with a heartbeat on runs agent turns by itself, which a stopped gateway cannot.
+ * Puts one idle instance to sleep (the caller holds its lock) unless a chat came after
+ * `idleSince`. Scheduled work keeps it awake: a gateway with a heartbeat on runs agent turns by
+ * itself, which a stopped gateway cannot.
  */
-export async function sleepInstance(row: InstanceRow): Promise<string> {
+export async function sleepInstance(row: InstanceRow, idleSince = new Date()): Promise<string> {
   const info = await rt().inspect(row.container_name);
   const address = gatewayAddress(info);
   if (!info?.running || !address) return "not running";
@@ -83,16 +84,13 @@ export async function sleepInstance(row: InstanceRow): Promise<string> {
     network_tx_bytes: s.txBytes,
     sampled_at: new Date(),
   });
+  // Asleep from here on: a chat now asks for a wake instead of reaching a gateway being stopped.
+  if (!(await markAsleep(row.id, idleSince))) return "active again";
   await rt().stop(info.id, 10);
   // Read after the stop: while the gateway polls, a second getUpdates would answer 409.
   await recordSleep(row.id, {
     logLines,
     telegramSeenUpdateId: await telegramPosition(row.user_id),
-  });
-  await updateInstance(row.id, {
-    observed_state: "sleeping",
-    health: "unknown",
-    observed_at: new Date(),
   });
   log().info({ instanceId: row.id }, "instance put to sleep");
   return "sleeping";
@@ -112,7 +110,8 @@ export async function sleepIdleInstances(now = Date.now()): Promise<Record<strin
           rows.filter((r) => r.id === candidate.id),
         );
         if (!fresh || !still || !isIdle(still, now)) return "active again";
-        return sleepInstance(fresh);
+        const idle = idleSecondsOf(still.plan) ?? 0;
+        return sleepInstance(fresh, new Date(now - idle * 1000));
       });
       results[candidate.id] = outcome ?? "busy";
     } catch (error) {

@@ -41,7 +41,26 @@ export async function sleepRecord(instanceId: string): Promise<SleepRow | undefi
   return row;
 }
 
-/** Records that the instance went to sleep, with its last log lines and Telegram position. */
+/**
+ * Marks a running instance asleep, before its gateway is stopped, unless a chat touched it after
+ * `idleSince` (the idle check's cut-off). A chat touches the instance before it looks at the
+ * state: one that came after the check either stops this mark, or sees `sleeping` and asks for a
+ * wake, which runs once the sleep pass lets go of the instance's lock. So no chat reaches a
+ * gateway that is being stopped.
+ */
+export async function markAsleep(instanceId: string, idleSince: Date): Promise<boolean> {
+  const rows = await db()`
+    update instances set observed_state = 'sleeping', health = 'unknown', observed_at = now()
+    where id = ${instanceId} and observed_state = 'running'
+      and (last_activity_at is null or last_activity_at <= ${idleSince})
+    returning id`;
+  return rows.length > 0;
+}
+
+/**
+ * Records the sleep's last log lines and Telegram position (after the stop). A wake asked for
+ * since the instance was marked asleep is kept: its job runs after the sleep pass.
+ */
 export async function recordSleep(
   instanceId: string,
   input: { logLines: string[]; telegramSeenUpdateId: number | null },
@@ -50,16 +69,19 @@ export async function recordSleep(
     insert into instance_sleep (instance_id, log_lines, telegram_seen_update_id)
     values (${instanceId}, ${db().json(input.logLines as never)}, ${input.telegramSeenUpdateId})
     on conflict (instance_id) do update set slept_at = now(), log_lines = excluded.log_lines,
-      telegram_seen_update_id = excluded.telegram_seen_update_id, wake_reason = null,
-      wake_requested_at = null`;
+      telegram_seen_update_id = excluded.telegram_seen_update_id`;
 }
 
 /** Notes why a wake was asked for (the first reason wins); false when the instance is awake. */
 export async function markWakeRequested(instanceId: string, reason: string): Promise<boolean> {
   const rows = await db()`
-    update instance_sleep set wake_reason = coalesce(wake_reason, ${reason}),
-      wake_requested_at = coalesce(wake_requested_at, now())
-    where instance_id = ${instanceId} returning instance_id`;
+    insert into instance_sleep (instance_id, wake_reason, wake_requested_at)
+    select id, ${reason}, now() from instances
+    where id = ${instanceId} and observed_state = 'sleeping'
+    on conflict (instance_id) do update set
+      wake_reason = coalesce(instance_sleep.wake_reason, excluded.wake_reason),
+      wake_requested_at = coalesce(instance_sleep.wake_requested_at, excluded.wake_requested_at)
+    returning instance_id`;
   return rows.length > 0;
 }
 
