@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { revokeAllSessions } from "../../app/server/accounts/sessions.server.ts";
+import { pathFormPrefix } from "../../app/server/agents/agent-address.server.ts";
 import {
   gatewayTokenOf,
   getInstance,
@@ -15,11 +16,11 @@ import { launchBrowser, type RunningApp, takeCspViolations } from "./app.ts";
 import { type GatewayStack, REPLY, startGatewayStack, stopGatewayStack } from "./gateway-stack.ts";
 
 // OpenClaw's own Control UI at the agent's address, in Chromium, against a real gateway (host
-// form, <id>.agents.localhost): the ingress is the device the gateway sees for the owner's
-// browser (decision 0170). The owner's UI connects, lists the agent's sessions and chats (the
-// model is a local OpenAI-compatible stand-in behind the platform's AI layer); a stranger and a
-// signed-out visitor get nothing; signing out everywhere closes the socket and removes the
-// device from the gateway.
+// form, <id>.agents.localhost, and path form, /agents/<id>/ui/ on the main origin): the ingress
+// is the device the gateway sees for the owner's browser (decision 0170). The owner's UI
+// connects, lists the agent's sessions and chats (the model is a local OpenAI-compatible
+// stand-in behind the platform's AI layer); a stranger and a signed-out visitor get nothing;
+// signing out everywhere closes the socket and removes the device from the gateway.
 
 const USER = "usr_controlui_owner";
 const STRANGER = "usr_controlui_other";
@@ -78,7 +79,7 @@ describeDocker("the agent's Control UI", () => {
   });
 
   /** Opens the agent's address as the owner; the page and every frame its sockets received. */
-  async function openAsOwner() {
+  async function openAsOwner(address = agentUrl) {
     const context = await signedIn(USER);
     const page = await context.newPage();
     const frames: string[] = [];
@@ -98,7 +99,7 @@ describeDocker("the agent's Control UI", () => {
         sockets.closed += 1;
       });
     });
-    await page.goto(agentUrl);
+    await page.goto(address);
     return { context, page, frames, sockets, seen };
   }
 
@@ -140,6 +141,37 @@ describeDocker("the agent's Control UI", () => {
     process.stdout.write(`control ui gateway memory ${String(memory).trim()}\n`);
     await context.close();
     // The socket closed: its device is gone from the gateway.
+    await expect.poll(controlUiDevices, { timeout: 30_000 }).toEqual([]);
+  }, 240_000);
+
+  it("the path form on the main origin serves the same UI: connects and chats", async () => {
+    const address = `${app.url}${pathFormPrefix(AGENT)}`;
+    const { context, page, frames, seen } = await openAsOwner(address);
+    try {
+      await expect
+        .poll(() => frames.some((f) => f.includes('"hello-ok"')), { timeout: 60_000 })
+        .toBe(true)
+        .catch((error: Error) => {
+          throw new Error(`${error.message}\n${seen.slice(-15).join("\n")}`);
+        });
+      // The app's own links stay under the prefix.
+      expect(new URL(page.url()).pathname.startsWith(pathFormPrefix(AGENT))).toBe(true);
+      expect(seen.filter((s) => /^[45]\d\d /.test(s))).toEqual([]);
+      // The session from the first test is listed now, and its menu brings hidden text fields.
+      const box = page.locator("textarea:visible").first();
+      await box.waitFor({ timeout: 60_000 });
+      await box.fill("Hello through the path form");
+      await box.press("Enter");
+      // The run's final event came back over this page's socket, and the reply is shown.
+      await expect
+        .poll(() => frames.some((f) => f.includes('"event":"chat"') && f.includes('"final"')), {
+          timeout: 120_000,
+        })
+        .toBe(true);
+      await expect.poll(() => page.getByText(REPLY).count()).toBeGreaterThan(0);
+    } finally {
+      await context.close();
+    }
     await expect.poll(controlUiDevices, { timeout: 30_000 }).toEqual([]);
   }, 240_000);
 
