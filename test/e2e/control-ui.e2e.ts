@@ -4,10 +4,16 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { revokeAllSessions } from "../../app/server/accounts/sessions.server.ts";
 import { pathFormPrefix } from "../../app/server/agents/agent-address.server.ts";
 import {
+  CONTROL_UI_CLIENT_ID,
+  CONTROL_UI_ORPHAN_AFTER_MS,
+  pairControlUiDevice,
+} from "../../app/server/agents/control-ui-device.server.ts";
+import {
   gatewayTokenOf,
   getInstance,
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
+import { sweepAllControlUiDevices } from "../../worker/instances/control-ui-sweep.ts";
 import { connectPaired } from "../../worker/instances/pairing.ts";
 import { provision } from "../../worker/instances/provision.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
@@ -174,6 +180,25 @@ describeDocker("the agent's Control UI", () => {
     }
     await expect.poll(controlUiDevices, { timeout: 30_000 }).toEqual([]);
   }, 240_000);
+
+  it("a device left paired by a web process that died is removed by the worker's sweep", async () => {
+    // What a killed web process leaves: a socket's device, paired, its key gone with the process.
+    const left = await pairControlUiDevice(instance, {
+      id: CONTROL_UI_CLIENT_ID,
+      mode: "webchat",
+      platform: "web",
+      deviceFamily: "",
+    });
+    await expect.poll(controlUiDevices).toEqual([left.device.deviceId]);
+    // Young and unconnected: a socket may still be connecting with it.
+    expect(await sweepAllControlUiDevices()).toEqual({});
+    expect(await controlUiDevices()).toEqual([left.device.deviceId]);
+    const later = Date.now() + CONTROL_UI_ORPHAN_AFTER_MS + 1_000;
+    expect(await sweepAllControlUiDevices(later)).toEqual({
+      [instance.id]: [left.device.deviceId],
+    });
+    expect(await controlUiDevices()).toEqual([]);
+  });
 
   it("refuses another user and a signed-out visitor", async () => {
     const other = await signedIn(STRANGER);

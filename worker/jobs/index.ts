@@ -17,6 +17,7 @@ import { scheduledBackupsJob } from "./scheduled-backups.ts";
 import { sendEmail } from "./send-email.ts";
 import { sleepIdleInstancesJob } from "./sleep-idle-instances.ts";
 import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
+import { sweepControlUiDevicesJob } from "./sweep-control-ui-devices.ts";
 import { syncAgentsJob } from "./sync-agents.ts";
 import { teardownInstance } from "./teardown-instance.ts";
 import { updateImageJob } from "./update-image.ts";
@@ -48,5 +49,6 @@ export const handlers: Handlers = {
   "purge-audit-log": purgeAuditLog,
   "drain-node": drainNodeJob,
   "sleep-idle-instances": sleepIdleInstancesJob,
+  "sweep-control-ui-devices": sweepControlUiDevicesJob,
   "wake-instance": wakeInstanceJob,
 };

@@ -103,6 +103,50 @@ export async function pairControlUiDevice(
   };
 }
 
+/** A Control UI device older than this with no connection is taken for a dead socket's. */
+export const CONTROL_UI_ORPHAN_AFTER_MS = 5 * 60_000;
+const PairedDevices = z
+  .object({
+    paired: z
+      .array(
+        z
+          .object({
+            deviceId: z.string(),
+            clientId: z.string().optional(),
+            connected: z.boolean().optional(),
+            approvedAtMs: z.number().optional(),
+            createdAtMs: z.number().optional(),
+          })
+          .passthrough(),
+      )
+      .default([]),
+  })
+  .passthrough();
+
+/**
+ * Removes the Control UI devices no socket uses any more (decision 0170). Each browser socket has
+ * a device of its own, removed when the socket closes; one the gateway sees unconnected, paired
+ * longer ago than a socket takes to connect, was left by a web process that died with its key
+ * (nobody can use it, but it stays listed as paired). `client` is a paired operator connection.
+ * Returns the devices removed.
+ */
+export async function sweepControlUiDevices(
+  client: GatewayClient,
+  now = Date.now(),
+): Promise<string[]> {
+  const list = PairedDevices.parse(await client.request("device.pair.list", {}));
+  const orphans = list.paired.filter(
+    (d) =>
+      d.clientId === CONTROL_UI_CLIENT_ID &&
+      d.connected === false &&
+      (d.approvedAtMs ?? d.createdAtMs ?? now) <= now - CONTROL_UI_ORPHAN_AFTER_MS,
+  );
+  for (const orphan of orphans) {
+    await client.request("device.pair.remove", { deviceId: orphan.deviceId });
+  }
+  return orphans.map((d) => d.deviceId);
+}
+
 const ConnectFrame = z
   .object({
     type: z.literal("req"),

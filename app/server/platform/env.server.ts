@@ -188,6 +188,8 @@ const schema = z.object({
   // Comma-separated emails of operators besides the first account and those granted in /ops.
   OPERATOR_EMAILS: z.string().default(""),
   RECONCILE_CRON: z.string().default("* * * * *"),
+  /** The pass that removes Control UI devices a dead web process left paired (decision 0170). */
+  CONTROL_UI_SWEEP_CRON: z.string().default("*/10 * * * *"),
   // Deletes audit-log entries past their retention (90 days, a year with the add-on).
   AUDIT_PURGE_CRON: z.string().default("41 3 * * *"),
   /** How old an instance's measured storage may get before reconcile measures again (ms). */

@@ -141,6 +141,11 @@ export const jobCatalog = {
   ),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
   reconcile: defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
+  // Periodic: removes Control UI devices left paired by a web process that died (decision 0170).
+  "sweep-control-ui-devices": defineRuntimeJob(z.object({}).default({}), {
+    retryLimit: 0,
+    expireInSeconds: 600,
+  }),
   // Backups (issue 26, decision 0140): take one pending backup (its row names the agent), restore
   // one, and the periodic pass that schedules each plan's backups and prunes past retention.
   "backup-agent": defineRuntimeJob(z.object({ backupId: z.string().min(1) }), {
@@ -217,6 +222,7 @@ export type JobName = keyof typeof jobCatalog;
 export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
   reconcile: () => env().RECONCILE_CRON,
+  "sweep-control-ui-devices": () => env().CONTROL_UI_SWEEP_CRON,
   "fill-pool": () => env().RUNTIME_POOL_CRON,
   "sleep-idle-instances": () => env().SLEEP_CRON,
   "scheduled-backups": () => env().BACKUP_CRON,
