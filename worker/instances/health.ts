@@ -4,21 +4,6 @@ import { env } from "../../app/server/platform/env.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
 import { gatewayAddress, rt } from "./engine.ts";
 
-/**
- * Why the gateway cannot become healthy any more, if so: its container stopped, or it crashed
- * and Docker is restarting it (the restart policy is on-failure, so a restart means a failed
- * exit; during the back-off Docker still reports the container as running).
- */
-function gaveUp(now: ContainerInfo | undefined, before: ContainerInfo, what: string) {
-  if (!now?.running) {
-    return `the gateway container stopped before ${what} answered (exit ${now?.exitCode}${now?.oomKilled ? ", OOMKilled" : ""})`;
-  }
-  if (now.state === "restarting" || (now.restartCount ?? 0) > (before.restartCount ?? 0)) {
-    return `the gateway crashed before ${what} answered (exit ${now.exitCode}); its container is restarting`;
-  }
-  return undefined;
-}
-
 /** Waits for the gateway's /healthz; returns how long it took. */
 export async function waitHealthy(
   info: ContainerInfo,
@@ -30,8 +15,12 @@ export async function waitHealthy(
   const started = Date.now();
   for (;;) {
     if (await gatewayHealthy(address, 2_000)) return Date.now() - started;
-    const failed = gaveUp(await rt().inspect(info.id), info, "/healthz");
-    if (failed) throw new GatewayUnavailableError(failed);
+    const now = await rt().inspect(info.id);
+    if (!now?.running) {
+      throw new GatewayUnavailableError(
+        `the gateway container stopped before /healthz answered (exit ${now?.exitCode}${now?.oomKilled ? ", OOMKilled" : ""})`,
+      );
+    }
     if (Date.now() - started > timeoutMs) {
       throw new GatewayUnavailableError(`no /healthz within ${timeoutMs} ms`);
     }
@@ -51,8 +40,12 @@ export async function waitReady(info: ContainerInfo, timeoutMs = env().GATEWAY_H
   for (;;) {
     const readiness = await gatewayReadiness(address, 2_000);
     if (readiness !== "not-ready") return Date.now() - started;
-    const failed = gaveUp(await rt().inspect(info.id), info, "/readyz");
-    if (failed) throw new GatewayUnavailableError(failed);
+    const now = await rt().inspect(info.id);
+    if (!now?.running) {
+      throw new GatewayUnavailableError(
+        `the gateway container stopped before /readyz answered (exit ${now?.exitCode})`,
+      );
+    }
     if (Date.now() - started > timeoutMs) {
       throw new GatewayUnavailableError(`healthy but not ready (/readyz) within ${timeoutMs} ms`);
     }
