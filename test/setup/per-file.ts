@@ -28,6 +28,9 @@ process.env.DEFAULT_PLAN ??= "none";
 // API at once; the credential cache (whose invalidation is asynchronous across connections) is
 // tested on its own in test/accounts/credential-cache.test.ts.
 process.env.CREDENTIAL_CACHE ??= "off";
+// The Control UI device sweep runs when a test asks for it (control-ui.e2e), not on a cron tick
+// that lands in the middle of another test's pairing.
+process.env.CONTROL_UI_SWEEP_CRON ??= "0 0 1 1 *";
 process.env.DATABASE_URL = await cloneDatabase(inject("adminDatabaseUrl"));
 resetEnvCache();
 
