@@ -1,6 +1,6 @@
 import { apiRoute, endpoint } from "../server/api.server.ts";
 import { checkHealth } from "../server/platform/health.server.ts";
-import { json } from "../server/platform/http.server.ts";
+import { jsonWithStatus } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   GET: endpoint({
@@ -8,7 +8,7 @@ export const { loader, action } = apiRoute({
     auth: "none",
     handler: async () => {
       const health = await checkHealth();
-      return json(health, { status: health.status === "ok" ? 200 : 503 });
+      return jsonWithStatus(health.status === "ok" ? 200 : 503, health);
     },
   }),
 });

@@ -2,7 +2,7 @@ import { publicUser } from "../server/accounts/model.server.ts";
 import { clearSessionCookie } from "../server/accounts/sessions.server.ts";
 import { deleteUser } from "../server/accounts/users.server.ts";
 import { apiRoute, endpoint } from "../server/api.server.ts";
-import { effectivePlan } from "../server/billing/subscriptions.server.ts";
+import { planOfUser } from "../server/billing/subscriptions.server.ts";
 import { json } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
@@ -13,7 +13,7 @@ export const { loader, action } = apiRoute({
       "`plan` is the plan the user has: a subscription's, or the one an operator gives (an assignment or the self-hosted default plan), else `free`.",
     handler: async ({ auth }) => ({
       success: true,
-      user: { ...publicUser(auth.user), plan: (await effectivePlan(auth.user.id)).plan },
+      user: { ...publicUser(auth.user), plan: await planOfUser(auth.user) },
     }),
   }),
   DELETE: endpoint({

@@ -8,6 +8,7 @@ import {
   createCredentialCache,
   credentialCache,
 } from "../../app/server/accounts/credential-cache.server.ts";
+import { assignPlan } from "../../app/server/billing/plan-assignments.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env, resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { sha256 } from "../../app/server/platform/ids.server.ts";
@@ -131,6 +132,43 @@ describe("credential cache", () => {
       })
       .toBe(true);
     await db()`update users set name = 'Changed' where id = ${u.id}`;
+    await expect.poll(() => replica.cache.key(hex(key)), { timeout: 2000 }).toBeUndefined();
+  });
+
+  it("answers the user's plan from a cached key, and follows an operator's assignment at once", async () => {
+    await cacheReady();
+    const u = await newUser();
+    const { key } = await createKey(u.cookie);
+    await expect
+      .poll(async () => {
+        await as({ key }, user, "/api/user");
+        return credentialCache()!.key(hex(key)) !== undefined;
+      })
+      .toBe(true);
+    // Read with the credential: no assignment yet (null, not "not read").
+    expect(credentialCache()!.key(hex(key))!.user.assignedPlan).toBeNull();
+    expect((await as({ key }, user, "/api/user")).json.user.plan).toBe("free");
+    await assignPlan(u.id, "collective", "usr_operator1");
+    // This process forgets at once; the next lookup reads the assignment.
+    expect((await as({ key }, user, "/api/user")).json.user.plan).toBe("collective");
+    await assignPlan(u.id, "none", "usr_operator1");
+    expect((await as({ key }, user, "/api/user")).json.user.plan).toBe("free");
+  });
+
+  it("a second replica drops a user's credentials when their plan assignment changes", async () => {
+    await replica.ready;
+    const u = await newUser();
+    const { key } = await createKey(u.cookie);
+    const entry = await lookup(key);
+    await expect
+      .poll(() => {
+        replica.cache.putKey(hex(key), entry, replica.cache.epoch());
+        return replica.cache.key(hex(key)) !== undefined;
+      })
+      .toBe(true);
+    // Written by hand, as another replica's console would: the trigger tells this one.
+    await db()`insert into plan_assignments (user_id, plan, assigned_by)
+      values (${u.id}, 'solo', 'usr_operator1')`;
     await expect.poll(() => replica.cache.key(hex(key)), { timeout: 2000 }).toBeUndefined();
   });
 

@@ -95,7 +95,8 @@ export async function resolveApiKey(
   }
   const epoch = cache?.epoch() ?? 0;
   const [row] = await sql<(UserRow & { key_id: string; last_used_at: Date | null })[]>`
-    select u.*, k.id as key_id, k.last_used_at
+    select u.*, k.id as key_id, k.last_used_at,
+      (select pa.plan from plan_assignments pa where pa.user_id = u.id) as assigned_plan
     from api_keys k join users u on u.id = k.user_id
     where k.key_hash = ${Buffer.from(hex, "hex")} and u.suspended_at is null`;
   if (!row) return undefined;

@@ -15,6 +15,12 @@ export interface User {
   /** Operator of this platform (the row's flag or OPERATOR_EMAILS); never in the public API. */
   isOperator: boolean;
   suspendedAt: Date | null;
+  /**
+   * The plan an operator assigned (plan_assignments), null for none; present only when the user
+   * was read with it (the credential lookups, so that a cached credential answers the user's
+   * plan without a query). Undefined: not read.
+   */
+  assignedPlan?: string | null;
 }
 
 export interface UserRow {
@@ -29,6 +35,8 @@ export interface UserRow {
   created_at: Date;
   is_operator: boolean;
   suspended_at: Date | null;
+  /** Read by the credential lookups: `(select plan from plan_assignments …) as assigned_plan`. */
+  assigned_plan?: string | null;
 }
 
 export const toUser = (r: UserRow): User => ({
@@ -43,6 +51,7 @@ export const toUser = (r: UserRow): User => ({
   createdAt: r.created_at,
   isOperator: r.is_operator || operatorEmails().has(r.email.toLowerCase()),
   suspendedAt: r.suspended_at,
+  ...(r.assigned_plan !== undefined ? { assignedPlan: r.assigned_plan } : {}),
 });
 
 /** The contract's User resource. */

@@ -127,7 +127,8 @@ export async function resolveSession(request: Request): Promise<ResolvedSession 
   const [row] = await sql<
     (UserRow & { session_id: string; last_seen_at: Date; expires_at: Date })[]
   >`
-    select u.*, s.id as session_id, s.last_seen_at, s.expires_at
+    select u.*, s.id as session_id, s.last_seen_at, s.expires_at,
+      (select pa.plan from plan_assignments pa where pa.user_id = u.id) as assigned_plan
     from sessions s join users u on u.id = s.user_id
     where s.token_hash = ${sha256(token)} and s.revoked_at is null and s.expires_at > now()
       and u.suspended_at is null`;

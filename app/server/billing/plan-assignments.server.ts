@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { credentialCache } from "../accounts/credential-cache.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env, SELF_HOSTED_PLANS } from "../platform/env.server.ts";
@@ -64,7 +65,7 @@ export async function assignPlan(
   if (!input.success) {
     throw new DomainError(400, `plan: one of ${[...SELF_HOSTED_PLANS, "default"].join(", ")}`);
   }
-  return db().begin(async (t) => {
+  const result = (await db().begin(async (t) => {
     const [user] = await t`select id from users where id = ${userId} for update`;
     if (!user) throw notFound("User");
     const [before] = await t<{ plan: AssignedPlan }[]>`
@@ -98,5 +99,8 @@ export async function assignPlan(
       t,
     );
     return { plan: now, previous, source: plan === "default" ? "default" : "assigned" };
-  }) as Promise<{ plan: AssignedPlan; previous: AssignedPlan; source: OperatorPlan["source"] }>;
+  })) as { plan: AssignedPlan; previous: AssignedPlan; source: OperatorPlan["source"] };
+  // Credentials carry the assignment (the trigger tells other replicas); this one at once.
+  credentialCache()?.forgetUser(userId);
+  return result;
 }

@@ -1,4 +1,5 @@
 import type postgres from "postgres";
+import type { User } from "../accounts/model.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -14,7 +15,12 @@ import {
   priceIdOf,
 } from "./catalog.server.ts";
 import { customerIdOf } from "./checkout.server.ts";
-import { type OperatorPlan, operatorPlan, selfHosted } from "./plan-assignments.server.ts";
+import {
+  defaultPlan,
+  type OperatorPlan,
+  operatorPlan,
+  selfHosted,
+} from "./plan-assignments.server.ts";
 import { type Stripe, stripe, stripeFailure } from "./stripe.server.ts";
 
 // Subscription state as Stripe last said it was. Only writeSubscription writes it, always from a
@@ -261,13 +267,34 @@ export async function effectivePlan(userId: string): Promise<{
     db()<{ plan: string }[]>`select plan from users where id = ${userId}`,
     operatorPlan(userId),
   ]);
-  const paid = user?.plan && user.plan !== "free" ? user.plan : undefined;
+  return { ...bestPlan(user?.plan, operator), operator };
+}
+
+/** The better of the processor's plan (`users.plan`) and the operator's. */
+function bestPlan(
+  usersPlan: string | undefined,
+  operator: { plan: string; source: OperatorPlan["source"] },
+): { plan: string; source: PlanSource } {
+  const paid = usersPlan && usersPlan !== "free" ? usersPlan : undefined;
   const given = operator.plan === "none" ? undefined : operator.plan;
   if (paid && (!given || planRank(paid) >= planRank(given))) {
-    return { plan: paid, source: "subscription", operator };
+    return { plan: paid, source: "subscription" };
   }
-  if (given) return { plan: given, source: operator.source, operator };
-  return { plan: "free", source: "none", operator };
+  if (given) return { plan: given, source: operator.source };
+  return { plan: "free", source: "none" };
+}
+
+/**
+ * effectivePlan's plan for an authenticated user: without a query when the credential lookup
+ * read the user's assignment with it (a cached credential is dropped when either changes).
+ */
+export async function planOfUser(user: User): Promise<string> {
+  if (user.assignedPlan === undefined) return (await effectivePlan(user.id)).plan;
+  const operator =
+    user.assignedPlan === null
+      ? { plan: defaultPlan(), source: "default" as const }
+      : { plan: user.assignedPlan, source: "assigned" as const };
+  return bestPlan(user.plan, operator).plan;
 }
 
 export async function listSubscriptions(userId: string): Promise<SubscriptionRow[]> {

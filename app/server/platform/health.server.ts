@@ -20,8 +20,24 @@ function withTimeout<T>(promise: Promise<T>): Promise<T> {
   ]);
 }
 
+let inFlight: Promise<Health> | undefined;
+
+/**
+ * The health of the database and the queue store. Concurrent callers share the check in flight
+ * (under a load balancer's and a monitor's probes, one query per round trip instead of one per
+ * request); every answer comes from a check that was still running when it was asked.
+ */
+export function checkHealth(): Promise<Health> {
+  if (!inFlight) {
+    inFlight = check().finally(() => {
+      inFlight = undefined;
+    });
+  }
+  return inFlight;
+}
+
 /** One query on the happy path; on failure a second tells the database from the queue store. */
-export async function checkHealth(): Promise<Health> {
+async function check(): Promise<Health> {
   const sql = db();
   try {
     const [row] = await withTimeout(

@@ -157,6 +157,18 @@ const plainJson = (status: number, body: unknown): PlainAnswer => ({
   body: JSON.stringify(body),
 });
 
+const statusAnswers = new WeakSet<PlainAnswer>();
+
+/**
+ * A JSON answer with its own status from a handler (whose plain result is sent with the
+ * endpoint's one status): written to the socket as a plain answer, like a handler's result.
+ */
+export function jsonWithStatus(status: number, body: unknown): PlainAnswer {
+  const answer = plainJson(status, body);
+  statusAnswers.add(answer);
+  return answer;
+}
+
 const plainError = (status: number, error: string, extra?: Record<string, unknown>) =>
   plainJson(status, { error, ...extra });
 
@@ -365,7 +377,10 @@ async function answer<A extends AuthModes<A>>(
         startedAt,
       }),
     );
-    const response = result instanceof Response ? result : plainJson(spec.status ?? 200, result);
+    const response =
+      result instanceof Response || statusAnswers.has(result as PlainAnswer)
+        ? (result as Answer)
+        : plainJson(spec.status ?? 200, result);
     return withHeaders(response, extraHeaders, caller?.setCookie);
   } catch (error) {
     if (error instanceof Response) return withHeaders(error, extraHeaders, caller?.setCookie);
