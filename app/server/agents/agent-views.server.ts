@@ -1,9 +1,20 @@
 import { getAgentVerification } from "../identity/verification.server.ts";
 import { env } from "../platform/env.server.ts";
+import { versionedRead } from "../platform/read-cache.server.ts";
 import { agentAddress } from "./agent-address.server.ts";
-import { type AgentSummaryRow, getOwnedAgent, listAgentSummaryRows } from "./agents.server.ts";
-import { agentStatus, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
-import { instanceProgress } from "./progress.server.ts";
+import {
+  type AgentSummaryRow,
+  getOwnedAgent,
+  instanceStatusOf,
+  listAgentSummaryRows,
+} from "./agents.server.ts";
+import {
+  agentStatus,
+  getInstanceByUser,
+  type InstanceRow,
+  type StatusFields,
+} from "./instances.server.ts";
+import { progressView, readProgress } from "./progress.server.ts";
 
 // The contract's views of agents: summaries (lists, provisioning results) and the detail of
 // GET /api/agents/:id. docs/decisions/0060-agents.md
@@ -24,7 +35,7 @@ export function websocketUrl(userId: string): string {
 }
 
 /** Agent summary (list items and provisioning results). */
-export function agentSummary(row: AgentSummaryRow, instance: InstanceRow | undefined) {
+export function agentSummary(row: AgentSummaryRow, instance: StatusFields | undefined) {
   return {
     id: row.id,
     name: row.name,
@@ -36,12 +47,13 @@ export function agentSummary(row: AgentSummaryRow, instance: InstanceRow | undef
   };
 }
 
-export async function agentSummaries(userId: string) {
-  const [rows, instance] = await Promise.all([
-    listAgentSummaryRows(userId),
-    getInstanceByUser(userId),
-  ]);
-  return rows.map((row) => agentSummary(row, instance));
+export function agentSummaries(userId: string) {
+  // Kept while nothing behind the list changed (read-cache). The summaries' socket URLs follow
+  // APP_URL: part of the key.
+  return versionedRead(userId, `agents:${env().APP_URL}`, async () => {
+    const rows = await listAgentSummaryRows(userId);
+    return rows.map((row) => agentSummary(row, instanceStatusOf(row)));
+  });
 }
 
 export async function listAgentsView(userId: string) {
@@ -51,13 +63,21 @@ export async function listAgentsView(userId: string) {
 
 /** The contract's Agent detail: the instance's live facts plus the verification record. */
 export async function agentDetail(userId: string, agentId: string) {
-  // One round trip: the reads go out together (a non-owned id still answers 404).
-  const [agent, instance, verification] = await Promise.all([
-    getOwnedAgent(userId, agentId),
-    getInstanceByUser(userId),
-    getAgentVerification(agentId),
-  ]);
-  const progress = await instanceProgress(instance);
+  // Kept while nothing behind it changed (read-cache); a non-owned id still answers 404.
+  const { agent, instance, verification, recorded } = await versionedRead(
+    userId,
+    `agent:${agentId}`,
+    async () => {
+      // One round trip: the reads go out together.
+      const [agent, instance, verification] = await Promise.all([
+        getOwnedAgent(userId, agentId),
+        getInstanceByUser(userId),
+        getAgentVerification(agentId),
+      ]);
+      return { agent, instance, verification, recorded: await readProgress(instance) };
+    },
+  );
+  const progress = await progressView(instance, recorded);
   const { subdomain, url } = agentAddress(agent.id);
   return {
     agent: {

@@ -7,6 +7,7 @@ import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { randomAlphanumeric } from "../platform/ids.server.ts";
+import type { StatusFields } from "./instances.server.ts";
 
 // Agents: one OpenClaw agent inside the user's instance each. This module owns the `agents`
 // table: creation under the tier limit, ownership (another user's agent is "not found"), and
@@ -113,11 +114,31 @@ export type AgentSummaryRow = Pick<
   "id" | "user_id" | "name" | "model" | "created_at" | "updated_at"
 >;
 
-/** `listAgents` narrowed to what a summary shows (a list read parses no config JSON). */
-export async function listAgentSummaryRows(userId: string): Promise<AgentSummaryRow[]> {
-  return db()<AgentSummaryRow[]>`
-    select id, user_id, name, model, created_at, updated_at from agents
-    where user_id = ${userId} order by created_at, id`;
+/** A summary row with its instance's status fields (null without an instance). */
+export type AgentListRow = AgentSummaryRow & {
+  observed_state: StatusFields["observed_state"] | null;
+  desired_state: StatusFields["desired_state"] | null;
+  health: StatusFields["health"] | null;
+};
+
+/**
+ * `listAgents` narrowed to what a summary shows (a list read parses no config JSON), with the
+ * status fields of the user's instance: one statement for the agents list.
+ */
+export async function listAgentSummaryRows(userId: string): Promise<AgentListRow[]> {
+  return db()<AgentListRow[]>`
+    select a.id, a.user_id, a.name, a.model, a.created_at, a.updated_at,
+      i.observed_state, i.desired_state, i.health
+    from agents a left join instances i on i.user_id = a.user_id
+    where a.user_id = ${userId} order by a.created_at, a.id`;
+}
+
+/** The instance's status fields of a list row; undefined when the user has no instance. */
+export function instanceStatusOf(row: AgentListRow): StatusFields | undefined {
+  const { observed_state, desired_state, health } = row;
+  return observed_state && desired_state && health
+    ? { observed_state, desired_state, health }
+    : undefined;
 }
 
 /** The agent when it belongs to the user; 404 otherwise (never reveal another user's). */

@@ -167,7 +167,7 @@ export function gatewayTokenOf(row: InstanceRow): string {
  * The contract's `status`: running, stopped or error; transitional states are shown as such, and
  * `unknown` while the engine does not answer (docs/decisions/0130-crash-recovery-and-engine-health.md).
  */
-export function contractStatus(row: InstanceRow): string {
+export function contractStatus(row: Pick<InstanceRow, "observed_state" | "health">): string {
   switch (row.observed_state) {
     case "running":
       return row.health === "unhealthy" ? "error" : "running";
@@ -184,8 +184,11 @@ export function contractStatus(row: InstanceRow): string {
   }
 }
 
+/** What an agent's status is made of. */
+export type StatusFields = Pick<InstanceRow, "observed_state" | "desired_state" | "health">;
+
 /** An agent's status is its instance's (one gateway runs all of a user's agents). */
-export function agentStatus(instance: InstanceRow | undefined): string {
+export function agentStatus(instance: StatusFields | undefined): string {
   if (!instance) return "provisioning";
   if (instance.observed_state === "new" && instance.desired_state === "running") {
     return "provisioning";

@@ -169,26 +169,45 @@ export interface ProgressView {
 /** Statuses in which the worker is bringing the gateway up: a chat waits for them to end. */
 export const STARTING_STATUSES = ["provisioning", "starting", "updating"];
 
-/**
- * The progress of the instance's current run. While it is starting again, a finished earlier
- * run is not shown: the new run has recorded nothing yet.
- */
+/** What the database records of an instance's progress: its latest run and that run's steps. */
+export interface RecordedProgress {
+  run: RunRow | undefined;
+  steps: Array<{ step: ProgressStep; at: Date }>;
+}
+
+export async function readProgress(instance: InstanceRow | undefined): Promise<RecordedProgress> {
+  if (!instance) return { run: undefined, steps: [] };
+  const [runs, steps] = await Promise.all([
+    db()<RunRow[]>`
+      select id, action, path, started_at, finished_at, outcome from instance_runs
+      where instance_id = ${instance.id} order by id desc limit 1`,
+    db()<{ step: ProgressStep; at: Date }[]>`
+      select step, at from instance_progress where instance_id = ${instance.id} order by at`,
+  ]);
+  return { run: runs[0], steps };
+}
+
+/** The progress of the instance's current run. */
 export async function instanceProgress(instance: InstanceRow | undefined): Promise<ProgressView> {
-  const [runs, rows] = instance
-    ? await Promise.all([
-        db()<RunRow[]>`
-          select id, action, path, started_at, finished_at, outcome from instance_runs
-          where instance_id = ${instance.id} order by id desc limit 1`,
-        db()<{ step: ProgressStep; at: Date }[]>`
-          select step, at from instance_progress where instance_id = ${instance.id} order by at`,
-      ])
-    : [[], []];
-  let run: RunRow | undefined = runs[0];
+  return progressView(instance, await readProgress(instance));
+}
+
+/**
+ * The view of recorded progress (which it does not change: it may be a kept read). While the
+ * instance is starting again, a finished earlier run is not shown: the new run has recorded
+ * nothing yet.
+ */
+export async function progressView(
+  instance: InstanceRow | undefined,
+  recorded: RecordedProgress,
+): Promise<ProgressView> {
+  let run = recorded.run;
+  let rows = recorded.steps;
   const status = agentStatus(instance);
   const starting = STARTING_STATUSES.includes(status);
   if (starting && (run?.finished_at || rows.at(-1)?.step === "ready")) {
     run = undefined;
-    rows.length = 0;
+    rows = [];
   }
   // Before the worker begins the run: a paired gateway coming up again is a start (or update).
   const again = starting && instance?.paired_at;
@@ -205,6 +224,7 @@ export async function instanceProgress(instance: InstanceRow | undefined): Promi
       label: labels[step] ?? STEP_LABELS[step],
       at: at.get(step) ?? null,
     })),
+    // How long such a run usually takes: a global figure, read afresh (not part of a kept read).
     estimate: starting ? await runEstimate(action, run?.path ?? null) : null,
     open: Boolean(run && !run.finished_at),
   };

@@ -6,6 +6,7 @@ import { dailyUsage } from "../ai/usage.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { versionedRead } from "../platform/read-cache.server.ts";
 import { hasAddon, listOwnServiceRequests } from "./add-ons.server.ts";
 import { addOns, planLimits } from "./catalog.server.ts";
 import { defaultPlan, selfHosted } from "./plan-assignments.server.ts";
@@ -124,7 +125,12 @@ export async function disableByok(userId: string, provider?: ProviderName) {
   return { removed };
 }
 
-export async function recentCredits(userId: string, limit = 20) {
+/** The balance and latest entries; kept while the user's ledger is unchanged (read-cache). */
+export function recentCredits(userId: string, limit = 20) {
+  return versionedRead(userId, `credits:${limit}`, () => readRecentCredits(userId, limit));
+}
+
+async function readRecentCredits(userId: string, limit: number) {
   // Both reads in one round trip.
   const [rows, balance] = await Promise.all([
     db()<

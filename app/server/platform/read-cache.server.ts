@@ -1,0 +1,56 @@
+import { db } from "./db.server.ts";
+
+// Reads that many requests repeat (an agents list, an agent's detail, a balance), kept in memory
+// per owner and checked against the owner's version before each use: triggers add to
+// `read_versions` in the same transaction as any change to the rows behind them (migration
+// 0098), so one indexed read tells whether the kept rows are still what the database holds. A
+// check reads the version before the rows are read, so a change that commits in between makes
+// the next check miss; nothing a committed change made stale is ever answered. Correct across
+// replicas with no listener: each checks the database. docs/decisions/0176-read-versions.md
+
+const MAX_ENTRIES = 10_000;
+
+interface Kept {
+  version: number;
+  value: unknown;
+}
+
+const kept = new Map<string, Kept>();
+
+/** The owner's version: the sum of their rows' weights (and a TRUNCATE's, under '*'). */
+async function versionOf(ownerId: string): Promise<number> {
+  const [row] = await db()<{ v: number }[]>`
+    select coalesce(sum(weight), 0)::bigint as v from read_versions
+    where owner_id in (${ownerId}, '*')`;
+  return row?.v ?? 0;
+}
+
+/**
+ * What `read` gives for this owner and key: kept from an earlier call while the owner's version
+ * has not moved, else read afresh and kept. `read` must read only rows whose changes move the
+ * owner's version (migration 0098's triggers); the kept value is shared between requests, and
+ * frozen.
+ */
+export async function versionedRead<T>(
+  ownerId: string,
+  key: string,
+  read: () => Promise<T>,
+): Promise<T> {
+  const version = await versionOf(ownerId);
+  const id = `${ownerId}\u0000${key}`;
+  const hit = kept.get(id);
+  if (hit && hit.version === version) return hit.value as T;
+  const value = await read();
+  deepFreeze(value); // shared from now on: a caller that changes it fails loudly
+  kept.delete(id); // re-inserted last: the oldest entry is the first the bound evicts
+  if (kept.size >= MAX_ENTRIES) kept.delete(kept.keys().next().value as string);
+  kept.set(id, { version, value });
+  return value;
+}
+
+function deepFreeze(value: unknown): void {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
+  if (ArrayBuffer.isView(value)) return; // byte arrays cannot be frozen
+  Object.freeze(value);
+  for (const inner of Object.values(value)) deepFreeze(inner);
+}
