@@ -20,7 +20,7 @@ create function bump_read_version(owner text) returns void language plpgsql as $
 declare v bigint := nextval('read_version_seq');
 begin
   insert into read_versions (owner_id, id) values (owner, v);
-  if v % 64 = 0 then
+  if v % 16 = 0 then
     with folded as (
       delete from read_versions where ctid in (
         select ctid from read_versions where owner_id = owner and id < v

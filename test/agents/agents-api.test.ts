@@ -319,6 +319,29 @@ describe("stats", () => {
     });
   });
 
+  it("keeps its figures between messages, and moves them as time does", async () => {
+    const { user, agent } = await provisioned();
+    const stats = async () => (await onAgent(user, statsRoute, agent.id, "/stats")).json.stats;
+    // A turn about to leave the last hour, and one unanswered turn about to outgrow the grace.
+    const hourAgo = Date.now() - 60 * 60_000 + 1_500;
+    const graceAgo = Date.now() - 5 * 60_000 + 1_500;
+    await recordMessages({ id: agent.id, user_id: user.id }, "agent:main:main", [
+      { sender: "user", content: "old", timestamp: new Date(hourAgo), dedupeKey: "k:1" },
+      { sender: "agent", content: "hi", timestamp: new Date(hourAgo + 1000), dedupeKey: "k:2" },
+      { sender: "user", content: "late", timestamp: new Date(graceAgo), dedupeKey: "k:3" },
+    ]);
+    expect(await stats()).toMatchObject({ messagesProcessed: 2, messagesPerHour: 2 });
+    expect((await stats()).successRate).toBe("100.00%"); // the late one is not judged yet
+    // No message since: the kept figures still follow the clock.
+    await expect.poll(async () => (await stats()).messagesPerHour, { timeout: 5_000 }).toBe(1);
+    await expect.poll(async () => (await stats()).successRate, { timeout: 5_000 }).toBe("50.00%");
+    // A new message is counted at once.
+    await recordMessages({ id: agent.id, user_id: user.id }, "agent:main:main", [
+      { sender: "user", content: "new", timestamp: new Date(), dedupeKey: "k:4" },
+    ]);
+    expect((await stats()).messagesProcessed).toBe(3);
+  });
+
   it("answers live figures from the worker's fresh sample", async () => {
     const { user, agent } = await provisioned();
     const instance = await getInstanceByUser(user.id);

@@ -1,10 +1,12 @@
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
-import { agentStatus, formatBytes, type InstanceRow, liveSample } from "./instances.server.ts";
+import { versionedRead } from "../platform/read-cache.server.ts";
+import { agentStatus, formatBytes, getInstanceByUser, liveSample } from "./instances.server.ts";
 import {
   messageFiguresOf,
   type TurnFigureRow,
   turnFigureColumns,
+  turnFiguresChangeAt,
   turnsQuery,
 } from "./message-figures.server.ts";
 
@@ -24,25 +26,39 @@ export function formatDuration(ms: number): string {
 const na = (v: string | null) => v ?? "N/A";
 
 /**
- * The owned agent's turn figures and its owner's instance, in one statement (three separate
- * queries cost each side three times the protocol work; docs/decisions/0150). No row: the agent
+ * The owned agent's turn figures (a window over all its messages), kept while no message of the
+ * owner changes and until a figure would move with time (read-cache). Throws 404 when the agent
  * is not the user's.
  */
+function readFigures(userId: string, agentId: string) {
+  return versionedRead(
+    userId,
+    `figures:${agentId}`,
+    async () => {
+      const [row] = await db()<(TurnFigureRow & { change_at: number | null })[]>`
+        select f.*
+        from agents a
+        cross join lateral (
+          select ${turnFigureColumns()}, ${turnFiguresChangeAt()}
+          from (${turnsQuery({ agentId })}) turns) f
+        where a.id = ${agentId} and a.user_id = ${userId}`;
+      if (!row) throw new DomainError(404, "Agent not found");
+      return { figures: messageFiguresOf(row), changeAt: row.change_at };
+    },
+    (kept) => kept.changeAt ?? Number.POSITIVE_INFINITY,
+  );
+}
+
+/**
+ * The turn figures and the owner's instance (its live sample moves every few seconds: read each
+ * time, beside the figures' version check).
+ */
 async function readStats(userId: string, agentId: string) {
-  const sql = db();
-  const [row] = await sql<(TurnFigureRow & { instance_present: boolean } & Partial<InstanceRow>)[]>`
-    select f.*, i.id is not null as instance_present, i.*
-    from agents a
-    cross join lateral (select ${turnFigureColumns()} from (${turnsQuery({ agentId })}) turns) f
-    left join instances i on i.user_id = a.user_id
-    where a.id = ${agentId} and a.user_id = ${userId}
-    limit 1`;
-  if (!row) throw new DomainError(404, "Agent not found");
-  return {
-    agent: { id: agentId },
-    instance: row.instance_present ? (row as InstanceRow) : undefined,
-    figures: messageFiguresOf(row),
-  };
+  const [{ figures }, instance] = await Promise.all([
+    readFigures(userId, agentId),
+    getInstanceByUser(userId),
+  ]);
+  return { agent: { id: agentId }, instance, figures };
 }
 
 export async function agentStats(userId: string, agentId: string) {

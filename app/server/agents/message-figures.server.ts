@@ -47,6 +47,20 @@ export function turnFigureColumns() {
     avg(extract(epoch from (replied_at - created_at)) * 1000)::float8 as avg_ms`;
 }
 
+/**
+ * When the time-bound figures of rows of `turnsQuery` next change with no new message (ms since
+ * epoch, null: never): a turn leaves the last hour, or an unanswered one outgrows the grace and
+ * counts as judged. Lets a reader keep the figures until then (agent stats).
+ */
+export function turnFiguresChangeAt() {
+  const grace = db()`make_interval(secs => ${REPLY_GRACE_MS / 1000})`;
+  return db()`(extract(epoch from least(
+      min(created_at) filter (where created_at > now() - interval '1 hour') + interval '1 hour',
+      min(created_at) filter (where replied_at is null and created_at >= now() - ${grace})
+        + ${grace}
+    )) * 1000)::float8 as change_at`;
+}
+
 export interface TurnFigureRow {
   processed: number;
   last_hour: number;

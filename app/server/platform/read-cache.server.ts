@@ -13,6 +13,8 @@ const MAX_ENTRIES = 10_000;
 interface Kept {
   version: number;
   value: unknown;
+  /** ms since epoch after which the value is read afresh even at the same version. */
+  until: number;
 }
 
 const kept = new Map<string, Kept>();
@@ -35,16 +37,21 @@ export async function versionedRead<T>(
   ownerId: string,
   key: string,
   read: () => Promise<T>,
+  /**
+   * For a value that also moves with time (counts over the last hour): when it stops being
+   * what a read would give at the same version, in ms since epoch.
+   */
+  until: (value: T) => number = () => Number.POSITIVE_INFINITY,
 ): Promise<T> {
   const version = await versionOf(ownerId);
   const id = `${ownerId}\u0000${key}`;
   const hit = kept.get(id);
-  if (hit && hit.version === version) return hit.value as T;
+  if (hit && hit.version === version && Date.now() < hit.until) return hit.value as T;
   const value = await read();
   deepFreeze(value); // shared from now on: a caller that changes it fails loudly
   kept.delete(id); // re-inserted last: the oldest entry is the first the bound evicts
   if (kept.size >= MAX_ENTRIES) kept.delete(kept.keys().next().value as string);
-  kept.set(id, { version, value });
+  kept.set(id, { version, value, until: until(value) });
   return value;
 }
 
