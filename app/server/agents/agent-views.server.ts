@@ -11,7 +11,6 @@ import {
 import {
   agentStatus,
   getInstanceByUser,
-  type InstanceRow,
   type StatusFields,
 } from "./instances.server.ts";
 import { progressView, readProgress } from "./progress.server.ts";
