@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { createServer, type IncomingHttpHeaders, request, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { loader as openLoader } from "../../app/routes/agents.$id.open.ts";
@@ -55,6 +56,15 @@ function startGateway(): Promise<string> {
       seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, bytes });
       if (req.url === "/slow") return; // never answers
       if (req.url === "/page") {
+        // Compressed when the client allows it, as a gateway behind compression middleware.
+        if (/gzip/.test(String(req.headers["accept-encoding"] ?? ""))) {
+          res.writeHead(200, {
+            "Content-Type": "text/html; charset=utf-8",
+            "Content-Encoding": "gzip",
+          });
+          res.end(gzipSync(CONTROL_UI_PAGE));
+          return;
+        }
         res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
         res.end(CONTROL_UI_PAGE);
         return;
@@ -420,9 +430,11 @@ describe("path form", () => {
     const page = await fetchVia(`/agents/${strangerAgent}/ui/page`, {
       host: "localhost:3000",
       cookie,
+      accept: "text/html,application/xhtml+xml",
       "accept-encoding": "gzip, br",
     });
     expect(page.status).toBe(200);
+    // A navigation asks the gateway for the page uncompressed, to rewrite it.
     expect(seen.at(-1)?.headers["accept-encoding"]).toBe("identity");
     const base = `/agents/${strangerAgent}/ui`;
     expect(page.body).toContain(`<html lang="en" data-openclaw-control-ui-base-path="${base}"`);
@@ -432,11 +444,24 @@ describe("path form", () => {
     expect(page.body).toContain('href="https://openclaw.ai/"');
     expect(page.body).toContain(INLINE);
     expect(Number(page.headers["content-length"])).toBe(Buffer.byteLength(page.body));
-    // Not HTML: passed on as it came.
+    // A page that comes compressed anyway (not asked as a navigation) is decompressed and
+    // rewritten the same.
+    const fetched = await fetchVia(`/agents/${strangerAgent}/ui/page`, {
+      host: "localhost:3000",
+      cookie,
+      accept: "*/*",
+      "accept-encoding": "gzip",
+    });
+    expect(seen.at(-1)?.headers["accept-encoding"]).toBe("gzip");
+    expect(fetched.headers["content-encoding"]).toBeUndefined();
+    expect(fetched.body).toBe(page.body);
+    // Not HTML: passed on as it came, with the visitor's encodings.
     const asset = await fetchVia(`/agents/${strangerAgent}/ui/assets/index-1.js`, {
       host: "localhost:3000",
       cookie,
+      "accept-encoding": "gzip, br",
     });
+    expect(seen.at(-1)?.headers["accept-encoding"]).toBe("gzip, br");
     expect(JSON.parse(asset.body).url).toBe("/assets/index-1.js");
     // The app's socket, at the base path without its slash.
     const bare = await openSocket(base, { host: "localhost:3000", cookie, origin: APP });

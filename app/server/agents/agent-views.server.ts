@@ -8,11 +8,7 @@ import {
   instanceStatusOf,
   listAgentSummaryRows,
 } from "./agents.server.ts";
-import {
-  agentStatus,
-  getInstanceByUser,
-  type StatusFields,
-} from "./instances.server.ts";
+import { agentStatus, getInstanceByUser, type StatusFields } from "./instances.server.ts";
 import { progressView, readProgress } from "./progress.server.ts";
 
 // The contract's views of agents: summaries (lists, provisioning results) and the detail of

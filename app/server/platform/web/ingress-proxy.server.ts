@@ -7,6 +7,7 @@ import {
 } from "node:http";
 import type { Socket } from "node:net";
 import { Transform, type TransformCallback } from "node:stream";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import WebSocket from "ws";
 import { logger } from "../logger.server.ts";
 
@@ -152,19 +153,43 @@ function forwardHeaders(
   return out;
 }
 
-/** Reads an answer's body as text (at most `limit` bytes) and rewrites it. */
+/** How a page to rewrite may come (navigations ask for identity; anything else may not). */
+const DECODERS: Record<string, (() => Transform) | "none"> = {
+  identity: "none",
+  gzip: () => createGunzip(),
+  "x-gzip": () => createGunzip(),
+  deflate: () => createInflate(),
+  br: () => createBrotliDecompress(),
+};
+
+/** A browser navigation (it asks for HTML): its answer is read as text to be rewritten. */
+const isNavigation = (req: IncomingMessage) => /\btext\/html\b/i.test(req.headers.accept ?? "");
+
+/**
+ * Reads an answer's body as text (at most `limit` bytes, decompressed when it came compressed)
+ * and rewrites it.
+ */
 async function rewritten(
   answerIn: IncomingMessage,
   rewrite: (html: string) => string,
   limit: number,
 ): Promise<string> {
-  if (answerIn.headers["content-encoding"] && answerIn.headers["content-encoding"] !== "identity") {
+  const encoding = String(answerIn.headers["content-encoding"] ?? "identity").toLowerCase();
+  const decode = DECODERS[encoding];
+  if (!decode) {
     answerIn.destroy();
-    throw new Error("The agent's gateway sent a compressed page");
+    throw new Error(`The agent's gateway sent a page in an unknown encoding (${encoding})`);
+  }
+  // The limit counts the page as rewritten: decompressed bytes.
+  let body: AsyncIterable<Buffer> = answerIn;
+  if (decode !== "none") {
+    const decoder = decode();
+    answerIn.on("error", (error) => decoder.destroy(error));
+    body = answerIn.pipe(decoder);
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of answerIn as AsyncIterable<Buffer>) {
+  for await (const chunk of body) {
     size += chunk.length;
     if (size > limit) {
       answerIn.destroy();
@@ -283,8 +308,9 @@ export function createIngress(
       headers: {
         ...forwardHeaders(req.headers, DROP_REQUEST),
         ...proxyHeaders(req, verdict),
-        // A page to rewrite is read as text.
-        ...(verdict.rewritePage ? { "accept-encoding": "identity" } : {}),
+        // A page to rewrite is read as text: asked uncompressed by navigations (assets keep
+        // the visitor's encodings; a page that comes compressed anyway is decompressed).
+        ...(verdict.rewritePage && isNavigation(req) ? { "accept-encoding": "identity" } : {}),
       },
       timeout: limits.responseTimeoutMs,
     });
@@ -306,6 +332,7 @@ export function createIngress(
           (page) => {
             const headers = forwardHeaders(answerIn.headers, DROP_RESPONSE);
             delete headers["content-length"];
+            delete headers["content-encoding"]; // sent as rewritten: plain text
             res.writeHead(answerIn.statusCode ?? 502, {
               ...headers,
               ...verdict.responseHeaders,
