@@ -12,6 +12,7 @@ import {
   recordSleep,
   sleepRecord,
   touchActivity,
+  unmarkAsleep,
 } from "../../app/server/agents/sleep.server.ts";
 import { telegramPendingUpdate } from "../../app/server/channels/telegram.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
@@ -96,4 +97,20 @@ it("a chat after the idle check keeps the agent awake; one after the mark asks f
     log_lines: ["last line"],
   });
   expect(await watchSleepers()).not.toContain(row.id);
+});
+
+it("a sleep whose gateway could not be stopped is taken back: running, and no wake pending", async () => {
+  const user = await agentUser("solo");
+  const row = await ensureInstanceRecord(user.id);
+  await updateInstance(row.id, { observed_state: "running", health: "healthy" });
+  expect(await markAsleep(row.id, new Date(Date.now() + 1_000))).toBe(true);
+  expect(await markWakeRequested(row.id, "chat")).toBe(true); // a chat came meanwhile
+  await unmarkAsleep(row.id);
+  expect(await getInstance(row.id)).toMatchObject({ observed_state: "running", health: "unknown" });
+  expect(await sleepRecord(row.id)).toBeUndefined();
+  expect(await markWakeRequested(row.id, "chat")).toBe(false); // awake: nothing to wake
+  // Only a sleeping instance is taken back (a wake may have run since).
+  await updateInstance(row.id, { observed_state: "crashed" });
+  await unmarkAsleep(row.id);
+  expect((await getInstance(row.id))?.observed_state).toBe("crashed");
 });

@@ -5,7 +5,12 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import { idleSecondsOf, markAsleep, recordSleep } from "../../app/server/agents/sleep.server.ts";
+import {
+  idleSecondsOf,
+  markAsleep,
+  recordSleep,
+  unmarkAsleep,
+} from "../../app/server/agents/sleep.server.ts";
 import { telegramPendingUpdate } from "../../app/server/channels/telegram.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
@@ -86,7 +91,14 @@ export async function sleepInstance(row: InstanceRow, idleSince = new Date()): P
   });
   // Asleep from here on: a chat now asks for a wake instead of reaching a gateway being stopped.
   if (!(await markAsleep(row.id, idleSince))) return "active again";
-  await rt().stop(info.id, 10);
+  try {
+    await rt().stop(info.id, 10);
+  } catch (error) {
+    // Not stopped (the engine refused or went away): still awake, not a sleeper whose running
+    // gateway nothing observes.
+    await unmarkAsleep(row.id);
+    throw error;
+  }
   // Read after the stop: while the gateway polls, a second getUpdates would answer 409.
   await recordSleep(row.id, {
     logLines,

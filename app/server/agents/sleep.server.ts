@@ -58,6 +58,19 @@ export async function markAsleep(instanceId: string, idleSince: Date): Promise<b
 }
 
 /**
+ * Takes back a mark of markAsleep whose gateway could not be stopped: the instance is running
+ * (its health re-observed by the next pass), and a wake asked for meanwhile is moot.
+ */
+export async function unmarkAsleep(instanceId: string): Promise<void> {
+  await db().begin(async (sql) => {
+    await sql`update instances set observed_state = 'running', health = 'unknown',
+        observed_at = now()
+      where id = ${instanceId} and observed_state = 'sleeping'`;
+    await sql`delete from instance_sleep where instance_id = ${instanceId}`;
+  });
+}
+
+/**
  * Records the sleep's last log lines and Telegram position (after the stop). A wake asked for
  * since the instance was marked asleep is kept: its job runs after the sleep pass.
  */
