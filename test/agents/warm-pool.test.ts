@@ -12,6 +12,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { sendResponse, toRequest } from "../../app/server/platform/web/node-http.server.ts";
 import { STATE_DIR } from "../../worker/instances/engine.ts";
+import { PLATFORM_CONFIG_VERSION, patchConfig } from "../../worker/instances/gateway-config.ts";
 import { observe } from "../../worker/instances/observe.ts";
 import { connectPaired, connectWithPairing } from "../../worker/instances/pairing.ts";
 import type { PoolRow } from "../../worker/instances/pool.ts";
@@ -254,8 +255,35 @@ describeDocker("warm pool (real gateway)", () => {
       where instance_id = ${row.id} and revoked_at is null`;
     expect(live).toHaveLength(1);
 
+    // Adopted at the platform's current config version. A gateway made by an older platform
+    // (here: its Control UI off, no version recorded) is brought up to date by reconcile, once.
+    expect(adopted!.platform_config_version).toBe(PLATFORM_CONFIG_VERSION);
+    const controlUi = async () => {
+      const paired = await connectPaired(adopted!, adopted!.gateway_address!);
+      try {
+        const got = await paired.client.request<{ config?: { gateway?: { controlUi?: unknown } } }>(
+          "config.get",
+        );
+        return got.config?.gateway?.controlUi;
+      } finally {
+        paired.client.close();
+      }
+    };
+    const old = await connectPaired(adopted!, adopted!.gateway_address!);
+    try {
+      await patchConfig(old.client, { gateway: { controlUi: { enabled: false } } });
+    } finally {
+      old.client.close();
+    }
+    await db()`update instances set platform_config_version = null where id = ${row.id}`;
     const reconciled = await reconcileAll();
     expect(reconciled.orphansRemoved).toEqual([]);
+    expect(reconciled.instances[row.id]).toBe("ok, platform config brought up to date");
+    expect((await getInstance(row.id))?.platform_config_version).toBe(PLATFORM_CONFIG_VERSION);
+    await expect
+      .poll(() => controlUi().catch(() => undefined), { timeout: 120_000, interval: 1_000 })
+      .toMatchObject({ enabled: true });
+    expect((await reconcileAll()).instances[row.id]).toBe("ok"); // once
     expect((await rt.inspect(adopted!.container_name))?.running).toBe(true);
 
     closeGatewayClients();

@@ -4,15 +4,30 @@ import { PLATFORM_HEARTBEAT } from "../../app/server/agents/heartbeat.server.ts"
 import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
 import {
   issueInstanceToken,
+  revokeInstanceToken,
   revokeInstanceTokens,
 } from "../../app/server/ai/instance-tokens.server.ts";
 import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { CONFIG_PATH, ensureNetwork, GATEWAY_PORT, ownerLabels, rt, STATE_DIR } from "./engine.ts";
 import { connectPaired } from "./pairing.ts";
 
 // The platform's part of a gateway's config: written into an empty volume before the first
 // start, patched over the control protocol afterwards (hot reload).
+
+/**
+ * The version of what `gatewayConfig` gives a gateway. Bump it when a change must reach the
+ * gateways that exist: reconcile re-applies the platform's part to every running gateway of an
+ * older version (once; one config reload each). 1: before the Control UI; 2: with it.
+ */
+export const PLATFORM_CONFIG_VERSION = 2;
+
+/** Records that the instance's gateway has the platform's current config part. */
+async function recordConfigVersion(instanceId: string): Promise<void> {
+  await db()`update instances set platform_config_version = ${PLATFORM_CONFIG_VERSION}
+    where id = ${instanceId}`;
+}
 
 /** The platform's AI endpoint as a container sees it (the network's gateway IP by default). */
 export async function platformAiBaseUrl(gatewayIp: string | undefined): Promise<string> {
@@ -121,7 +136,7 @@ export async function writeInitialConfig(
 ) {
   // Only on an empty volume: an existing config (and the token inside it) is kept; later changes
   // go through config.patch.
-  await writeConfigIfAbsent(
+  const written = await writeConfigIfAbsent(
     row.volume_name,
     image,
     async () => {
@@ -135,6 +150,7 @@ export async function writeInitialConfig(
     },
     row.id,
   );
+  if (written) await recordConfigVersion(row.id);
 }
 
 /** Merges `config` into the gateway's config (hot reload; the base hash guards a race). */
@@ -159,19 +175,29 @@ export async function applyPlatformConfig(
   client: GatewayClient,
   row: Pick<InstanceRow, "id" | "user_id" | "model">,
 ): Promise<void> {
-  const { gatewayIp } = await ensureNetwork();
-  await revokeInstanceTokens(row.id);
+  // The network's gateway IP only when no endpoint URL is configured (it names the endpoint).
+  const gatewayIp = env().RUNTIME_PLATFORM_AI_URL ? undefined : (await ensureNetwork()).gatewayIp;
+  const token = await issueInstanceToken(row.user_id, row.id);
   const config = {
     ...gatewayConfig({
       aiBaseUrl: await platformAiBaseUrl(gatewayIp),
-      aiToken: await issueInstanceToken(row.user_id, row.id),
+      aiToken: token,
       model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
     }),
     // The user's messaging channels (and their plugins' enablement) survive repair and pool
     // adoption.
     ...channelsPatch(await channelSettings(row.user_id)),
   };
-  await patchConfig(client, config);
+  try {
+    await patchConfig(client, config);
+  } catch (error) {
+    // Not applied: the gateway keeps the token it has (still valid); the new one goes.
+    await revokeInstanceToken(token);
+    throw error;
+  }
+  // Applied: the older tokens go (the gateway now calls with the new one).
+  await revokeInstanceTokens(row.id, token);
+  await recordConfigVersion(row.id);
 }
 
 /** Re-applies the platform's part of the config (repair, reset). */

@@ -9,7 +9,7 @@ import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { log, rt } from "./engine.ts";
-import { applyPlatformConfig } from "./gateway-config.ts";
+import { applyPlatformConfig, PLATFORM_CONFIG_VERSION } from "./gateway-config.ts";
 import { connectPooled, type PoolRow } from "./pool.ts";
 import { poolSize } from "./pool-size.ts";
 import { pinnedGatewayImage } from "./update-image-version.ts";
@@ -24,6 +24,7 @@ async function claimReady(): Promise<PoolRow | undefined> {
   const [pooled] = await db()<PoolRow[]>`
     delete from gateway_pool where id = (
       select id from gateway_pool where state = 'ready' and image_id = ${current}
+        and config_version = ${PLATFORM_CONFIG_VERSION}
       order by ready_at limit 1 for update skip locked)
     returning *`;
   return pooled;
@@ -79,6 +80,8 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
       device_private_key_sealed: pooled.device_private_key_sealed,
       device_token_sealed: pooled.device_token_sealed,
       paired_at: new Date(),
+      // Claimed only at the current version; a patch at hand-over records it too.
+      platform_config_version: PLATFORM_CONFIG_VERSION,
       gateway_address: address,
       gateway_version: hello.server.version,
       started_at: info.startedAt ? new Date(info.startedAt) : null,

@@ -13,6 +13,7 @@ import { limitsForPlan } from "../runtime/index.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, log, rt, STATE_DIR } from "./engine.ts";
 import {
   gatewayConfig,
+  PLATFORM_CONFIG_VERSION,
   patchConfig,
   platformAiBaseUrl,
   writeConfigIfAbsent,
@@ -46,7 +47,8 @@ export async function fillPool(
   const current = await rt().imageId(await pinnedGatewayImage());
   const outdated = await db()<{ id: string; container_name: string }[]>`
     select id, container_name from gateway_pool
-    where state = 'ready' and image_id is distinct from ${current ?? null}`;
+    where state = 'ready' and (image_id is distinct from ${current ?? null}
+      or config_version is distinct from ${PLATFORM_CONFIG_VERSION})`;
   for (const row of [...orphans, ...outdated]) await discardPooled(row.id, row.container_name);
   const rewarmed = await rewarmStale();
   for (;;) {
@@ -112,9 +114,9 @@ async function insertPooled() {
     device: generateDeviceIdentity(),
   };
   await db()`insert into gateway_pool (id, container_name, volume_name, image,
-      gateway_token_sealed, device_id, device_private_key_sealed)
+      gateway_token_sealed, device_id, device_private_key_sealed, config_version)
     values (${id}, ${pooled.name}, ${pooled.volume}, ${pooled.image}, ${seal(pooled.token)},
-      ${pooled.device.deviceId}, ${seal(pooled.device.privateKeyPem)})`;
+      ${pooled.device.deviceId}, ${seal(pooled.device.privateKeyPem)}, ${PLATFORM_CONFIG_VERSION})`;
   return pooled;
 }
 

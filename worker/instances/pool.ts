@@ -27,6 +27,8 @@ export interface PoolRow {
   device_token_sealed: string | null;
   gateway_address: string | null;
   gateway_version: string | null;
+  /** PLATFORM_CONFIG_VERSION of its generic config. */
+  config_version: number | null;
   ready_at: Date | null;
   state_since: Date;
 }

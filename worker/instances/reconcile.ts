@@ -8,7 +8,8 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/index.ts";
 import { ensureContainer } from "./container.ts";
-import { deploymentLabels, ensureNetwork, log, rt } from "./engine.ts";
+import { deploymentLabels, ensureNetwork, gatewayAddress, log, rt } from "./engine.ts";
+import { PLATFORM_CONFIG_VERSION, reapplyConfig } from "./gateway-config.ts";
 import { removeDeadJobLeftovers, removeInstanceLeftovers } from "./leftovers.ts";
 import { tryInstanceLock } from "./lock.ts";
 import { recordClusterNodes } from "./nodes.ts";
@@ -86,6 +87,17 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
   const seen = await observe(row);
   if (seen.health === "healthy" && row.crash_restarts > 0) {
     await updateInstance(row.id, { crash_restarts: 0, next_restart_at: null });
+  }
+  // A gateway made by an older platform gets the platform's current config part (once).
+  const address = gatewayAddress(info);
+  if (
+    seen.health === "healthy" &&
+    row.paired_at &&
+    address &&
+    (row.platform_config_version ?? 0) < PLATFORM_CONFIG_VERSION
+  ) {
+    await reapplyConfig(row, address);
+    return "ok, platform config brought up to date";
   }
   return "ok";
 }

@@ -54,6 +54,8 @@ export interface InstanceRow {
   device_private_key_sealed: string | null;
   device_token_sealed: string | null;
   paired_at: Date | null;
+  /** PLATFORM_CONFIG_VERSION of the platform's config part it has (worker/instances/gateway-config). */
+  platform_config_version: number | null;
   model: string | null;
   last_error: string | null;
   last_error_at: Date | null;

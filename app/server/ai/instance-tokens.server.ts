@@ -67,11 +67,24 @@ export async function handOverWarmupToken(
 }
 
 /** Revokes every token of an instance (or of a pooled gateway, by its pool id) (deprovisioning, token rotation). */
-export async function revokeInstanceTokens(instanceId: string): Promise<number> {
+export async function revokeInstanceTokens(
+  instanceId: string,
+  /** A token of the instance to keep (the one that replaced the others). */
+  except?: string,
+): Promise<number> {
+  const kept = except === undefined ? "" : sha256Hex(except);
   const rows = await db()`update ai_instance_tokens set revoked_at = now()
-    where instance_id = ${instanceId} and revoked_at is null returning 1`;
+    where instance_id = ${instanceId} and revoked_at is null and token_hash <> ${kept}
+    returning 1`;
   clearCache(); // this process at once; others within CACHE_MS
   return rows.length;
+}
+
+/** Revokes one token (one issued for a change that did not happen). */
+export async function revokeInstanceToken(token: string): Promise<void> {
+  await db()`update ai_instance_tokens set revoked_at = now()
+    where token_hash = ${sha256Hex(token)} and revoked_at is null`;
+  clearCache();
 }
 
 // Gateways call many times a second: a token's identity is remembered for a few seconds, so a
