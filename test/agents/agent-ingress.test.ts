@@ -444,6 +444,15 @@ describe("path form", () => {
     expect(page.body).toContain('href="https://openclaw.ai/"');
     expect(page.body).toContain(INLINE);
     expect(Number(page.headers["content-length"])).toBe(Buffer.byteLength(page.body));
+    // HEAD: the page's headers, with no length (the rewritten page's is not known without it).
+    const head = await fetchVia(
+      `/agents/${strangerAgent}/ui/page`,
+      { host: "localhost:3000", cookie, accept: "text/html" },
+      { method: "HEAD" },
+    );
+    expect(head.status).toBe(200);
+    expect(head.headers["content-type"]).toMatch(/^text\/html/);
+    expect(head.headers["content-length"]).toBeUndefined();
     // A page that comes compressed anyway (not asked as a navigation) is decompressed and
     // rewritten the same.
     const fetched = await fetchVia(`/agents/${strangerAgent}/ui/page`, {

@@ -327,7 +327,17 @@ export function createIngress(
     upstream.on("response", (answerIn) => {
       upstream.setTimeout(limits.idleMs); // streaming answers may be quiet, but not forever
       const rewrite = verdict.rewritePage;
-      if (rewrite && /^text\/html\b/i.test(String(answerIn.headers["content-type"] ?? ""))) {
+      const html = /^text\/html\b/i.test(String(answerIn.headers["content-type"] ?? ""));
+      if (rewrite && html && req.method === "HEAD") {
+        // No page to rewrite: the headers, without a length the rewritten page would not have.
+        const headers = forwardHeaders(answerIn.headers, DROP_RESPONSE);
+        delete headers["content-length"];
+        res.writeHead(answerIn.statusCode ?? 502, { ...headers, ...verdict.responseHeaders });
+        res.end();
+        answerIn.resume();
+        return;
+      }
+      if (rewrite && html) {
         void rewritten(answerIn, rewrite, limits.maxPageBytes).then(
           (page) => {
             const headers = forwardHeaders(answerIn.headers, DROP_RESPONSE);
