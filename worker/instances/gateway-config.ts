@@ -1,14 +1,13 @@
 import { channelSettings, channelsPatch } from "../../app/server/agents/channels.server.ts";
 import { INGRESS_ORIGIN } from "../../app/server/agents/control-ui-device.server.ts";
 import { PLATFORM_HEARTBEAT } from "../../app/server/agents/heartbeat.server.ts";
-import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
+import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
 import {
   issueInstanceToken,
   revokeInstanceToken,
   revokeInstanceTokens,
 } from "../../app/server/ai/instance-tokens.server.ts";
 import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
-import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { CONFIG_PATH, ensureNetwork, GATEWAY_PORT, ownerLabels, rt, STATE_DIR } from "./engine.ts";
 import { connectPaired } from "./pairing.ts";
@@ -25,8 +24,7 @@ export const PLATFORM_CONFIG_VERSION = 2;
 
 /** Records that the instance's gateway has the platform's current config part. */
 async function recordConfigVersion(instanceId: string): Promise<void> {
-  await db()`update instances set platform_config_version = ${PLATFORM_CONFIG_VERSION}
-    where id = ${instanceId}`;
+  await updateInstance(instanceId, { platform_config_version: PLATFORM_CONFIG_VERSION });
 }
 
 /** The platform's AI endpoint as a container sees it (the network's gateway IP by default). */
