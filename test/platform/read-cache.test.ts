@@ -99,4 +99,49 @@ describe("versioned reads", () => {
     await five.read();
     expect(five.reads()).toBe(2);
   });
+
+  it("checks made at once share one statement, each owner gets its own answer, and a change is seen by the next check", async () => {
+    const owners = Array.from({ length: 8 }, (_, i) => `usr_batch${i}`);
+    for (const owner of owners) {
+      await ensureUser(owner);
+      await agentOf(owner, `agt_${owner}`);
+    }
+    const readers = owners.map((owner) => counted(owner));
+    const waiting = async () => {
+      const [row] = await db()<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+        where wait_event_type = 'Lock' and query like '%from read_versions%'`;
+      return row!.n;
+    };
+
+    // Version statements held by a lock: the first two are sent, every later check waits
+    // for the batch after them instead of taking a connection of its own.
+    const release = Promise.withResolvers<void>();
+    const locked = Promise.withResolvers<void>();
+    const holder = db().begin(async (tx) => {
+      await tx`lock table read_versions in access exclusive mode`;
+      locked.resolve();
+      await release.promise;
+    });
+    await locked.promise;
+    const first = [readers[0]!.read(), readers[1]!.read()];
+    await Promise.resolve();
+    const second = readers.flatMap((r) => [r.read(), r.read(), r.read()]);
+    while ((await waiting()) < 2) await new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 5; i++) expect(await waiting()).toBeLessThanOrEqual(2);
+    release.resolve();
+    await holder;
+    const answers = await Promise.all([...first, ...second]);
+    expect(answers.slice(2).map((rows) => rows[0]!.name)).toEqual(
+      owners.flatMap((owner) => [`agt_${owner}`, `agt_${owner}`, `agt_${owner}`]),
+    );
+
+    // A change committed before a check is counted by it, whatever else is in flight.
+    const readsBefore = readers[4]!.reads();
+    await db()`update agents set name = 'changed' where id = 'agt_usr_batch3'`;
+    const after = await Promise.all(readers.map((r) => r.read()));
+    expect(after[3]![0]!.name).toBe("changed");
+    expect(after[4]![0]!.name).toBe("agt_usr_batch4");
+    expect(readers[4]!.reads()).toBe(readsBefore); // kept throughout
+  });
 });

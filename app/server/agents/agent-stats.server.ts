@@ -1,7 +1,12 @@
 import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { versionedRead } from "../platform/read-cache.server.ts";
-import { agentStatus, formatBytes, getInstanceByUser, liveSample } from "./instances.server.ts";
+import {
+  agentStatus,
+  formatBytes,
+  getInstanceSampleByUser,
+  liveSample,
+} from "./instances.server.ts";
 import {
   messageFiguresOf,
   type TurnFigureRow,
@@ -56,7 +61,7 @@ function readFigures(userId: string, agentId: string) {
 async function readStats(userId: string, agentId: string) {
   const [{ figures }, instance] = await Promise.all([
     readFigures(userId, agentId),
-    getInstanceByUser(userId),
+    getInstanceSampleByUser(userId),
   ]);
   return { agent: { id: agentId }, instance, figures };
 }

@@ -95,6 +95,29 @@ export async function getInstanceByUser(userId: string): Promise<InstanceRow | u
   return row;
 }
 
+/** What the stats show of an instance: its status and its latest sample. */
+export type InstanceSample = StatusFields &
+  Pick<
+    InstanceRow,
+    | "sampled_at"
+    | "started_at"
+    | "cpu_percent"
+    | "memory_bytes"
+    | "memory_limit_bytes"
+    | "network_rx_bytes"
+    | "network_tx_bytes"
+    | "pids"
+  >;
+
+/** The user's instance's status and latest sample: only those columns, read on every stats call. */
+export async function getInstanceSampleByUser(userId: string): Promise<InstanceSample | undefined> {
+  const [row] = await db()<InstanceSample[]>`
+    select observed_state, desired_state, health, sampled_at, started_at, cpu_percent,
+      memory_bytes, memory_limit_bytes, network_rx_bytes, network_tx_bytes, pids
+    from instances where user_id = ${userId}`;
+  return row;
+}
+
 export async function getInstance(id: string): Promise<InstanceRow | undefined> {
   const [row] = await db()<InstanceRow[]>`select * from instances where id = ${id}`;
   return row;
@@ -228,7 +251,10 @@ export function formatBytes(n: number): string {
  * Is the row's sample fresh enough to call live: the instance observed running and sampled
  * within a few sampler periods? Otherwise its figures are stale (the engine or worker is gone).
  */
-export function liveSample(instance: InstanceRow | undefined, now = Date.now()): boolean {
+export function liveSample(
+  instance: Pick<InstanceRow, "observed_state" | "sampled_at"> | undefined,
+  now = Date.now(),
+): boolean {
   if (instance?.observed_state !== "running" || !instance.sampled_at) return false;
   const bound = Math.max(env().INSTANCE_SAMPLE_INTERVAL_MS * 4, 30_000);
   return now - instance.sampled_at.getTime() <= bound;
