@@ -15,7 +15,9 @@ const SUPERSEDED =
   "Error: prepared model runtime plugin generation was superseded for /state/agents/main/agent";
 
 /** A fake whose n-th run (from 0) ends as `runs[n]` says. */
-function fakeGateway(runs: Array<{ error?: string; delta?: string; reply?: string }>) {
+function fakeGateway(
+  runs: Array<{ error?: string; delta?: string; reply?: string; drop?: boolean }>,
+) {
   const sent: string[] = [];
   mswServer.use(
     ws.link(URL).addEventListener("connection", ({ client }) => {
@@ -26,7 +28,9 @@ function fakeGateway(runs: Array<{ error?: string; delta?: string; reply?: strin
           payload: { nonce: "n", ts: 1 },
         }),
       );
+      let restarting = false;
       client.addEventListener("message", (event) => {
+        if (restarting) return client.close();
         const frame = JSON.parse(String(event.data));
         if (frame.method === "connect") {
           client.send(helloOk(frame, "c1"));
@@ -44,6 +48,8 @@ function fakeGateway(runs: Array<{ error?: string; delta?: string; reply?: strin
         if (run.delta) chat({ state: "delta", deltaText: run.delta });
         if (run.error) chat({ state: "error", errorMessage: run.error });
         else chat({ state: "final", message: { content: run.reply ?? "" } });
+        // Restarting in place: the next frame on this socket finds it closed.
+        if (run.drop) restarting = true;
       });
     }),
   );
@@ -86,5 +92,12 @@ describe("a chat turn whose run the gateway ends with a transient error", () => 
     const other = fakeGateway([{ error: "model refused" }]);
     await expect(turn()).rejects.toThrow(/model refused/);
     expect(other).toHaveLength(1);
+  });
+
+  it("is sent again once a gateway that drained for a restart is back", async () => {
+    const draining = "Gateway is draining; new tasks are not accepted";
+    const sent = fakeGateway([{ error: draining, drop: true }, { reply: "Awake" }]);
+    expect(await turn()).toBe("Awake"); // the resend on the closed socket waited for the next
+    expect(sent).toEqual(["hello", "hello"]);
   });
 });

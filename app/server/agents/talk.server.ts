@@ -55,10 +55,18 @@ const TRANSIENT_RUN_ERROR =
   /StateDatabaseCoordinatorContentionError|PreparedModelRuntimeOwnerNotPublished|plugin generation was superseded/;
 /** Waits before each resend of a run that ended with a transient error (a reload takes 1–2 s). */
 const TRANSIENT_RETRY_DELAYS_MS = [1_000, 2_000];
+/**
+ * A gateway about to restart in place (a config change that needs one, a restart signal) refuses
+ * new runs with GatewayDrainingError, then drops its sockets while it restarts: seen on the first
+ * chat after a wake. The same message is sent again once it is back, for up to 30 s.
+ */
+const DRAINING = /Gateway is draining/i;
+const DRAIN_RETRY_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
 
 /**
  * One chat turn (runTurnOnce); a run the gateway ended with a transient internal error before
- * any text is sent again, up to twice.
+ * any text is sent again, up to twice, and one refused by a gateway draining for a restart is
+ * sent again until the gateway is back.
  */
 export async function runTurn(
   client: GatewayClient,
@@ -67,6 +75,7 @@ export async function runTurn(
   events: TurnEvents = {},
 ): Promise<{ runId: string; reply: string }> {
   let streamed = false;
+  let restarting = false;
   const watched: TurnEvents = {
     ...events,
     onDelta: (text, full) => {
@@ -78,15 +87,17 @@ export async function runTurn(
     try {
       return await runTurnOnce(client, sessionKey, message, watched);
     } catch (error) {
-      const delay = TRANSIENT_RETRY_DELAYS_MS[attempt];
-      if (
-        streamed ||
-        delay === undefined ||
-        !(error instanceof Error) ||
-        !TRANSIENT_RUN_ERROR.test(error.message)
-      ) {
-        throw error;
-      }
+      if (streamed || !(error instanceof Error)) throw error;
+      // While a drained gateway restarts, its socket is closed and refused: keep waiting.
+      restarting ||= DRAINING.test(error.message);
+      const waiting =
+        restarting && (DRAINING.test(error.message) || error instanceof GatewayUnavailableError);
+      const delay = waiting
+        ? DRAIN_RETRY_DELAYS_MS[attempt]
+        : TRANSIENT_RUN_ERROR.test(error.message)
+          ? TRANSIENT_RETRY_DELAYS_MS[attempt]
+          : undefined;
+      if (delay === undefined) throw error;
       await new Promise((r) => setTimeout(r, delay));
     }
   }
