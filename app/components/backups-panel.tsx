@@ -19,6 +19,7 @@ const reasons: Record<string, string> = {
   "pre-restore": "before a restore",
   imported: "imported",
   "pre-delete": "before deletion",
+  "node-returned": "left on a host that came back",
 };
 
 export function BackupsPanel({ agentId, backups }: { agentId: string; backups: BackupView[] }) {

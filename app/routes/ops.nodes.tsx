@@ -4,16 +4,25 @@ import { z } from "zod";
 import { Card } from "../components/forms.tsx";
 import { ActionButton, OpsNotices } from "../components/ops.tsx";
 import { opsAction, requireOperator } from "../server/ops/access.server.ts";
-import { nodesOverview, requestDrain } from "../server/ops/nodes.server.ts";
+import { nodesOverview, requestDrain, requestRecovery } from "../server/ops/nodes.server.ts";
 
 export async function loader({ request }: LoaderFunctionArgs) {
   await requireOperator(request);
   return { nodes: await nodesOverview() };
 }
 
+const nodeId = z.string().min(1).max(64);
+
 export const action = opsAction({
-  schema: z.object({ intent: z.literal("drain"), nodeId: z.string().min(1).max(64) }),
-  handler: async ({ nodeId }) => {
+  schema: z.discriminatedUnion("intent", [
+    z.object({ intent: z.literal("drain"), nodeId }),
+    z.object({ intent: z.literal("recover"), nodeId }),
+  ]),
+  handler: async ({ intent, nodeId }) => {
+    if (intent === "recover") {
+      await requestRecovery(nodeId);
+      return `/ops/nodes?notice=${encodeURIComponent(`re-creation of ${nodeId}'s instances from their backups queued`)}`;
+    }
     await requestDrain(nodeId);
     return `/ops/nodes?notice=${encodeURIComponent(`drain of ${nodeId} queued`)}`;
   },
@@ -74,6 +83,11 @@ export default function OpsNodes() {
                   {n.healthy && n.availability === "active" ? (
                     <ActionButton intent="drain" fields={{ nodeId: n.id }} tone="danger">
                       drain
+                    </ActionButton>
+                  ) : null}
+                  {!n.healthy && n.instances.length > 0 ? (
+                    <ActionButton intent="recover" fields={{ nodeId: n.id }} tone="danger">
+                      re-create its instances from backups
                     </ActionButton>
                   ) : null}
                 </td>

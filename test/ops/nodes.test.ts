@@ -120,4 +120,34 @@ describe("nodes in the operator console", () => {
     const later = await getPage(opsNodes.loader, "/ops/nodes", operator.cookie);
     expect((later.body as { nodes: unknown[] }).nodes).toHaveLength(2);
   });
+
+  it("queues the re-creation of a lost node's instances from backups: operators only, audited; 404 and 409 where due", async () => {
+    const operator = await newUser();
+    await makeOperator(operator);
+    const user = await newUser();
+    await recordNodes([
+      node("nodeR", { role: "manager" }),
+      node("nodeL", { state: "down" }),
+      node("nodeE", { state: "down", instances: [] }),
+    ]);
+    const recover = (nodeId: string, cookie: string) =>
+      postPage(opsNodes.action, "/ops/nodes", { intent: "recover", nodeId }, cookie);
+
+    expect((await recover("nodeL", user.cookie)).status).toBe(403);
+    expect((await recover("nodeZ", operator.cookie)).status).toBe(404);
+    expect((await recover("nodeR", operator.cookie)).status).toBe(409); // ready
+    expect((await recover("nodeE", operator.cookie)).status).toBe(409); // holds none
+    const boss = await getBoss();
+    expect(await boss.findJobs("recover-node", {})).toHaveLength(0);
+
+    const queued = await recover("nodeL", operator.cookie);
+    expect(queued.status).toBe(303);
+    expect(queued.location).toMatch(/^\/ops\/nodes\?notice=/);
+    expect(await boss.findJobs("recover-node", { data: { nodeId: "nodeL" } })).toHaveLength(1);
+    const entries = await db()`select actor_type, actor_id, target, outcome
+      from audit_log where action = 'node.recovery_requested'`;
+    expect(entries).toEqual([
+      { actor_type: "operator", actor_id: operator.id, target: "nodeL", outcome: "success" },
+    ]);
+  });
 });

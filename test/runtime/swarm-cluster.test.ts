@@ -1,7 +1,14 @@
+import { Readable } from "node:stream";
 import Docker from "dockerode";
+import { extract } from "tar-stream";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
-import { insertPendingBackup } from "../../app/server/agents/backups.server.ts";
+import {
+  type BackupRow,
+  getBackup,
+  insertPendingBackup,
+  readStored,
+} from "../../app/server/agents/backups.server.ts";
 import {
   ensureInstanceRecord,
   getInstance,
@@ -10,11 +17,16 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { nodesOverview, requestDrain } from "../../app/server/ops/nodes.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { openStream } from "../../app/server/platform/sealed-stream.server.ts";
 import { takeBackup } from "../../worker/instances/backup.ts";
 import { ensureContainer } from "../../worker/instances/container.ts";
 import { drainNode, lostInstances, verifyHealthy } from "../../worker/instances/drain.ts";
 import { recordClusterNodes, runDrainJob } from "../../worker/instances/nodes.ts";
-import { recoverLostInstances } from "../../worker/instances/recover.ts";
+import {
+  recoverLostInstances,
+  type Settled,
+  settleStaleVolumes,
+} from "../../worker/instances/recover.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { SwarmRuntime } from "../../worker/runtime/swarm.ts";
 import {
@@ -300,7 +312,7 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     expect(config.stdout.trim()).toBe("ok");
   }, 900_000);
 
-  it("re-creates a gone node's instance from its latest backup, and reports one without a backup", async () => {
+  it("re-creates a gone node's instance from its latest backup, reports one without; the node back, its stale copy is kept as a backup and removed", async () => {
     const worker = cluster.nodes.find((n) => n.nodeId !== cluster.manager.nodeId);
     if (!worker) throw new Error("no worker node");
     // Two instances of two users, both placed on the worker node (the manager closed meanwhile).
@@ -378,5 +390,62 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     );
     expect(await rt.nodeOf(bare.placed.id)).toBe(worker.nodeId);
     expect((await lostInstances()).map((l) => l.instanceId)).toEqual([bare.row.id]);
-  }, 300_000);
+
+    // The re-created instance goes on; then the node comes back holding its old copy.
+    const live = await rt.exec(backedUp.placed.id, [
+      "sh",
+      "-c",
+      `echo "after the re-creation" >> ${STATE}/workspace/MEMORY.md`,
+    ]);
+    expect(live.exitCode).toBe(0);
+    await worker.revive();
+    await expect
+      .poll(async () => (await rt.nodes()).find((n) => n.id === worker.nodeId)?.state, {
+        timeout: 90_000,
+        interval: 500,
+      })
+      .toBe("ready");
+    const volume = backedUp.row.volume_name;
+    expect(await rt.nodeOfVolume(volume)).toBe(cluster.manager.nodeId); // the live copy answers
+    expect(await rt.staleVolumes()).toEqual([
+      { volume, nodeId: worker.nodeId, instanceId: backedUp.row.id },
+    ]);
+
+    // Settled: the stale copy is kept as a backup of the user's agent, then removed. A pass that
+    // finds the old task still running there (the swarm shuts it down as the node rejoins)
+    // leaves the copy for the next pass.
+    let settled: Settled[] = [];
+    await expect
+      .poll(
+        async () => {
+          settled = await settleStaleVolumes();
+          return settled.map((s) => s.outcome);
+        },
+        { timeout: 60_000, interval: 1_000 },
+      )
+      .toEqual(["removed"]);
+    expect(settled).toMatchObject([{ volume, nodeId: worker.nodeId }]);
+    expect(settled[0]?.backupIds).toHaveLength(1);
+    const kept = (await getBackup(settled[0]?.backupIds[0] as string)) as BackupRow;
+    expect(kept).toMatchObject({ reason: "node-returned", status: "ready" });
+    const files = new Map<string, string>();
+    const reader = extract();
+    Readable.from(openStream(await readStored(kept))).pipe(reader);
+    for await (const entry of reader) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of entry) chunks.push(chunk as Buffer);
+      files.set(entry.header.name, Buffer.concat(chunks).toString());
+    }
+    const leftBehind = [...files].find(([name]) => name.endsWith("workspace/MEMORY.md"))?.[1];
+    expect(leftBehind).toBe(`kept by ${backedUp.row.id}\n`); // the old copy's, not the live one's
+    await expect(worker.docker.getVolume(volume).inspect()).rejects.toMatchObject({
+      statusCode: 404,
+    });
+    expect(await rt.staleVolumes()).toEqual([]);
+    expect(await settleStaleVolumes()).toEqual([]);
+    const after = await rt.exec(backedUp.placed.id, ["cat", `${STATE}/workspace/MEMORY.md`]);
+    expect(after.stdout).toContain("after the re-creation");
+    // The instance without a backup came back with its node, its own copy untouched.
+    expect(await rt.nodeOfVolume(bare.row.volume_name)).toBe(worker.nodeId);
+  }, 420_000);
 });

@@ -28,6 +28,8 @@ export interface ClusterNode {
   nodeId: string;
   /** Stops this node's dockerd (the node goes down in the swarm); idempotent. */
   kill(): Promise<void>;
+  /** Starts a killed node's dockerd again on its data root, as it was (it rejoins the swarm). */
+  revive(): Promise<void>;
 }
 
 export interface SwarmCluster {
@@ -47,6 +49,38 @@ function wipeSwarmState(dataRoot: string): void {
   // run makes a fresh swarm. Images (image/, overlay2/) stay.
   for (const dir of ["swarm", "network"])
     rmSync(path.join(dataRoot, dir), { recursive: true, force: true });
+}
+
+/** Starts node `name`'s dockerd in its namespace on its data root; resolves once it answers. */
+async function spawnDockerd(name: string, docker: Docker): Promise<ChildProcess> {
+  const home = path.join(SWARM_NODES_DIR, name);
+  const run = path.join(SWARM_RUN_DIR, name);
+  const sock = path.join(run, "docker.sock");
+  // nsenter --net, not `ip netns exec` (that remounts /sys and dockerd loses the devices cgroup).
+  // --no-new-privileges: engine 20.10 has no per-service switch for it (decision 0145).
+  const child = spawn(
+    "nsenter",
+    [
+      `--net=/var/run/netns/${ns(name)}`,
+      "dockerd",
+      `--host=unix://${sock}`,
+      `--data-root=${path.join(home, "data")}`,
+      `--exec-root=${path.join(run, "exec")}`,
+      `--pidfile=${path.join(home, "dockerd.pid")}`,
+      `--containerd-namespace=${SWARM_PREFIX}-${name}`,
+      `--containerd-plugins-namespace=${SWARM_PREFIX}-${name}-plugins`,
+      "--bridge=none",
+      "--iptables=false",
+      "--ip6tables=false",
+      "--no-new-privileges",
+    ],
+    { stdio: ["ignore", "ignore", "ignore"] },
+  );
+  await waitFor(async () => (await docker.ping()) !== undefined, {
+    timeoutMs: 60_000,
+    what: `test swarm node ${name}`,
+  });
+  return child;
 }
 
 async function startNode(index: number): Promise<{
@@ -86,31 +120,8 @@ async function startNode(index: number): Promise<{
   mkdirSync(run, { recursive: true });
   wipeSwarmState(dataRoot);
   const sock = path.join(run, "docker.sock");
-  // nsenter --net, not `ip netns exec` (that remounts /sys and dockerd loses the devices cgroup).
-  // --no-new-privileges: engine 20.10 has no per-service switch for it (decision 0145).
-  const child = spawn(
-    "nsenter",
-    [
-      `--net=/var/run/netns/${netns}`,
-      "dockerd",
-      `--host=unix://${sock}`,
-      `--data-root=${dataRoot}`,
-      `--exec-root=${path.join(run, "exec")}`,
-      `--pidfile=${path.join(home, "dockerd.pid")}`,
-      `--containerd-namespace=${SWARM_PREFIX}-${name}`,
-      `--containerd-plugins-namespace=${SWARM_PREFIX}-${name}-plugins`,
-      "--bridge=none",
-      "--iptables=false",
-      "--ip6tables=false",
-      "--no-new-privileges",
-    ],
-    { stdio: ["ignore", "ignore", "ignore"] },
-  );
   const docker = new Docker({ socketPath: sock });
-  await waitFor(async () => (await docker.ping()) !== undefined, {
-    timeoutMs: 60_000,
-    what: `test swarm node ${name}`,
-  });
+  const child = await spawnDockerd(name, docker);
   // What the last run left in the kept data root.
   for (const c of await docker.listContainers({ all: true })) {
     await docker.getContainer(c.Id).remove({ force: true, v: true });
@@ -197,6 +208,11 @@ export async function startSwarmCluster(count = 2): Promise<SwarmCluster> {
         docker: n.docker,
         nodeId,
         kill: () => killChild(n.child),
+        revive: async () => {
+          if (n.child.exitCode === null && n.child.signalCode === null) return;
+          n.child = await spawnDockerd(n.name, n.docker);
+          children.push(n.child);
+        },
       });
     }
     await waitFor(

@@ -35,6 +35,7 @@ export const KEEP_PER_REASON: Record<Exclude<BackupReason, "scheduled">, number>
   "pre-restore": 3,
   imported: 3,
   "pre-delete": 1,
+  "node-returned": 3,
 };
 
 /** A deleted agent's last backup is kept this long (then it goes with the agent). */

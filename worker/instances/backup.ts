@@ -53,7 +53,13 @@ export type BackupSource = Pick<InstanceRow, "id" | "volume_name"> &
  * Takes the pending backup `id` of an instance's agent (the caller holds the instance lock).
  * Returns the finished row; a failure is recorded on the row and rethrown.
  */
-export async function takeBackup(id: string, row: BackupSource, image = helperImage(row)) {
+export async function takeBackup(
+  id: string,
+  row: BackupSource,
+  image = helperImage(row),
+  /** Where the state comes from: the instance's volume as the runtime finds it by default. */
+  volumeTar = () => rt().exportVolume(row.volume_name, image, ownerLabels(row.id)),
+) {
   const backup = await getBackup(id);
   if (!backup) throw new Error(`backup ${id} is gone`);
   if (backup.status === "ready") return backup; // a second delivery of the job
@@ -63,7 +69,7 @@ export async function takeBackup(id: string, row: BackupSource, image = helperIm
     await mkdir(tmpDir, { recursive: true, mode: 0o700 });
     // A deletion captured the records before the rows went; otherwise they are read now.
     const records = backup.records ?? (await readAgentRecords(backup.agent_id));
-    const volume = await rt().exportVolume(row.volume_name, image, ownerLabels(row.id));
+    const volume = await volumeTar();
     await pipeline(
       Readable.from(sealStream(plaintext(records, volume))),
       createWriteStream(tmp, { mode: 0o600 }),
@@ -117,13 +123,14 @@ export async function backupInstanceAgents(
   row: InstanceRow,
   reason: BackupReason,
   image?: string,
+  volumeTar?: () => Promise<NodeJS.ReadableStream>,
 ): Promise<string[]> {
   const agents = await db()<{ id: string; user_id: string }[]>`
     select id, user_id from agents where user_id = ${row.user_id} order by created_at, id`;
   const ids: string[] = [];
   for (const agent of agents) {
     const pending = await insertPendingBackup(agent, reason);
-    await takeBackup(pending.id, row, image);
+    await takeBackup(pending.id, row, image, volumeTar);
     ids.push(pending.id);
   }
   log().info({ instanceId: row.id, reason, backups: ids.length }, "instance backed up");

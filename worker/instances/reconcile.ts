@@ -15,6 +15,7 @@ import { tryInstanceLock } from "./lock.ts";
 import { recordClusterNodes } from "./nodes.ts";
 import { observe } from "./observe.ts";
 import { pooledContainerNames } from "./pool.ts";
+import { settleStaleVolumes } from "./recover.ts";
 import { recoverInterruptedRestores } from "./restore-recovery.ts";
 import { startRun } from "./run-progress.ts";
 import { measureStorageWhenDue } from "./storage.ts";
@@ -160,11 +161,13 @@ export async function reconcileAll() {
   for (const row of rows) results[row.id] = await reconcileLocked(row);
   const storageMeasured = await step("measuring storage", () => measureStorageWhenDue(rows), 0);
   await step("recording the nodes", recordClusterNodes, undefined);
+  const staleVolumes = await step("settling stale volumes", settleStaleVolumes, []);
   return {
     instances: results,
     orphansRemoved: orphans,
     leftoversRemoved: leftovers,
     restoresRecovered: restores,
     storageMeasured,
+    staleVolumesSettled: staleVolumes.length,
   };
 }

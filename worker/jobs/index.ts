@@ -10,6 +10,7 @@ import { processPaymentEvent } from "./process-payment-event.ts";
 import { provisionInstance } from "./provision-instance.ts";
 import { purgeAuditLog } from "./purge-audit-log.ts";
 import { reconcile } from "./reconcile.ts";
+import { recoverNodeJob } from "./recover-node.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { removeSkillFolder } from "./remove-skill-folder.ts";
 import { restoreBackupJob } from "./restore-backup.ts";
@@ -48,6 +49,7 @@ export const handlers: Handlers = {
   "scheduled-backups": scheduledBackupsJob,
   "purge-audit-log": purgeAuditLog,
   "drain-node": drainNodeJob,
+  "recover-node": recoverNodeJob,
   "sleep-idle-instances": sleepIdleInstancesJob,
   "sweep-control-ui-devices": sweepControlUiDevicesJob,
   "wake-instance": wakeInstanceJob,

@@ -17,6 +17,7 @@ import {
   type ResourceLimits,
   type RuntimeNode,
   RuntimeUnavailableError,
+  type StaleVolume,
 } from "./types.ts";
 
 // The Swarm driver: one replicated service (0 or 1 replica) per instance, pinned by a placement
@@ -227,12 +228,66 @@ export class SwarmRuntime implements ClusterRuntime {
     return out;
   }
 
-  /** The node whose engine holds the volume, if any. */
+  /**
+   * The node whose engine holds the volume, if any. When several do (a node that came back
+   * after its instance was re-created elsewhere), the one the service mounting it is pinned to.
+   */
   async #nodeOfVolume(name: string): Promise<string | undefined> {
+    const holders: string[] = [];
     for (const { nodeId, engine } of await this.#readyEngines()) {
-      if (await engine.volumeExists(name)) return nodeId;
+      if (await engine.volumeExists(name)) holders.push(nodeId);
     }
-    return undefined;
+    if (holders.length < 2) return holders[0];
+    const pinned = (await this.#servicesMounting(name)).map((s) => pinnedNode(s.Spec));
+    return holders.find((id) => pinned.includes(id)) ?? holders[0];
+  }
+
+  async #servicesMounting(volume: string): Promise<Service[]> {
+    const services = (await call(() => this.docker.listServices())) as Service[];
+    return services.filter((s) =>
+      (s.Spec?.TaskTemplate?.ContainerSpec?.Mounts ?? []).some((m) => m.Source === volume),
+    );
+  }
+
+  /**
+   * Copies of a state volume left on a ready node while the service mounting it is pinned to
+   * another ready node that holds it too: what a node that was down still has after its
+   * instances were re-created elsewhere (decision 0167).
+   */
+  async staleVolumes(): Promise<StaleVolume[]> {
+    const engines = await this.#readyEngines();
+    const held = new Map<string, string[]>(); // volume → ready nodes holding it
+    for (const { nodeId, engine } of engines) {
+      const { Volumes } = await engine.docker.listVolumes({
+        filters: { label: [LABELS.instanceId] },
+      });
+      for (const v of Volumes ?? []) held.set(v.Name, [...(held.get(v.Name) ?? []), nodeId]);
+    }
+    const services = (await call(() => this.docker.listServices())) as Service[];
+    const stale: StaleVolume[] = [];
+    for (const s of services) {
+      const pinned = pinnedNode(s.Spec);
+      const instanceId = s.Spec?.Labels?.[LABELS.instanceId];
+      if (!pinned || !instanceId) continue;
+      for (const m of s.Spec?.TaskTemplate?.ContainerSpec?.Mounts ?? []) {
+        const nodes = m.Source ? (held.get(m.Source) ?? []) : [];
+        if (!nodes.includes(pinned)) continue; // the live copy is not reachable: keep every copy
+        for (const nodeId of nodes) {
+          if (nodeId !== pinned) stale.push({ volume: m.Source as string, nodeId, instanceId });
+        }
+      }
+    }
+    return stale;
+  }
+
+  /** A tar of the volume's copy on one node (exportVolume reads the live copy). */
+  async exportVolumeOn(
+    volume: string,
+    image: string,
+    nodeId: string,
+    labels?: Record<string, string>,
+  ): Promise<NodeJS.ReadableStream> {
+    return (await this.engineOf(nodeId)).exportVolume(volume, image, labels);
   }
 
   /** Every node with what it has and what the services pinned to or running on it reserve. */
@@ -407,7 +462,15 @@ export class SwarmRuntime implements ClusterRuntime {
   }
 
   async removeVolumeOn(volume: string, nodeId: string): Promise<void> {
-    await (await this.engineOf(nodeId)).removeVolume(volume);
+    const engine = await this.engineOf(nodeId);
+    // Ended tasks of a service that now runs elsewhere still hold the volume on this node.
+    for (const c of await engine.volumeHolders(volume)) {
+      if (c.state === "running") {
+        throw new Error(`volume ${volume} is in use on node ${nodeId} by ${c.name || c.id}`);
+      }
+      if (c.labels["com.docker.swarm.service.id"]) await engine.remove(c.id);
+    }
+    await engine.removeVolume(volume);
   }
 
   async pin(id: string, nodeId: string): Promise<void> {
@@ -828,17 +891,12 @@ export class SwarmRuntime implements ClusterRuntime {
    * service's task) on the nodes that mount it. `remove` takes either id.
    */
   async volumeHolders(volume: string): Promise<ContainerSummary[]> {
-    const services = (await call(() => this.docker.listServices())) as Service[];
-    const holders: ContainerSummary[] = services
-      .filter((s) =>
-        (s.Spec?.TaskTemplate?.ContainerSpec?.Mounts ?? []).some((m) => m.Source === volume),
-      )
-      .map((s) => ({
-        id: s.ID,
-        name: s.Spec?.Name ?? "",
-        state: "service",
-        labels: s.Spec?.Labels ?? {},
-      }));
+    const holders: ContainerSummary[] = (await this.#servicesMounting(volume)).map((s) => ({
+      id: s.ID,
+      name: s.Spec?.Name ?? "",
+      state: "service",
+      labels: s.Spec?.Labels ?? {},
+    }));
     for (const { engine } of await this.#readyEngines()) {
       for (const c of await engine.volumeHolders(volume)) {
         if (!c.labels["com.docker.swarm.service.id"]) holders.push(c);

@@ -223,6 +223,22 @@ export interface ClusterRuntime extends AgentRuntime {
   removeVolumeOn(volume: string, nodeId: string): Promise<void>;
   /** Pins an instance's container to a node (it runs there from its next start). */
   pin(id: string, nodeId: string): Promise<void>;
+  /** Copies of state volumes on nodes their instance is no longer pinned to. */
+  staleVolumes(): Promise<StaleVolume[]>;
+  /** A tar (exportVolume's shape) of the volume's copy on that node. */
+  exportVolumeOn(
+    volume: string,
+    image: string,
+    nodeId: string,
+    labels?: Record<string, string>,
+  ): Promise<NodeJS.ReadableStream>;
+}
+
+export interface StaleVolume {
+  volume: string;
+  /** The node holding the stale copy. */
+  nodeId: string;
+  instanceId: string;
 }
 
 export const isClusterRuntime = (rt: AgentRuntime): rt is ClusterRuntime =>

@@ -30,6 +30,7 @@ export const BACKUP_REASONS = [
   "pre-restore",
   "pre-delete",
   "imported",
+  "node-returned",
 ] as const;
 export type BackupReason = (typeof BACKUP_REASONS)[number];
 

@@ -128,3 +128,20 @@ export async function requestDrain(nodeId: string): Promise<void> {
   await sendJob("drain-node", { nodeId }, { singletonKey: nodeId });
   await recordAudit({ action: "node.drain_requested", target: nodeId, userId: null });
 }
+
+/**
+ * Queues the re-creation of a node's instances from their latest backups (decision 0167): only
+ * for a node that is not ready (404 unknown, 409 ready or holding none); audited.
+ */
+export async function requestRecovery(nodeId: string): Promise<void> {
+  const [row] = await db()<Pick<NodeRow, "state" | "instances">[]>`
+    select state, instances from runtime_nodes
+    where deployment = ${runtimeDeployment()} and node_id = ${nodeId}`;
+  if (!row) throw new DomainError(404, "Node not found");
+  if (row.state === "ready") {
+    throw new DomainError(409, "This node is ready: its instances are where their state is");
+  }
+  if (row.instances.length === 0) throw new DomainError(409, "This node holds no instance");
+  await sendJob("recover-node", { nodeId }, { singletonKey: nodeId });
+  await recordAudit({ action: "node.recovery_requested", target: nodeId, userId: null });
+}

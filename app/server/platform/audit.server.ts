@@ -40,6 +40,7 @@ export const AUDIT_ACTIONS = [
   "gateway.price_changed",
   "wallet.sent",
   "node.drain_requested",
+  "node.recovery_requested",
   "gateway.versions_changed",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

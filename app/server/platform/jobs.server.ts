@@ -165,6 +165,12 @@ export const jobCatalog = {
     retryLimit: 0,
     expireInSeconds: 3600,
   }),
+  // An operator's re-creation of a lost node's instances from their latest backups (decision
+  // 0167); no retry: each instance's outcome is on it, and the operator asks again.
+  "recover-node": defineRuntimeJob(z.object({ nodeId: z.string().min(1).max(64) }), {
+    retryLimit: 0,
+    expireInSeconds: 3600,
+  }),
   // Copies an agent's gateway state into its clone (decision 0162); awaited by the web, which
   // removes the clone when it fails, so no retry.
   "clone-agent": defineRuntimeJob(
