@@ -37,6 +37,17 @@ describe("secrets from files", () => {
     expect(env).not.toHaveProperty("DATABASE_URL_FILE");
   });
 
+  it("requires only the database password of the image's db role", () => {
+    expect(() => parseEnv({ NODE_ENV: "production" }, "db")).toThrow(
+      "Refusing to start in production without: POSTGRES_PASSWORD",
+    );
+    const env = parseEnv(
+      { NODE_ENV: "production", POSTGRES_PASSWORD_FILE: secretFile("pg", "pw-from-secret\n") },
+      "db",
+    );
+    expect(env.POSTGRES_PASSWORD).toBe("pw-from-secret");
+  });
+
   it("validates a value from a file like one given directly", () => {
     expect(() => parseEnv({ SEALING_KEY_FILE: secretFile("short", "abc\n") })).toThrow(
       /SEALING_KEY must be 64 hex/,

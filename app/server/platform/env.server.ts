@@ -316,12 +316,20 @@ export type Env = Omit<z.infer<typeof schema>, "DEFAULT_PLAN"> & {
   DEFAULT_PLAN: (typeof SELF_HOSTED_PLANS)[number];
 };
 
-const requiredInProduction = ["DATABASE_URL", "SESSION_SECRET", "SEALING_KEY", "APP_URL"] as const;
+/** What each process kind cannot run without in production: the app's web and worker, or the
+ * image's `db` role (db/serve.ts), which holds none of the app's secrets. */
+const requiredInProduction = {
+  app: ["DATABASE_URL", "SESSION_SECRET", "SEALING_KEY", "APP_URL"],
+  db: ["POSTGRES_PASSWORD"],
+} as const;
 
 const settings: ReadonlySet<string> = new Set(Object.keys(schema.shape));
 
 /** Parses `source`; a secret may be given as `<NAME>_FILE` (env-files.server.ts). */
-export function parseEnv(source: Record<string, string | undefined>): Env {
+export function parseEnv(
+  source: Record<string, string | undefined>,
+  role: keyof typeof requiredInProduction = "app",
+): Env {
   // Empty values (`SESSION_SECRET=` copied from .env.example) mean "unset", for every variable.
   const given = Object.fromEntries(
     Object.entries(resolveSecretFiles(source, settings)).filter(([, v]) => v !== ""),
@@ -333,7 +341,7 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   }
   const env = result.data;
   if (env.NODE_ENV === "production") {
-    const missing = requiredInProduction.filter((k) => !env[k]);
+    const missing = requiredInProduction[role].filter((k) => !env[k]);
     if (missing.length > 0) {
       throw new Error(
         `Refusing to start in production without: ${missing.join(", ")} (see .env.example)`,
