@@ -58,9 +58,11 @@ await closeDb();
 
 // Web first: it stops taking requests and settles its metering while the worker still runs;
 // then the worker finishes or releases its jobs; the database goes last.
+// The children get the resolved URL itself: DATABASE_URL beside DATABASE_URL_FILE is refused.
+const { DATABASE_URL_FILE: _resolved, ...inherited } = process.env;
 const supervisor = supervise({
   cwd: root,
-  env: { ...process.env, DATABASE_URL: database.url, START_SUPERVISED: "1" },
+  env: { ...inherited, DATABASE_URL: database.url, START_SUPERVISED: "1" },
   log: say,
   children: [
     { name: "web", args: [path.join(root, "server.ts")], stopTimeoutMs: 15_000 },

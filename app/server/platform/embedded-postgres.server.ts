@@ -18,6 +18,8 @@ export interface ClusterOptions {
   dir: string;
   /** Extra `-c name=value` server settings (tests turn durability off). */
   settings?: Record<string, string>;
+  /** A fixed port (the image's `db` role); default: the last one if free, else any free one. */
+  port?: number;
 }
 
 export interface Cluster {
@@ -186,7 +188,8 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   } else {
     const portFile = path.join(dir, "port");
     const previous = existsSync(portFile) ? Number(await readFile(portFile, "utf8")) : 0;
-    port = previous > 0 && (await portIsFree(previous)) ? previous : await freePort();
+    port =
+      opts.port ?? (previous > 0 && (await portIsFree(previous)) ? previous : await freePort());
     await writeFile(portFile, String(port));
     const settings = {
       listen_addresses: "127.0.0.1",

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { resolveSecretFiles } from "./env-files.server.ts";
 
 // Empty values (`OPENAI_API_KEY=` copied from .env.example) mean "unset".
 const blank = (v: unknown) => (v === "" ? undefined : v);
@@ -24,6 +25,9 @@ const schema = z.object({
     .regex(/^[0-9a-f]{64}$/i, "SEALING_KEY must be 64 hex characters (32 bytes)")
     .optional(),
   SMTP_URL: z.string().optional(),
+  /** The `db` role's password for the `app` role (deploy/stack.yml, db/serve.ts); no other
+   * process reads it: they get DATABASE_URL. */
+  POSTGRES_PASSWORD: optionalString,
   MAIL_FROM: z.string().default("Agent Platform <no-reply@localhost>"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   TRUSTED_PROXIES: z.string().default(""),
@@ -312,11 +316,24 @@ export type Env = Omit<z.infer<typeof schema>, "DEFAULT_PLAN"> & {
   DEFAULT_PLAN: (typeof SELF_HOSTED_PLANS)[number];
 };
 
-const requiredInProduction = ["DATABASE_URL", "SESSION_SECRET", "SEALING_KEY", "APP_URL"] as const;
+/** What each process kind cannot run without in production: the app's web and worker, or the
+ * image's `db` role (db/serve.ts), which holds none of the app's secrets. */
+const requiredInProduction = {
+  app: ["DATABASE_URL", "SESSION_SECRET", "SEALING_KEY", "APP_URL"],
+  db: ["POSTGRES_PASSWORD"],
+} as const;
 
-export function parseEnv(source: Record<string, string | undefined>): Env {
+const settings: ReadonlySet<string> = new Set(Object.keys(schema.shape));
+
+/** Parses `source`; a secret may be given as `<NAME>_FILE` (env-files.server.ts). */
+export function parseEnv(
+  source: Record<string, string | undefined>,
+  role: keyof typeof requiredInProduction = "app",
+): Env {
   // Empty values (`SESSION_SECRET=` copied from .env.example) mean "unset", for every variable.
-  const given = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== ""));
+  const given = Object.fromEntries(
+    Object.entries(resolveSecretFiles(source, settings)).filter(([, v]) => v !== ""),
+  );
   const result = schema.safeParse(given);
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
@@ -324,7 +341,7 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   }
   const env = result.data;
   if (env.NODE_ENV === "production") {
-    const missing = requiredInProduction.filter((k) => !env[k]);
+    const missing = requiredInProduction[role].filter((k) => !env[k]);
     if (missing.length > 0) {
       throw new Error(
         `Refusing to start in production without: ${missing.join(", ")} (see .env.example)`,
