@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../runtime/docker-support.ts";
 
 // The platform image (deploy/build-image.sh) in the roles deploy/stack.yml gives it: `db` (the
 // embedded PostgreSQL on the network, a named volume, its password a secret file), `web` and
@@ -26,21 +27,6 @@ const docker = async (...args: string[]) =>
 let image = "";
 // Timings on the run's output: decision 0177 records them.
 const note = (line: string) => process.stderr.write(`[platform-image] ${line}\n`);
-
-async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>) {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms (last: ${last})`);
-}
 
 async function logs(container: string): Promise<string> {
   const { stdout, stderr } = await run("docker", ["logs", container], { maxBuffer: 16 << 20 });
@@ -137,8 +123,13 @@ describe("the platform image", () => {
     );
     // As the swarm would, web and worker restart when they fail; they start once db is ready
     // here so that the test's published port stays the same.
-    await waitFor("db ready", 120_000, async () =>
-      (await logs(`${id}-db`)).includes("role app and database app ready") ? true : undefined,
+    await waitFor(
+      async () => (await logs(`${id}-db`)).includes("role app and database app ready"),
+      {
+        timeoutMs: 120_000,
+        intervalMs: 500,
+        what: "db ready",
+      },
     );
     const restarting = [...common, "--restart", "on-failure"];
     await docker(
@@ -155,25 +146,34 @@ describe("the platform image", () => {
       image,
       "worker",
     );
-    const body = await waitFor("web healthy", 120_000, health);
+    const body = await waitFor(health, {
+      timeoutMs: 120_000,
+      intervalMs: 500,
+      what: "web healthy",
+    });
     expect(body.version).toMatch(/^\d+\.\d+\.\d+/);
     note(`db + web up and healthy in ${Date.now() - t0} ms`);
     // The worker role is up on the same database (pg-boss started; no Docker socket given).
-    await waitFor("worker's queues", 60_000, async () =>
-      (await logs(`${id}-worker`)).includes('"queues"') ? true : undefined,
-    );
+    await waitFor(async () => (await logs(`${id}-worker`)).includes('"queues"'), {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+      what: "worker's queues",
+    });
     expect(await docker("inspect", "--format", "{{.State.Running}}", `${id}-worker`)).toBe("true");
 
     // A db that died (SIGKILL: its postmaster.pid stays on the volume) starts again on it.
     const t1 = Date.now();
     await docker("kill", `${id}-db`);
     await docker("start", `${id}-db`);
-    await waitFor("web healthy after the db's crash", 90_000, health);
+    await waitFor(health, {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+      what: "web healthy after the db's crash",
+    });
     note(`healthy again ${Date.now() - t1} ms after the db's crash`);
-    await waitFor("db's second start", 30_000, async () =>
-      (await logs(`${id}-db`)).split("role app and database app ready").length === 3
-        ? true
-        : undefined,
+    await waitFor(
+      async () => (await logs(`${id}-db`)).split("role app and database app ready").length === 3,
+      { timeoutMs: 30_000, intervalMs: 500, what: "db's second start" },
     );
   }, 300_000);
 });
