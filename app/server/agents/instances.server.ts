@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type postgres from "postgres";
 import { z } from "zod";
 import { recordAudit } from "../platform/audit.server.ts";
+import { batchedRead } from "../platform/batched-read.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
@@ -109,13 +110,18 @@ export type InstanceSample = StatusFields &
     | "pids"
   >;
 
-/** The user's instance's status and latest sample: only those columns, read on every stats call. */
-export async function getInstanceSampleByUser(userId: string): Promise<InstanceSample | undefined> {
-  const [row] = await db()<InstanceSample[]>`
-    select observed_state, desired_state, health, sampled_at, started_at, cpu_percent,
+// Stats calls made at once read their samples in one statement (batched-read.server.ts).
+const samplesOf = batchedRead(async (userIds: string[]) => {
+  const rows = await db()<(InstanceSample & { user_id: string })[]>`
+    select user_id, observed_state, desired_state, health, sampled_at, started_at, cpu_percent,
       memory_bytes, memory_limit_bytes, network_rx_bytes, network_tx_bytes, pids
-    from instances where user_id = ${userId}`;
-  return row;
+    from instances where user_id = any(${userIds}::text[])`;
+  return new Map(rows.map(({ user_id, ...sample }) => [user_id, sample]));
+});
+
+/** The user's instance's status and latest sample: only those columns, read on every stats call. */
+export function getInstanceSampleByUser(userId: string): Promise<InstanceSample | undefined> {
+  return samplesOf(userId);
 }
 
 export async function getInstance(id: string): Promise<InstanceRow | undefined> {

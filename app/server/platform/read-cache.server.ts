@@ -1,3 +1,4 @@
+import { batchedRead } from "./batched-read.server.ts";
 import { db } from "./db.server.ts";
 
 // Reads that many requests repeat (an agents list, an agent's detail, a balance), kept in memory
@@ -21,67 +22,20 @@ const kept = new Map<string, Kept>();
 
 /** The TRUNCATE row's owner: every check adds it. */
 const EVERYONE = "*";
-/** Version statements in flight at once; later checks wait in the next batch. */
-const MAX_IN_FLIGHT = 2;
 
-interface Batch {
-  owners: Set<string>;
-  result: Promise<Map<string, number>>;
-  send: () => void;
-}
-
-let pending: Batch | undefined;
-let inFlight = 0;
-
-// Checks are batched: a check joins the batch that has not been sent yet, and one statement
-// reads every owner in it. A batch is sent after the check that joined it arrived, so a write
-// its client saw committed is counted (read-your-writes holds); a statement already under way
-// is never joined, since it may have started before that write.
-function batchFor(ownerId: string): Batch {
-  if (pending) {
-    pending.owners.add(ownerId);
-    return pending;
-  }
-  const owners = new Set([ownerId]);
-  let send!: () => void;
-  const result = new Promise<void>((resolve) => {
-    send = resolve;
-  }).then(() => readVersions(owners));
-  const batch: Batch = { owners, result, send };
-  pending = batch;
-  // Checks that arrive in this turn of the event loop join; a batch waits for a free slot.
-  queueMicrotask(() => {
-    if (inFlight < MAX_IN_FLIGHT) dispatch();
-  });
-  return batch;
-}
-
-function dispatch(): void {
-  const batch = pending;
-  if (!batch) return;
-  pending = undefined;
-  inFlight++;
-  const done = () => {
-    inFlight--;
-    if (pending) dispatch();
-  };
-  batch.result.then(done, done); // its waiters get the error, if any
-
-  batch.send();
-}
-
-async function readVersions(owners: Set<string>): Promise<Map<string, number>> {
-  const ids = [...owners, EVERYONE];
+// Checks made at once share one statement (batched-read.server.ts: read-your-writes holds).
+const versionsOf = batchedRead(async (owners: string[]) => {
   const rows = await db()<{ owner_id: string; v: number }[]>`
     select owner_id, sum(weight)::bigint as v from read_versions
-    where owner_id = any(${ids}::text[]) group by owner_id`;
-  return new Map(rows.map((r) => [r.owner_id, r.v]));
-}
+    where owner_id = any(${[...owners, EVERYONE]}::text[]) group by owner_id`;
+  const sums = new Map(rows.map((r) => [r.owner_id, r.v]));
+  const everyone = sums.get(EVERYONE) ?? 0;
+  return new Map(owners.map((o) => [o, (sums.get(o) ?? 0) + everyone]));
+});
 
 /** The owner's version: the sum of their rows' weights (and a TRUNCATE's, under '*'). */
 async function versionOf(ownerId: string): Promise<number> {
-  const versions = await batchFor(ownerId).result;
-  return (versions.get(ownerId) ?? 0) + (versions.get(EVERYONE) ?? 0);
+  return (await versionsOf(ownerId)) ?? 0;
 }
 
 /**
