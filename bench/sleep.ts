@@ -132,7 +132,11 @@ if (skip) {
     const asleep = (await rt.inspect(name))?.running ? await memoryOf(name) : 0;
     rows.push(["stopped (the platform's sleep): memory", mib(asleep)]);
     t = Date.now();
-    await postAgent({ message: "after a sleep" });
+    await postAgent({ message: "after a sleep" }).catch(async (error: Error) => {
+      // What the woken gateway was doing when the chat failed.
+      const logs = await rt.logs(name, { tail: 40 }).catch(() => "(no logs)");
+      throw new Error(`${error.message}\n--- the gateway's last lines:\n${logs}`);
+    });
     const wakeMs = Date.now() - t;
     rows.push([
       "stopped: chat → woken → reply",

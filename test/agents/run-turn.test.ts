@@ -8,7 +8,8 @@ import { helloOk } from "./fake-gateway.ts";
 // One chat turn against a protocol-level fake gateway whose runs end with the errors OpenClaw
 // 2026.9.x gives for its own transients (a config reload during the run's preparation, the
 // state database changing hands): the turn is sent again, at most twice, and only when nothing
-// was streamed. The real gateway's runs are covered by talk-real.test.ts.
+// was streamed. A gateway draining for a restart, or refusing connections while it restarts, is
+// waited for. The real gateway's runs are covered by talk-real.test.ts.
 
 const URL = "ws://run-turn.test:18789";
 const SUPERSEDED =
@@ -17,10 +18,14 @@ const SUPERSEDED =
 /** A fake whose n-th run (from 0) ends as `runs[n]` says. */
 function fakeGateway(
   runs: Array<{ error?: string; delta?: string; reply?: string; drop?: boolean }>,
+  { refuse = 0 }: { refuse?: number } = {},
 ) {
   const sent: string[] = [];
+  let connections = 0;
   mswServer.use(
     ws.link(URL).addEventListener("connection", ({ client }) => {
+      // Restarting in place: the first connections are closed before the handshake.
+      if (connections++ < refuse) return client.close();
       client.send(
         JSON.stringify({
           type: "event",
@@ -99,5 +104,16 @@ describe("a chat turn whose run the gateway ends with a transient error", () => 
     const sent = fakeGateway([{ error: draining, drop: true }, { reply: "Awake" }]);
     expect(await turn()).toBe("Awake"); // the resend on the closed socket waited for the next
     expect(sent).toEqual(["hello", "hello"]);
+  });
+
+  it("connects again while a gateway that just restarted refuses, then sends once", async () => {
+    const sent = fakeGateway([{ reply: "Back" }], { refuse: 2 });
+    const client = new GatewayClient({ url: URL, token: "t", reconnect: false });
+    try {
+      expect((await runTurn(client, "agent:main:main", "hello")).reply).toBe("Back");
+    } finally {
+      client.close();
+    }
+    expect(sent).toEqual(["hello"]);
   });
 });

@@ -64,9 +64,30 @@ const DRAINING = /Gateway is draining/i;
 const DRAIN_RETRY_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
 
 /**
- * One chat turn (runTurnOnce); a run the gateway ended with a transient internal error before
- * any text is sent again, up to twice, and one refused by a gateway draining for a restart is
- * sent again until the gateway is back.
+ * A gateway refuses connections for a few seconds when it restarts in place just after a boot
+ * (seen on the first chat after a wake, although the wake had connected to it). Nothing has been
+ * sent then, so connecting again is safe.
+ */
+const CONNECT_RETRY_DELAYS_MS = [1_000, 2_000, 4_000];
+
+async function connected(client: GatewayClient): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await client.connect();
+      return;
+    } catch (error) {
+      const delay = CONNECT_RETRY_DELAYS_MS[attempt];
+      if (delay === undefined || !(error instanceof GatewayUnavailableError)) throw error;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
+/**
+ * One chat turn (runTurnOnce) on a connected client (tried again for 7 s while it refuses); a
+ * run the gateway ended with a transient internal error before any text is sent again, up to
+ * twice, and one refused by a gateway draining for a restart is sent again until the gateway is
+ * back.
  */
 export async function runTurn(
   client: GatewayClient,
@@ -85,6 +106,7 @@ export async function runTurn(
   };
   for (let attempt = 0; ; attempt++) {
     try {
+      await connected(client);
       return await runTurnOnce(client, sessionKey, message, watched);
     } catch (error) {
       if (streamed || !(error instanceof Error)) throw error;
