@@ -11,8 +11,14 @@ import { gatewayTokenOf, getInstanceByUser, type InstanceRow } from "./instances
 // A user's gateway as the web reaches it: the instance row gives the address, token and the
 // device key the worker paired; openclaw/connections.server.ts keeps the connection.
 
-/** A connected client of the instance's gateway; 502 when it is not running or not paired. */
-export async function gatewayClientFor(row: InstanceRow): Promise<GatewayClient> {
+/**
+ * A connected client of the instance's gateway; 502 when it is not running or not paired (or
+ * it refuses the connection for longer than `patientMs`, 0 by default).
+ */
+export async function gatewayClientFor(
+  row: InstanceRow,
+  options: { patientMs?: number } = {},
+): Promise<GatewayClient> {
   if (!row.gateway_address || !row.device_private_key_sealed || !row.paired_at) {
     throw gatewayUnavailable("the instance is not provisioned yet");
   }
@@ -20,15 +26,18 @@ export async function gatewayClientFor(row: InstanceRow): Promise<GatewayClient>
     throw gatewayUnavailable("the agent is asleep: send it a message to wake it");
   }
   const sealedDeviceKey = row.device_private_key_sealed;
-  return connectGateway({
-    id: row.id,
-    address: row.gateway_address,
-    pairing: `${row.device_id}|${row.device_token_sealed ?? ""}`,
-    credentials: () => ({
-      token: gatewayTokenOf(row),
-      devicePrivateKeyPem: unseal(sealedDeviceKey),
-    }),
-  });
+  return connectGateway(
+    {
+      id: row.id,
+      address: row.gateway_address,
+      pairing: `${row.device_id}|${row.device_token_sealed ?? ""}`,
+      credentials: () => ({
+        token: gatewayTokenOf(row),
+        devicePrivateKeyPem: unseal(sealedDeviceKey),
+      }),
+    },
+    options,
+  );
 }
 
 /**
@@ -38,10 +47,11 @@ export async function gatewayClientFor(row: InstanceRow): Promise<GatewayClient>
 export async function withGateway<T>(
   userId: string,
   fn: (client: GatewayClient, instance: InstanceRow) => Promise<T>,
+  options: { patientMs?: number } = {},
 ): Promise<T> {
   const instance = await getInstanceByUser(userId);
   if (!instance) throw new DomainError(404, "No agent instance: provision an agent first");
-  const client = await gatewayClientFor(instance);
+  const client = await gatewayClientFor(instance, options);
   try {
     return await fn(client, instance);
   } catch (error) {

@@ -1,7 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { creditRefusalIn } from "../ai/credit-refusal.server.ts";
 import type { GatewayClient } from "../openclaw/client.server.ts";
-import { GatewayRequestError, GatewayUnavailableError } from "../openclaw/errors.server.ts";
+import {
+  GatewayConnectError,
+  GatewayRequestError,
+  GatewayUnavailableError,
+} from "../openclaw/errors.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { recordMessages } from "./agent-messages.server.ts";
@@ -65,26 +69,15 @@ const DRAIN_RETRY_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
 
 /**
  * A gateway refuses connections for a few seconds when it restarts in place just after a boot
- * (seen on the first chat after a wake, although the wake had connected to it). Nothing has been
- * sent then, so connecting again is safe.
+ * (seen on the first chat after a wake, although the wake had connected to it). A failed connect
+ * sent nothing (GatewayConnectError), so the turn is tried again on a new connection.
  */
 const CONNECT_RETRY_DELAYS_MS = [1_000, 2_000, 4_000];
-
-async function connected(client: GatewayClient): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await client.connect();
-      return;
-    } catch (error) {
-      const delay = CONNECT_RETRY_DELAYS_MS[attempt];
-      if (delay === undefined || !(error instanceof GatewayUnavailableError)) throw error;
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  }
-}
+/** How long a chat waits for a gateway that refuses its connection (connectGateway). */
+const CHAT_CONNECT_PATIENCE_MS = 7_000;
 
 /**
- * One chat turn (runTurnOnce) on a connected client (tried again for 7 s while it refuses); a
+ * One chat turn (runTurnOnce); tried again for 7 s while the gateway refuses the connection, a
  * run the gateway ended with a transient internal error before any text is sent again, up to
  * twice, and one refused by a gateway draining for a restart is sent again until the gateway is
  * back.
@@ -106,7 +99,6 @@ export async function runTurn(
   };
   for (let attempt = 0; ; attempt++) {
     try {
-      await connected(client);
       return await runTurnOnce(client, sessionKey, message, watched);
     } catch (error) {
       if (streamed || !(error instanceof Error)) throw error;
@@ -116,9 +108,11 @@ export async function runTurn(
         restarting && (DRAINING.test(error.message) || error instanceof GatewayUnavailableError);
       const delay = waiting
         ? DRAIN_RETRY_DELAYS_MS[attempt]
-        : TRANSIENT_RUN_ERROR.test(error.message)
-          ? TRANSIENT_RETRY_DELAYS_MS[attempt]
-          : undefined;
+        : error instanceof GatewayConnectError
+          ? CONNECT_RETRY_DELAYS_MS[attempt]
+          : TRANSIENT_RUN_ERROR.test(error.message)
+            ? TRANSIENT_RETRY_DELAYS_MS[attempt]
+            : undefined;
       if (delay === undefined) throw error;
       await new Promise((r) => setTimeout(r, delay));
     }
@@ -211,17 +205,21 @@ export async function chat(
   await touchActivity(userId);
   await wakeIfSleeping(userId, "chat");
   await waitWhileStarting(userId, options.startWaitMs);
-  return withGateway(userId, async (client, instance) => {
-    const key = await resolveChatSession(client, instance, target, input.sessionId);
-    await setActiveSession(userId, target, key);
-    const { reply } = await runTurn(client, key, input.message, events);
-    // Recording reads the gateway's history (its message ids are the dedupe keys); the reply
-    // does not wait for it. A failure is logged; the next turn records the session again.
-    const recorded = recordSession(target, client, key).catch((error: unknown) =>
-      logger().warn({ err: error, sessionKey: key }, "recording chat messages failed"),
-    );
-    pendingRecords.add(recorded);
-    void recorded.finally(() => pendingRecords.delete(recorded));
-    return { sessionId: key, reply, timestamp: Date.now() };
-  });
+  return withGateway(
+    userId,
+    async (client, instance) => {
+      const key = await resolveChatSession(client, instance, target, input.sessionId);
+      await setActiveSession(userId, target, key);
+      const { reply } = await runTurn(client, key, input.message, events);
+      // Recording reads the gateway's history (its message ids are the dedupe keys); the reply
+      // does not wait for it. A failure is logged; the next turn records the session again.
+      const recorded = recordSession(target, client, key).catch((error: unknown) =>
+        logger().warn({ err: error, sessionKey: key }, "recording chat messages failed"),
+      );
+      pendingRecords.add(recorded);
+      void recorded.finally(() => pendingRecords.delete(recorded));
+      return { sessionId: key, reply, timestamp: Date.now() };
+    },
+    { patientMs: CHAT_CONNECT_PATIENCE_MS },
+  );
 }

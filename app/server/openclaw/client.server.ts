@@ -1,6 +1,7 @@
 import { createPrivateKey, randomUUID, sign } from "node:crypto";
 import { type DeviceIdentity, deviceAuthPayloadV3 } from "./device-identity.server.ts";
 import {
+  GatewayConnectError,
   type GatewayErrorShape,
   GatewayRequestError,
   GatewayUnavailableError,
@@ -165,7 +166,7 @@ export class GatewayClient {
         } else resolve(hello as HelloOk);
       };
       const timer = setTimeout(
-        () => finish(new GatewayUnavailableError(`connect: no hello within ${timeoutMs} ms`)),
+        () => finish(new GatewayConnectError(`connect: no hello within ${timeoutMs} ms`)),
         timeoutMs,
       );
       let ws: WebSocket;
@@ -178,15 +179,15 @@ export class GatewayClient {
           : new WebSocket(this.options.url);
       } catch (error) {
         clearTimeout(timer);
-        reject(new GatewayUnavailableError(`connect: ${(error as Error).message}`));
+        reject(new GatewayConnectError(`connect: ${(error as Error).message}`));
         return;
       }
       this.#ws = ws;
       ws.addEventListener("error", () => {
-        finish(new GatewayUnavailableError(`connect: socket error on ${this.options.url}`));
+        finish(new GatewayConnectError(`connect: socket error on ${this.options.url}`));
       });
       ws.addEventListener("close", () => {
-        finish(new GatewayUnavailableError("connect: socket closed during the handshake"));
+        finish(new GatewayConnectError("connect: socket closed during the handshake"));
         if (this.#ws === ws) this.#onDrop();
       });
       ws.addEventListener("message", (message) => {

@@ -2,7 +2,11 @@ import { setTimeout as delay } from "node:timers/promises";
 import { DomainError } from "../platform/errors.server.ts";
 import { GatewayClient } from "./client.server.ts";
 import { deviceIdentityFromPrivateKey } from "./device-identity.server.ts";
-import { GatewayRequestError, GatewayUnavailableError } from "./errors.server.ts";
+import {
+  GatewayConnectError,
+  GatewayRequestError,
+  GatewayUnavailableError,
+} from "./errors.server.ts";
 
 // The web's connections to users' gateways, over the control protocol only (never Docker):
 // one long-lived client per gateway, reused across requests, opened with the platform's device
@@ -38,9 +42,21 @@ export const gatewayUnavailable = (detail: string) =>
  */
 const STARTUP_WAIT_MS = 30_000;
 
-/** A connected client of the gateway; 502 when it does not answer within the startup wait. */
-export async function connectGateway(endpoint: GatewayEndpoint): Promise<GatewayClient> {
-  const deadline = Date.now() + STARTUP_WAIT_MS;
+/** Waits between connects refused while a gateway restarts (`patientMs` callers only). */
+const REFUSED_WAITS_MS = [1_000, 2_000, 4_000];
+
+/**
+ * A connected client of the gateway; 502 when it does not answer within the startup wait. A
+ * refused connect fails at once, unless the caller is `patientMs` patient with it: a chat right
+ * after a start or wake (the gateway restarts in place once just after a boot).
+ */
+export async function connectGateway(
+  endpoint: GatewayEndpoint,
+  { patientMs = 0 }: { patientMs?: number } = {},
+): Promise<GatewayClient> {
+  const started = Date.now();
+  const deadline = started + STARTUP_WAIT_MS;
+  let refused = 0;
   for (;;) {
     try {
       return await connectCached(endpoint);
@@ -48,8 +64,11 @@ export async function connectGateway(endpoint: GatewayEndpoint): Promise<Gateway
       const wait =
         error instanceof GatewayRequestError && error.retryAfterMs !== undefined
           ? Math.min(Math.max(error.retryAfterMs, 100), 5_000)
-          : undefined;
-      if (wait === undefined || Date.now() + wait > deadline) throw toDomainError(error);
+          : error instanceof GatewayConnectError
+            ? REFUSED_WAITS_MS[refused++]
+            : undefined;
+      const until = error instanceof GatewayConnectError ? started + patientMs : deadline;
+      if (wait === undefined || Date.now() + wait > until) throw toDomainError(error);
       await delay(wait);
     }
   }

@@ -45,3 +45,15 @@ export class GatewayUnavailableError extends Error {
     this.name = "GatewayUnavailableError";
   }
 }
+
+/**
+ * The socket or its handshake failed: no request of the caller's was sent, so sending it again
+ * on a new connection cannot do anything twice. A gateway restarting in place refuses for a
+ * few seconds.
+ */
+export class GatewayConnectError extends GatewayUnavailableError {
+  constructor(message: string) {
+    super(message);
+    this.name = "GatewayConnectError";
+  }
+}
