@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import postgres from "postgres";
@@ -12,9 +12,9 @@ import {
 import { removeRunObjects } from "./docker-run.ts";
 import { agentPoster, type Child, root, startNode } from "./servers.ts";
 
-// `npm run bench` (after the runtime part; BENCH_SLEEP=0 skips it): scale-to-zero (decision
-// 0164). One gateway at 1 CPU; for each way of putting it to sleep tried, the memory it holds
-// asleep and the time from a web chat (POST /api/agent on the real web process, the worker's
+// `npm run bench` (after the runtime part; BENCH_SLEEP=0 skips it): scale-to-zero (decisions
+// 0164, 0178). One gateway at 1 CPU; for each way of putting it to sleep tried (paused, frozen
+// into swap, stopped), the memory it holds asleep and the time from a web chat (POST /api/agent on the real web process, the worker's
 // jobs run in this process) to its reply. Skipped with a message when no Docker engine answers,
 // the image is not built, or the web is not built (`npm run build`).
 
@@ -27,6 +27,7 @@ process.env.RUNTIME_NETWORK = `agent-${run}`;
 process.env.RUNTIME_MAX_CPUS = "1";
 process.env.SLEEP_WATCH_INTERVAL_MS = "0";
 process.env.SLEEP_IDLE_SECONDS = "0";
+process.env.SLEEP_CRON = "0 0 1 1 *"; // the bench puts the agent to sleep itself
 process.env.SEALING_KEY = randomBytes(32).toString("hex");
 process.env.SESSION_SECRET = randomBytes(32).toString("hex");
 
@@ -60,9 +61,7 @@ if (skip) {
   const { migrate } = await import("../db/migrate.ts");
   await migrate(db());
   const { resetEnvCache } = await import("../app/server/platform/env.server.ts");
-  const { ensureInstanceRecord, getInstance } = await import(
-    "../app/server/agents/instances.server.ts"
-  );
+  const { ensureInstanceRecord } = await import("../app/server/agents/instances.server.ts");
   const { createSession } = await import("../app/server/accounts/sessions.server.ts");
   const { DEPLOYMENT_LABEL } = await import("../worker/instances/engine.ts");
   const { provision } = await import("../worker/instances/provision.ts");
@@ -73,6 +72,22 @@ if (skip) {
   const mib = (n: number) => `${(n / 1024 ** 2).toFixed(0)} MiB`;
   const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const memoryOf = (name: string) => rt.stats(name).then((s) => s.memoryBytes);
+  /** What the container has in swap: cgroup v1's memory+swap less memory (on this host). */
+  const swapOf = async (name: string) => {
+    const id = (await rt.inspect(name))?.id;
+    const read = (file: string) =>
+      readFile(`/sys/fs/cgroup/memory/docker/${id}/${file}`, "utf8").then(Number);
+    return (await read("memory.memsw.usage_in_bytes")) - (await read("memory.usage_in_bytes"));
+  };
+  /** The last wake's steps, each as time since the run began (instance_progress). */
+  const wakeSteps = async (instanceId: string) => {
+    const steps = await db()<{ step: string; ms: number }[]>`
+      select p.step, extract(epoch from p.at - r.started_at) * 1000 as ms
+      from instance_progress p join instance_runs r on r.id = p.run_id
+      where r.instance_id = ${instanceId} and r.action = 'wake'
+      order by p.at`;
+    return steps.map((s) => `${s.step} ${secs(Number(s.ms))}`).join(", ");
+  };
   try {
     const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK as string, {
       [DEPLOYMENT_LABEL]: run,
@@ -118,7 +133,7 @@ if (skip) {
     await new Promise((r) => setTimeout(r, 10_000));
     rows.push(["awake: memory, idle", mib(await memoryOf(name))]);
 
-    // 1. docker pause (frozen): no swap here, so the memory stays; wake is an unpause.
+    // 1. docker pause alone: the memory stays resident; a wake is an unpause.
     await rt.docker.getContainer(name).pause();
     rows.push(["paused: memory", mib(await memoryOf(name))]);
     t = Date.now();
@@ -126,29 +141,45 @@ if (skip) {
     await postAgent({ message: "after a pause" });
     rows.push(["paused: unpause → reply", secs(Date.now() - t)]);
 
-    // 2. what the platform does: the container stopped, woken by the chat (wake-instance job).
-    const result = await sleepIdleInstances();
-    if (result[row.id] !== "sleeping") throw new Error(`not asleep: ${result[row.id]}`);
-    const asleep = (await rt.inspect(name))?.running ? await memoryOf(name) : 0;
-    rows.push(["stopped (the platform's sleep): memory", mib(asleep)]);
-    t = Date.now();
-    await postAgent({ message: "after a sleep" }).catch(async (error: Error) => {
-      // What the woken gateway was doing when the chat failed.
-      const logs = await rt.logs(name, { tail: 40 }).catch(() => "(no logs)");
-      throw new Error(`${error.message}\n--- the gateway's last lines:\n${logs}`);
-    });
-    const wakeMs = Date.now() - t;
-    rows.push([
-      "stopped: chat → woken → reply",
-      `${secs(wakeMs)} (target 3 s: ${wakeMs <= 3_000 ? "met" : "MISSED"})`,
-    ]);
-    t = Date.now();
-    await postAgent({ message: "and again" });
-    rows.push(["stopped: the next reply", secs(Date.now() - t)]);
-    const woken = await getInstance(row.id);
-    rows.push(["woken: memory right after", mib(await memoryOf(woken?.container_name ?? name))]);
-    // 3. A pooled gateway taking over the sleeper's volume: not built (decision 0164).
-    rows.push(["pool takeover of the state volume", "not built (decision 0164)"]);
+    /** Puts the agent to sleep the given way, then a web chat wakes it (wake-instance job). */
+    const sleepAndWake = async (mode: "freeze" | "stop", label: string) => {
+      process.env.AGENT_SLEEP_MODE = mode;
+      resetEnvCache();
+      const result = await sleepIdleInstances();
+      if (result[row.id] !== "sleeping") throw new Error(`not asleep: ${result[row.id]}`);
+      const seen = await rt.inspect(name);
+      const resident = seen?.state === "paused" ? await memoryOf(name) : 0;
+      rows.push([`${label}: memory resident`, mib(resident)]);
+      if (seen?.state === "paused")
+        rows.push([`${label}: memory in swap`, mib(await swapOf(name))]);
+      t = Date.now();
+      await postAgent({ message: `after a sleep (${mode})` }).catch(async (error: Error) => {
+        // What the woken gateway was doing when the chat failed.
+        const logs = await rt.logs(name, { tail: 40 }).catch(() => "(no logs)");
+        throw new Error(`${error.message}\n--- the gateway's last lines:\n${logs}`);
+      });
+      const wakeMs = Date.now() - t;
+      rows.push([
+        `${label}: chat → woken → reply`,
+        `${secs(wakeMs)} (target 3 s: ${wakeMs <= 3_000 ? "met" : "MISSED"})`,
+      ]);
+      rows.push([`${label}: the wake's steps`, await wakeSteps(row.id)]);
+      if (process.env.BENCH_SLEEP_LOGS) console.warn(await rt.logs(name, { tail: 60 }));
+      t = Date.now();
+      await postAgent({ message: "and again" });
+      rows.push([`${label}: the next reply`, secs(Date.now() - t)]);
+      rows.push([`${label}: memory right after`, mib(await memoryOf(name))]);
+    };
+
+    // 2. The platform's sleep where the host has swap (decision 0178): frozen into swap.
+    try {
+      await sleepAndWake("freeze", "frozen to swap");
+    } catch (error) {
+      if (!(error as Error).message.includes("not asleep")) throw error;
+      rows.push(["frozen to swap", `not available here: ${(error as Error).message}`]);
+    }
+    // 3. The platform's sleep elsewhere: the container stopped, a wake is a boot.
+    await sleepAndWake("stop", "stopped");
   } finally {
     await stopWorker(5_000).catch(() => {});
     await Promise.all(children.map((c) => c.stop()));
@@ -157,8 +188,15 @@ if (skip) {
     await cluster.stop();
     await rm(cluster.dir, { recursive: true, force: true });
   }
+  // The host's swap decides what a frozen sleeper costs (decision 0178): say which it was.
+  const swaps = (await readFile("/proc/swaps", "utf8").catch(() => ""))
+    .trim()
+    .split("\n")
+    .slice(1)
+    .map((line) => line.split(/\s+/).slice(0, 2).join(" "));
+  const pageCluster = await readFile("/proc/sys/vm/page-cluster", "utf8").catch(() => "?");
   console.warn(
-    `\nScale-to-zero (${image}, 1 CPU per gateway, ${os.cpus().length} cores, load ${os.loadavg()[0]?.toFixed(1)})\n`,
+    `\nScale-to-zero (${image}, 1 CPU per gateway, ${os.cpus().length} cores, load ${os.loadavg()[0]?.toFixed(1)}; swap: ${swaps.join(", ") || "none"}, vm.page-cluster ${pageCluster.trim()})\n`,
   );
   for (const [k, v] of rows) console.warn(`${k.padEnd(40)} ${v}`);
 }

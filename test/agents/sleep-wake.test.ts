@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -40,12 +41,13 @@ import {
 import { type FakeTelegram, startFakeTelegram } from "./fake-telegram.ts";
 import { agentUser, asUser } from "./support.ts";
 
-// Scale-to-zero with the real gateway (decision 0164), one instance for the file: an idle agent
-// is put to sleep (its container stopped, `sleeping` in the API, stats and logs from what was
-// kept), a web chat wakes it and is answered; asleep again, a message to its Telegram bot (the
-// local Bot API stand-in) is noticed by the watcher without being consumed, the gateway is woken
-// and reads and answers the message itself. The idle period is set per step
-// (SLEEP_IDLE_SECONDS), so nothing waits for it.
+// Scale-to-zero with the real gateway (decisions 0164, 0178), one instance for the file. An
+// idle agent is put to sleep: frozen into swap where the host has swap (.ci/run turns it on),
+// `sleeping` in the API, stats and logs from what was kept; a web chat wakes it (an unpause) and
+// is answered. Frozen again, a message to its Telegram bot (the local Bot API stand-in) is
+// noticed by the watcher without being consumed and the thawed gateway answers it. Last, asleep
+// by being stopped (AGENT_SLEEP_MODE=stop, where a host has no swap), a Telegram message wakes
+// it with a boot. The idle period is set per step (SLEEP_IDLE_SECONDS), so nothing waits for it.
 
 const rt = new DockerRuntime({ maxCpus: 1 });
 const openai = createOpenAiFake();
@@ -61,16 +63,37 @@ const idle = (seconds: number) => {
   resetEnvCache();
 };
 
-async function putToSleep() {
+/** A frozen gateway keeps at most this much resident (sleep.ts asks for 32 MiB, at most 4×). */
+const FROZEN_RESIDENT_MAX = 4 * 32 * 1024 ** 2;
+
+/** Puts the instance to sleep; "frozen" or "stopped", how it went. */
+async function putToSleep(mode: "auto" | "stop" = "auto"): Promise<"frozen" | "stopped"> {
+  process.env.AGENT_SLEEP_MODE = mode;
   idle(0);
   try {
     const results = await sleepIdleInstances();
     expect(results[instance.id]).toBe("sleeping");
   } finally {
+    delete process.env.AGENT_SLEEP_MODE;
     idle(3600); // the worker's own pass (cron) must not put it back to sleep meanwhile
   }
-  expect((await rt.inspect(instance.container_name))?.running).toBe(false);
+  const seen = await rt.inspect(instance.container_name);
+  expect(seen?.running).toBe(false);
   expect((await getInstance(instance.id))?.observed_state).toBe("sleeping");
+  if (seen?.state !== "paused") {
+    expect(seen?.state).toBe("exited");
+    return "stopped";
+  }
+  // Frozen: what stays resident is the floor; the rest is in swap.
+  expect((await rt.stats(seen.id)).memoryBytes).toBeLessThanOrEqual(FROZEN_RESIDENT_MAX);
+  return "frozen";
+}
+
+/** Whether this host can freeze a gateway into swap: swap on, cgroup v1 (decision 0178). */
+async function hostCanFreeze(): Promise<boolean> {
+  const swaps = (await readFile("/proc/swaps", "utf8")).trim().split("\n").length > 1;
+  const info = (await rt.docker.info()) as { CgroupVersion?: string; SwapLimit?: boolean };
+  return swaps && info.CgroupVersion !== "2" && info.SwapLimit !== false;
 }
 
 describeDocker("scale-to-zero with the real gateway", () => {
@@ -134,7 +157,9 @@ describeDocker("scale-to-zero with the real gateway", () => {
   it("an idle agent sleeps; a web chat wakes it and is answered", async () => {
     // Not idle yet: it has just started.
     expect((await sleepIdleInstances())[instance.id]).toBeUndefined();
-    await putToSleep();
+    // CI has swap (.ci/run): there the freeze must happen, not silently become a stop.
+    const how = await putToSleep();
+    expect(how).toBe((await hostCanFreeze()) || process.env.CI ? "frozen" : "stopped");
 
     const detail = await asUser(user, detailRoute, `/api/agents/${agentId}`, {
       params: { id: agentId },
@@ -160,7 +185,7 @@ describeDocker("scale-to-zero with the real gateway", () => {
       method: "POST",
       body: { message: "Are you awake?" },
     });
-    process.stdout.write(`web chat wake → reply: ${Date.now() - t0} ms\n`);
+    process.stdout.write(`web chat wake (${how}) → reply: ${Date.now() - t0} ms\n`);
     if (res.status !== 200) {
       const seen = await rt.docker.getContainer(instance.container_name).inspect();
       process.stdout.write(
@@ -177,13 +202,15 @@ describeDocker("scale-to-zero with the real gateway", () => {
     expect(after.json.agent.status).toBe("running");
   }, 600_000);
 
-  it("a Telegram message wakes a sleeping agent without being consumed; the gateway answers it", async () => {
+  it("a Telegram message wakes a frozen agent without being consumed; the thawed gateway answers it", async () => {
     await waitFor(async () => telegram.calls.includes("getUpdates"), {
       timeoutMs: 120_000,
       what: "the woken gateway polling the Bot API again",
     });
-    await putToSleep();
+    const how = await putToSleep();
+    expect(how).toBe((await hostCanFreeze()) || process.env.CI ? "frozen" : "stopped");
     const polled = telegram.polls.length;
+    const sentBefore = telegram.sent.length;
 
     // Nothing waiting: the watcher wakes nobody.
     expect(await watchSleepers()).toEqual([]);
@@ -195,15 +222,47 @@ describeDocker("scale-to-zero with the real gateway", () => {
 
     const answer = await waitFor(
       async () =>
-        telegram.sent.find(
-          (m) => m.chatId === String(OWNER.id) && m.text.includes(openai.state.reply),
-        ),
+        telegram.sent
+          .slice(sentBefore)
+          .find((m) => m.chatId === String(OWNER.id) && m.text.includes(openai.state.reply)),
       { timeoutMs: 300_000, intervalMs: 500, what: "the woken gateway's Telegram reply" },
     ).catch((error) => {
       process.stdout.write(`telegram calls ${JSON.stringify(telegram.calls.slice(-20))}\n`);
       throw error;
     });
-    process.stdout.write(`telegram message → wake → reply: ${Date.now() - t0} ms\n`);
+    process.stdout.write(`telegram message → wake (${how}) → reply: ${Date.now() - t0} ms\n`);
+    expect(answer.text).toContain(openai.state.reply);
+    expect((await getInstance(instance.id))?.observed_state).toBe("running");
+  }, 600_000);
+
+  it("stopped instead (a host without swap), a Telegram message wakes it with a boot", async () => {
+    await waitFor(async () => telegram.calls.includes("getUpdates"), {
+      timeoutMs: 120_000,
+      what: "the woken gateway polling the Bot API again",
+    });
+    expect(await putToSleep("stop")).toBe("stopped");
+    const polled = telegram.polls.length;
+    const sentBefore = telegram.sent.length;
+
+    // Nothing waiting: the watcher wakes nobody.
+    expect(await watchSleepers()).toEqual([]);
+    telegram.userWrites("Wake up, please", OWNER);
+    const t0 = Date.now();
+    expect(await watchSleepers()).toEqual([instance.id]);
+    // The watcher's peeks passed no offset (so confirmed nothing).
+    expect(telegram.polls.slice(polled)).toEqual([undefined, undefined]);
+
+    const answer = await waitFor(
+      async () =>
+        telegram.sent
+          .slice(sentBefore)
+          .find((m) => m.chatId === String(OWNER.id) && m.text.includes(openai.state.reply)),
+      { timeoutMs: 300_000, intervalMs: 500, what: "the woken gateway's Telegram reply" },
+    ).catch((error) => {
+      process.stdout.write(`telegram calls ${JSON.stringify(telegram.calls.slice(-20))}\n`);
+      throw error;
+    });
+    process.stdout.write(`telegram message → wake (stopped) → reply: ${Date.now() - t0} ms\n`);
     expect(answer.text).toContain(openai.state.reply);
     expect((await getInstance(instance.id))?.observed_state).toBe("running");
   }, 600_000);

@@ -1,6 +1,12 @@
+import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
-import { LABELS, limitsForPlan, RuntimeUnavailableError } from "../../worker/runtime/types.ts";
+import {
+  FreezeUnavailableError,
+  LABELS,
+  limitsForPlan,
+  RuntimeUnavailableError,
+} from "../../worker/runtime/types.ts";
 import {
   cleanupTestObjects,
   describeDocker,
@@ -142,6 +148,57 @@ describeDocker("Docker driver", () => {
     expect(await rt.inspect(id)).toBeUndefined();
     await rt.remove(id); // idempotent
     expect(await rt.list({ [LABELS.instanceId]: s.instanceId })).toEqual([]);
+  });
+
+  it("freezes a container into swap (where the host has swap); start thaws it with its limit", async () => {
+    const MiB = 1024 ** 2;
+    const s = await spec(5, {
+      limits: { ...limitsForPlan("solo"), memoryBytes: 256 * MiB },
+      cmd: [
+        "node",
+        "-e",
+        "globalThis.a = Buffer.alloc(96 << 20, 1); console.log('filled'); setInterval(() => {}, 1e3)",
+      ],
+    });
+    const id = await rt.create(s);
+    await rt.start(id);
+    await waitFor(async () => (await rt.logs(id)).includes("filled") || undefined, {
+      what: "the memory filled",
+    });
+    expect((await rt.stats(id)).memoryBytes).toBeGreaterThan(90 * MiB);
+    const swapOn = (await readFile("/proc/swaps", "utf8")).trim().split("\n").length > 1;
+    if (!swapOn && !process.env.CI) {
+      // No swap: the kernel cannot reclaim to the floor, so the freeze is refused and undone.
+      await expect(rt.freeze(id, 16 * MiB)).rejects.toBeInstanceOf(FreezeUnavailableError);
+      expect((await rt.inspect(id))?.running).toBe(true);
+      expect((await rt.inspect(id))?.limits.memoryBytes).toBe(256 * MiB);
+      await rt.remove(id);
+      return;
+    }
+    await rt.freeze(id, 16 * MiB);
+    const frozen = await rt.inspect(id);
+    expect(frozen).toMatchObject({ state: "paused", running: false });
+    // The floor asked for, or up to four times it when the kernel could not reclaim so far.
+    const floor = frozen?.limits.memoryBytes ?? 0;
+    expect([16 * MiB, 32 * MiB, 64 * MiB]).toContain(floor);
+    expect((await rt.stats(id)).memoryBytes).toBeLessThanOrEqual(floor);
+    // A freeze of a frozen container is refused, and changes nothing.
+    await expect(rt.freeze(id, 16 * MiB)).rejects.toBeInstanceOf(FreezeUnavailableError);
+
+    await rt.start(id); // thaws: the plan's limit back, unpaused, the same process
+    const thawed = await rt.inspect(id);
+    expect(thawed).toMatchObject({ state: "running", running: true, startedAt: frozen?.startedAt });
+    expect(thawed?.limits.memoryBytes).toBe(256 * MiB);
+    const read = await rt.exec(id, ["node", "-e", "console.log(process.memoryUsage().rss > 0)"]);
+    expect(read.stdout).toBe("true\n");
+
+    // A frozen container stops (thawed first, so its SIGTERM is handled) with its limit back.
+    await rt.freeze(id, 16 * MiB);
+    await rt.stop(id, 2);
+    const stopped = await rt.inspect(id);
+    expect(stopped).toMatchObject({ state: "exited", running: false });
+    expect(stopped?.limits.memoryBytes).toBe(256 * MiB);
+    await rt.remove(id);
   });
 
   it("records an out-of-memory kill as OOMKilled", async () => {

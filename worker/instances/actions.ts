@@ -6,7 +6,7 @@ import {
 import { failRun } from "../../app/server/agents/progress.server.ts";
 import { clearSleep } from "../../app/server/agents/sleep.server.ts";
 import { ensureContainer } from "./container.ts";
-import { gatewayAddress, rt } from "./engine.ts";
+import { gatewayAddress, isUp, rt } from "./engine.ts";
 import { reapplyConfig } from "./gateway-config.ts";
 import { waitHealthy } from "./health.ts";
 import { observe } from "./observe.ts";
@@ -39,7 +39,7 @@ async function start(row: InstanceRow): Promise<ActionResult> {
 async function stop(row: InstanceRow): Promise<ActionResult> {
   const wanted = await updateInstance(row.id, { desired_state: "stopped" });
   const info = await rt().inspect(wanted.container_name);
-  if (info?.running) await rt().stop(info.id, 10);
+  if (isUp(info)) await rt().stop(info.id, 10);
   await updateInstance(row.id, {
     observed_state: "stopped",
     health: "unknown",

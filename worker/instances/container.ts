@@ -8,6 +8,7 @@ import { type ContainerInfo, limitsForPlan } from "../runtime/index.ts";
 import {
   ensureNetwork,
   gatewayAddress,
+  isUp,
   ownerLabels,
   rt,
   STATE_DIR,
@@ -79,7 +80,7 @@ export async function ensureContainer(
   let info = await rt().inspect(row.container_name);
   if (info && (options.recreate || (wantedId !== undefined && info.imageId !== wantedId))) {
     // Graceful stop first: the gateway releases its state lease (gateway/README.md).
-    if (info.running) await rt().stop(info.id, 10);
+    if (isUp(info)) await rt().stop(info.id, 10);
     await rt().remove(info.id);
     info = undefined;
   }

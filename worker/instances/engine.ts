@@ -59,6 +59,10 @@ export function ownerLabels(instanceId?: string): Record<string, string> {
 
 export const rt = (): AgentRuntime => getRuntime();
 
+/** The container's process exists: running, or frozen by a sleep (decision 0178). */
+export const isUp = (info: ContainerInfo | undefined): info is ContainerInfo =>
+  info?.running === true || info?.state === "paused";
+
 const ensuring = new Map<string, Promise<{ gatewayIp: string | undefined }>>();
 
 /**

@@ -8,7 +8,7 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/index.ts";
 import { ensureContainer } from "./container.ts";
-import { deploymentLabels, ensureNetwork, gatewayAddress, log, rt } from "./engine.ts";
+import { deploymentLabels, ensureNetwork, gatewayAddress, isUp, log, rt } from "./engine.ts";
 import { PLATFORM_CONFIG_VERSION, reapplyConfig } from "./gateway-config.ts";
 import { removeDeadJobLeftovers, removeInstanceLeftovers } from "./leftovers.ts";
 import { tryInstanceLock } from "./lock.ts";
@@ -78,9 +78,9 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
   await removeInstanceLeftovers(row.id);
   const info = await rt().inspect(row.container_name);
   if (row.desired_state === "stopped") {
-    if (info?.running) await rt().stop(info.id, 10);
+    if (isUp(info)) await rt().stop(info.id, 10);
     await observe(row);
-    return info?.running ? "stopped" : "ok";
+    return isUp(info) ? "stopped" : "ok";
   }
   // A sleeping gateway is down on purpose; a message wakes it (worker/instances/wake.ts).
   if (row.observed_state === "sleeping" && !info?.running) return "sleeping";

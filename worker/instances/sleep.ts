@@ -14,14 +14,19 @@ import {
 import { telegramPendingUpdate } from "../../app/server/channels/telegram.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
+import { FreezeUnavailableError } from "../runtime/index.ts";
 import { gatewayAddress, log, rt } from "./engine.ts";
 import { tryInstanceLock } from "./lock.ts";
 import { connectPaired } from "./pairing.ts";
 
-// Scale-to-zero (decision 0164): an instance with no chat, channel message or scheduled work for
-// its plan's idle period is put to sleep. Its container is stopped (a paused one would keep all
-// its memory: no swap here), so its memory goes back to the host; its volume, pairing and
-// config stay, and a wake starts the same container again (wake.ts).
+// Scale-to-zero (decisions 0164, 0178): an instance with no chat, channel message or scheduled
+// work for its plan's idle period is put to sleep, its memory given back to the host. Where the
+// engine can, its gateway is frozen (paused, its memory pushed out to swap) and a wake is an
+// unpause; elsewhere it is stopped and a wake boots it. Volume, pairing and config stay either
+// way, and a wake starts the same container again (wake.ts).
+
+/** What a frozen gateway keeps resident; the rest of its memory goes to the host's swap. */
+const FROZEN_RESIDENT_BYTES = 32 * 1024 ** 2;
 
 /** Log lines kept for GET /api/agents/:id/logs while the agent sleeps. */
 const KEPT_LOG_LINES = 500;
@@ -91,21 +96,43 @@ export async function sleepInstance(row: InstanceRow, idleSince = new Date()): P
   });
   // Asleep from here on: a chat now asks for a wake instead of reaching a gateway being stopped.
   if (!(await markAsleep(row.id, idleSince))) return "active again";
+  let how: "frozen" | "stopped";
   try {
-    await rt().stop(info.id, 10);
+    how = await putDown(info.id);
   } catch (error) {
     // Not stopped (the engine refused or went away): still awake, not a sleeper whose running
     // gateway nothing observes.
     await unmarkAsleep(row.id);
     throw error;
   }
-  // Read after the stop: while the gateway polls, a second getUpdates would answer 409.
+  // Read after the stop: while the gateway polls, a second getUpdates would answer 409. A frozen
+  // gateway's poll can still be open (up to 30 s): Telegram ends one of the two with 409. If it
+  // is this read, the watcher wakes on any waiting update (at worst one the gateway had read but
+  // not confirmed); if it is the gateway's, OpenClaw polls again once thawed (a recoverable
+  // conflict in its polling monitor).
   await recordSleep(row.id, {
     logLines,
     telegramSeenUpdateId: await telegramPosition(row.user_id),
   });
-  log().info({ instanceId: row.id }, "instance put to sleep");
+  log().info({ instanceId: row.id, how }, "instance put to sleep");
   return "sleeping";
+}
+
+/** Freezes the gateway where the engine can (AGENT_SLEEP_MODE), else stops it. */
+async function putDown(containerId: string): Promise<"frozen" | "stopped"> {
+  const mode = env().AGENT_SLEEP_MODE;
+  const runtime = rt();
+  if (mode !== "stop" && runtime.freeze) {
+    try {
+      await runtime.freeze(containerId, FROZEN_RESIDENT_BYTES);
+      return "frozen";
+    } catch (error) {
+      if (mode === "freeze" || !(error instanceof FreezeUnavailableError)) throw error;
+      log().info({ err: error, containerId }, "sleep: the gateway cannot be frozen; stopping it");
+    }
+  }
+  await runtime.stop(containerId, 10);
+  return "stopped";
 }
 
 /** The periodic pass: every idle instance to sleep; a busy one (locked) waits for the next. */

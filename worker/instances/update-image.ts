@@ -10,7 +10,7 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { backupInstanceAgents } from "./backup.ts";
 import { ensureContainer } from "./container.ts";
-import { log, ownerLabels, rt, volumeLabels } from "./engine.ts";
+import { isUp, log, ownerLabels, rt, volumeLabels } from "./engine.ts";
 import { waitReady } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
@@ -61,7 +61,7 @@ interface Previous {
 /** The previous image and the state snapshot back; the reason recorded. */
 async function rollBack(row: InstanceRow, previous: Previous, reason: string) {
   const failed = await rt().inspect(row.container_name);
-  if (failed?.running) await rt().stop(failed.id, 10);
+  if (isUp(failed)) await rt().stop(failed.id, 10);
   await snapshotVolume(row, previous.image, "restore");
   const info = await ensureContainer(row, {
     image: previous.tag,
@@ -144,7 +144,7 @@ export async function updateImage(instanceId: string) {
     const previous = { tag: previousTag, id: previousId, image: previousId ?? previousTag };
     await updateInstance(row.id, { observed_state: "updating", desired_state: "running" });
     const run = await startRun(row.id, "update");
-    if (current?.running) await rt().stop(current.id, 10); // releases the state lease
+    if (isUp(current)) await rt().stop(current.id, 10); // releases the state lease
     await snapshotVolume(row, previous.image, "save");
     const backedUp = await backUpBeforeUpdate(row, previous, target).catch(async (error) => {
       await run.fail();

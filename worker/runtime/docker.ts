@@ -8,6 +8,7 @@ import {
   type ContainerStats,
   type ContainerSummary,
   type ExecResult,
+  FreezeUnavailableError,
   LABELS,
   RuntimeUnavailableError,
 } from "./types.ts";
@@ -94,7 +95,7 @@ export class DockerRuntime implements AgentRuntime {
   readonly driver = "docker" as const;
   readonly docker: Docker;
   readonly maxCpus: number | undefined;
-  #engineCpus: number | undefined;
+  #engine: Promise<{ NCPU: number; CgroupVersion?: string; SwapLimit?: boolean }> | undefined;
 
   constructor(options: DockerDriverOptions = {}) {
     this.docker = new Docker(
@@ -109,9 +110,18 @@ export class DockerRuntime implements AgentRuntime {
     await call(() => this.docker.ping());
   }
 
+  /** The engine's facts that do not change while it runs (read once). */
+  #engineInfo() {
+    this.#engine ??= call(() => this.docker.info()).catch((error: unknown) => {
+      this.#engine = undefined;
+      throw error;
+    });
+    return this.#engine;
+  }
+
   async #cpuCap(wanted: number): Promise<number> {
-    this.#engineCpus ??= (await call(() => this.docker.info())).NCPU as number;
-    return Math.min(wanted, this.#engineCpus ?? wanted, this.maxCpus ?? wanted);
+    const cpus = (await this.#engineInfo()).NCPU;
+    return Math.min(wanted, cpus ?? wanted, this.maxCpus ?? wanted);
   }
 
   async ensureNetwork(
@@ -227,6 +237,7 @@ export class DockerRuntime implements AgentRuntime {
   }
 
   async start(id: string): Promise<void> {
+    if (await this.#thaw(id)) return;
     try {
       await call(() => this.docker.getContainer(id).start());
     } catch (error) {
@@ -235,6 +246,7 @@ export class DockerRuntime implements AgentRuntime {
   }
 
   async stop(id: string, timeoutSeconds = 10): Promise<void> {
+    await this.#thaw(id); // a frozen gateway cannot take its SIGTERM
     try {
       await call(() => this.docker.getContainer(id).stop({ t: timeoutSeconds }));
     } catch (error) {
@@ -243,7 +255,75 @@ export class DockerRuntime implements AgentRuntime {
   }
 
   async restart(id: string, timeoutSeconds = 10): Promise<void> {
+    await this.#thaw(id);
     await call(() => this.docker.getContainer(id).restart({ t: timeoutSeconds }));
+  }
+
+  /**
+   * Pauses the container (the cgroup freezer), then lowers its memory limit to `keepBytes` with
+   * its memory+swap limit at the old limit: the kernel writes what no longer fits out to swap.
+   * On cgroup v1 a limit the kernel cannot reclaim down to is refused (EBUSY), never enforced
+   * by killing; cgroup v2 would OOM-kill instead, so it is refused here (decision 0178).
+   */
+  async freeze(id: string, keepBytes: number): Promise<void> {
+    const engine = await this.#engineInfo();
+    if (engine.CgroupVersion === "2") {
+      throw new FreezeUnavailableError("the engine uses cgroup v2 (only cgroup v1 freezes)");
+    }
+    if (engine.SwapLimit === false) {
+      throw new FreezeUnavailableError("the engine has no swap accounting");
+    }
+    const container = this.docker.getContainer(id);
+    const c = await call(() => container.inspect());
+    const limit = c.HostConfig.Memory ?? 0;
+    if (!c.State.Running || c.State.Paused) {
+      throw new FreezeUnavailableError(`the container is ${c.State.Status}, not running`);
+    }
+    if (limit <= keepBytes) throw new FreezeUnavailableError("the container's limit is too low");
+    await call(() => container.pause());
+    // Some of it cannot go to swap (kernel memory, pages in flight): runc gives up when the
+    // usage stays above the new limit, so a floor is tried, then twice it, then four times.
+    let refused: unknown;
+    for (const floor of [keepBytes, keepBytes * 2, keepBytes * 4]) {
+      if (floor >= limit) break;
+      try {
+        await call(() => container.update({ Memory: floor, MemorySwap: limit }));
+        return;
+      } catch (error) {
+        refused = error;
+      }
+    }
+    await this.#thaw(id);
+    throw new FreezeUnavailableError(
+      `its memory could not be moved to swap (${(refused as Error).message.trim()})`,
+      { cause: refused },
+    );
+  }
+
+  /**
+   * Undoes a freeze: the memory limit back to the memory+swap limit (every container is created
+   * with the two equal, so a lower one is a freeze's), then unpaused. True when it was paused.
+   */
+  async #thaw(id: string): Promise<boolean> {
+    const container = this.docker.getContainer(id);
+    let c: Docker.ContainerInspectInfo;
+    try {
+      c = await call(() => container.inspect());
+    } catch (error) {
+      if (statusOf(error) === 404) return false;
+      throw error;
+    }
+    const { Memory: memory = 0, MemorySwap: swap = 0 } = c.HostConfig;
+    if (memory > 0 && swap > memory) {
+      await call(() => container.update({ Memory: swap, MemorySwap: swap }));
+    }
+    if (!c.State.Paused) return false;
+    try {
+      await call(() => container.unpause());
+    } catch (error) {
+      if (statusOf(error) !== 409) throw error; // unpaused meanwhile
+    }
+    return true;
   }
 
   async remove(id: string): Promise<void> {
@@ -279,7 +359,7 @@ export class DockerRuntime implements AgentRuntime {
       image: c.Config.Image,
       imageId: c.Image,
       state: c.State.Status as ContainerState,
-      running: c.State.Running,
+      running: c.State.Running && !c.State.Paused,
       health:
         health === "starting" || health === "healthy" || health === "unhealthy"
           ? health

@@ -60,6 +60,7 @@ export interface ContainerInfo {
   image: string;
   imageId: string;
   state: ContainerState;
+  /** The gateway's process can serve: false for a paused (frozen) container. */
   running: boolean;
   /** Docker's health check, when the image defines one. */
   health: "starting" | "healthy" | "unhealthy" | undefined;
@@ -128,9 +129,18 @@ export interface AgentRuntime {
   volumeExists(name: string): Promise<boolean>;
   /** Creates the container (not started); returns its id. */
   create(spec: ContainerSpec): Promise<string>;
+  /** Starts the container; a frozen one is thawed (its memory limit back, unpaused) instead. */
   start(id: string): Promise<void>;
+  /** Stops the container, a frozen one included (thawed first, so it can stop gracefully). */
   stop(id: string, timeoutSeconds?: number): Promise<void>;
   restart(id: string, timeoutSeconds?: number): Promise<void>;
+  /**
+   * Freezes a running container and pushes its memory out to the host's swap, keeping about
+   * `keepBytes` resident (at most four times that; decision 0178): `start` thaws it. Throws FreezeUnavailableError when
+   * the engine cannot (no swap accounting, no swap room), leaving the container running. Drivers
+   * without it put an agent to sleep by stopping it.
+   */
+  freeze?(id: string, keepBytes: number): Promise<void>;
   /** Removes the container (forcefully); a missing container is not an error. */
   remove(id: string): Promise<void>;
   /** undefined when the container does not exist. */
@@ -266,6 +276,14 @@ export class NoCapacityError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "NoCapacityError";
+  }
+}
+
+/** The engine cannot freeze a container into swap; the agent sleeps by being stopped instead. */
+export class FreezeUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "FreezeUnavailableError";
   }
 }
 

@@ -265,6 +265,13 @@ const schema = z.object({
    * every plan's period (tests, small installations). "off" keeps every gateway running.
    */
   AGENT_SLEEP: z.enum(["on", "off"]).default("on"),
+  /**
+   * How an agent sleeps (decision 0178): "freeze" pauses its gateway and pushes its memory out
+   * to the host's swap (a wake is an unpause); "stop" stops it (a wake is a boot). "auto"
+   * freezes where the engine can (Docker, cgroup v1 with swap accounting) and stops elsewhere,
+   * or when a freeze fails (no swap).
+   */
+  AGENT_SLEEP_MODE: z.enum(["auto", "freeze", "stop"]).default("auto"),
   SLEEP_CRON: z.string().default("* * * * *"),
   SLEEP_IDLE_SECONDS: z.preprocess(blank, z.coerce.number().int().min(0).optional()),
   /** How often each worker peeks at sleeping agents' Telegram bots for a waiting message. */
