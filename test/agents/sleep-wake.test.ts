@@ -96,6 +96,43 @@ async function hostCanFreeze(): Promise<boolean> {
   return swaps && info.CgroupVersion !== "2" && info.SwapLimit !== false;
 }
 
+/**
+ * Puts the agent to sleep, writes to its bot, and checks that the watcher wakes it without
+ * consuming the message and that the woken gateway answers it; returns how it slept.
+ */
+async function telegramWakes(mode: "auto" | "stop"): Promise<"frozen" | "stopped"> {
+  await waitFor(async () => telegram.calls.includes("getUpdates"), {
+    timeoutMs: 120_000,
+    what: "the woken gateway polling the Bot API again",
+  });
+  const how = await putToSleep(mode);
+  const polled = telegram.polls.length;
+  const sentBefore = telegram.sent.length;
+
+  // Nothing waiting: the watcher wakes nobody.
+  expect(await watchSleepers()).toEqual([]);
+  telegram.userWrites("Wake up, please", OWNER);
+  const t0 = Date.now();
+  expect(await watchSleepers()).toEqual([instance.id]);
+  // The watcher's peeks passed no offset (so confirmed nothing).
+  expect(telegram.polls.slice(polled)).toEqual([undefined, undefined]);
+
+  const answer = await waitFor(
+    async () =>
+      telegram.sent
+        .slice(sentBefore)
+        .find((m) => m.chatId === String(OWNER.id) && m.text.includes(openai.state.reply)),
+    { timeoutMs: 300_000, intervalMs: 500, what: "the woken gateway's Telegram reply" },
+  ).catch((error) => {
+    process.stdout.write(`telegram calls ${JSON.stringify(telegram.calls.slice(-20))}\n`);
+    throw error;
+  });
+  process.stdout.write(`telegram message → wake (${how}) → reply: ${Date.now() - t0} ms\n`);
+  expect(answer.text).toContain(openai.state.reply);
+  expect((await getInstance(instance.id))?.observed_state).toBe("running");
+  return how;
+}
+
 describeDocker("scale-to-zero with the real gateway", () => {
   beforeAll(async () => {
     process.env.RUNTIME_DEPLOYMENT = testRun;
@@ -203,67 +240,11 @@ describeDocker("scale-to-zero with the real gateway", () => {
   }, 600_000);
 
   it("a Telegram message wakes a frozen agent without being consumed; the thawed gateway answers it", async () => {
-    await waitFor(async () => telegram.calls.includes("getUpdates"), {
-      timeoutMs: 120_000,
-      what: "the woken gateway polling the Bot API again",
-    });
-    const how = await putToSleep();
+    const how = await telegramWakes("auto");
     expect(how).toBe((await hostCanFreeze()) || process.env.CI ? "frozen" : "stopped");
-    const polled = telegram.polls.length;
-    const sentBefore = telegram.sent.length;
-
-    // Nothing waiting: the watcher wakes nobody.
-    expect(await watchSleepers()).toEqual([]);
-    telegram.userWrites("Wake up, please", OWNER);
-    const t0 = Date.now();
-    expect(await watchSleepers()).toEqual([instance.id]);
-    // The watcher's peeks passed no offset (so confirmed nothing).
-    expect(telegram.polls.slice(polled)).toEqual([undefined, undefined]);
-
-    const answer = await waitFor(
-      async () =>
-        telegram.sent
-          .slice(sentBefore)
-          .find((m) => m.chatId === String(OWNER.id) && m.text.includes(openai.state.reply)),
-      { timeoutMs: 300_000, intervalMs: 500, what: "the woken gateway's Telegram reply" },
-    ).catch((error) => {
-      process.stdout.write(`telegram calls ${JSON.stringify(telegram.calls.slice(-20))}\n`);
-      throw error;
-    });
-    process.stdout.write(`telegram message → wake (${how}) → reply: ${Date.now() - t0} ms\n`);
-    expect(answer.text).toContain(openai.state.reply);
-    expect((await getInstance(instance.id))?.observed_state).toBe("running");
   }, 600_000);
 
   it("stopped instead (a host without swap), a Telegram message wakes it with a boot", async () => {
-    await waitFor(async () => telegram.calls.includes("getUpdates"), {
-      timeoutMs: 120_000,
-      what: "the woken gateway polling the Bot API again",
-    });
-    expect(await putToSleep("stop")).toBe("stopped");
-    const polled = telegram.polls.length;
-    const sentBefore = telegram.sent.length;
-
-    // Nothing waiting: the watcher wakes nobody.
-    expect(await watchSleepers()).toEqual([]);
-    telegram.userWrites("Wake up, please", OWNER);
-    const t0 = Date.now();
-    expect(await watchSleepers()).toEqual([instance.id]);
-    // The watcher's peeks passed no offset (so confirmed nothing).
-    expect(telegram.polls.slice(polled)).toEqual([undefined, undefined]);
-
-    const answer = await waitFor(
-      async () =>
-        telegram.sent
-          .slice(sentBefore)
-          .find((m) => m.chatId === String(OWNER.id) && m.text.includes(openai.state.reply)),
-      { timeoutMs: 300_000, intervalMs: 500, what: "the woken gateway's Telegram reply" },
-    ).catch((error) => {
-      process.stdout.write(`telegram calls ${JSON.stringify(telegram.calls.slice(-20))}\n`);
-      throw error;
-    });
-    process.stdout.write(`telegram message → wake (stopped) → reply: ${Date.now() - t0} ms\n`);
-    expect(answer.text).toContain(openai.state.reply);
-    expect((await getInstance(instance.id))?.observed_state).toBe("running");
+    expect(await telegramWakes("stop")).toBe("stopped");
   }, 600_000);
 });
