@@ -1,4 +1,3 @@
-import { readFile } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -35,6 +34,7 @@ import {
   allowDockerNetworks,
   cleanupTestObjects,
   describeDocker,
+  freezeExpected,
   testRun,
   waitFor,
 } from "../runtime/docker-support.ts";
@@ -87,13 +87,6 @@ async function putToSleep(mode: "auto" | "stop" = "auto"): Promise<"frozen" | "s
   // Frozen: what stays resident is the floor; the rest is in swap.
   expect((await rt.stats(seen.id)).memoryBytes).toBeLessThanOrEqual(FROZEN_RESIDENT_MAX);
   return "frozen";
-}
-
-/** Whether this host can freeze a gateway into swap: swap on, cgroup v1 (decision 0178). */
-async function hostCanFreeze(): Promise<boolean> {
-  const swaps = (await readFile("/proc/swaps", "utf8")).trim().split("\n").length > 1;
-  const info = (await rt.docker.info()) as { CgroupVersion?: string; SwapLimit?: boolean };
-  return swaps && info.CgroupVersion !== "2" && info.SwapLimit !== false;
 }
 
 /**
@@ -194,9 +187,8 @@ describeDocker("scale-to-zero with the real gateway", () => {
   it("an idle agent sleeps; a web chat wakes it and is answered", async () => {
     // Not idle yet: it has just started.
     expect((await sleepIdleInstances())[instance.id]).toBeUndefined();
-    // CI has swap (.ci/run): there the freeze must happen, not silently become a stop.
     const how = await putToSleep();
-    expect(how).toBe((await hostCanFreeze()) || process.env.CI ? "frozen" : "stopped");
+    expect(how).toBe((await freezeExpected(rt)) ? "frozen" : "stopped");
 
     const detail = await asUser(user, detailRoute, `/api/agents/${agentId}`, {
       params: { id: agentId },
@@ -241,7 +233,7 @@ describeDocker("scale-to-zero with the real gateway", () => {
 
   it("a Telegram message wakes a frozen agent without being consumed; the thawed gateway answers it", async () => {
     const how = await telegramWakes("auto");
-    expect(how).toBe((await hostCanFreeze()) || process.env.CI ? "frozen" : "stopped");
+    expect(how).toBe((await freezeExpected(rt)) ? "frozen" : "stopped");
   }, 600_000);
 
   it("stopped instead (a host without swap), a Telegram message wakes it with a boot", async () => {

@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { http, passthrough, ws } from "msw";
 import { describe } from "vitest";
 import { GATEWAY_PORT } from "../../worker/instances/engine.ts";
@@ -155,6 +156,17 @@ export function ensureHealthzImage(): string {
 }
 
 /** Gateways live on Docker bridge networks (private ranges): their HTTP and WebSocket are real. */
+/**
+ * Whether a gateway must freeze into swap here (decision 0178): the host has swap and the engine
+ * cgroup v1 with swap accounting, or this is CI, whose .ci/run turns swap on.
+ */
+export async function freezeExpected(rt: DockerRuntime): Promise<boolean> {
+  if (process.env.CI) return true;
+  const swapOn = (await readFile("/proc/swaps", "utf8")).trim().split("\n").length > 1;
+  const info = (await rt.docker.info()) as { CgroupVersion?: string; SwapLimit?: boolean };
+  return swapOn && info.CgroupVersion !== "2" && info.SwapLimit !== false;
+}
+
 export function allowDockerNetworks(): void {
   const bridge = /^(http|ws):\/\/(10\.\d+|172\.(1[6-9]|2\d|3[01])|192\.168)\.\d+\.\d+:\d+/;
   mswServer.use(
