@@ -204,6 +204,20 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
   let row: InstanceRow;
 
   const readMarker = async () => (await rt.exec(row.container_name, ["cat", marker])).stdout;
+  /** OpenClaw's lease table in the state database, with `sql` run on it; prints the row count. */
+  const leases = async (sql = "") =>
+    (
+      await rt.exec(row.container_name, [
+        "node",
+        "-e",
+        `const { DatabaseSync } = require("node:sqlite");
+         require("node:fs").mkdirSync("/home/node/.openclaw/state", { recursive: true });
+         const db = new DatabaseSync("/home/node/.openclaw/state/openclaw.sqlite");
+         db.exec("create table if not exists state_leases (scope text not null, lease_key text not null, owner text not null, expires_at integer, heartbeat_at integer, payload_json text, created_at integer not null, updated_at integer not null, primary key (scope, lease_key)) strict");
+         ${sql}
+         console.log(db.prepare("select count(*) as n from state_leases").get().n);`,
+      ])
+    ).stdout.trim();
 
   beforeAll(async () => {
     process.env.RUNTIME_DEPLOYMENT = testRun;
@@ -260,6 +274,9 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
   }
 
   it("backs up the volume and records encrypted, downloads them, restores a file and a message", async () => {
+    // A running gateway's owner lease, held by a process on another host: saved with the state.
+    const held = `db.prepare("insert into state_leases values ('gateway', 'owner', 'o1', ?, ?, ?, 1, 1)").run(Date.now() + 300000, Date.now(), JSON.stringify({ owner: { pid: 7, host: "agent-elsewhere", startedAt: 1 }, port: 18789, mode: "foreground" }));`;
+    expect(await leases(held)).toBe("1");
     const backup = await takeBackup();
     expect(backup).toMatchObject({
       reason: "manual",
@@ -308,6 +325,8 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
     expect(row.volume_name).not.toBe(oldVolume);
     expect(await rt.volumeExists(oldVolume)).toBe(false);
     expect(await readMarker()).toBe("- the user likes green tea\n");
+    // No process holds the unpacked state: its leases are gone, so no gateway waits them out.
+    expect(await leases()).toBe("0");
     const mode = await rt.exec(row.container_name, ["stat", "-c", "%u %a", "/home/node/.openclaw"]);
     expect(mode.stdout).toBe("1000 700\n");
     expect((await rt.inspect(row.container_name))?.running).toBe(true);

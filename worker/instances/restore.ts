@@ -33,6 +33,7 @@ import { waitReady } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { connectPaired } from "./pairing.ts";
+import { releaseStateLeases } from "./state-leases.ts";
 
 // restore-backup: the backup's state goes into a fresh volume, the gateway boots on it and is
 // verified (healthy; paired when it was) before the old volume is discarded and the records are
@@ -83,6 +84,9 @@ export async function unpackInto(
     if (result.status === "rejected") throw result.reason;
   }
   if (!records) throw new Error("the backup holds no records.json");
+  const released = await releaseStateLeases(volume, row);
+  if (released)
+    log().info({ instanceId: row.id, volume, released }, "the saved state's leases released");
   return records;
 }
 
