@@ -260,6 +260,8 @@ describeDocker("agent state on the real gateway: backup, restore, clone, updates
       resetEnvCache();
       const rolled = await updateImage(row.id);
       expect(rolled).toMatchObject({ rolledBack: GATEWAY_IMAGE });
+      // Its crash was seen, not waited out (GATEWAY_HEALTH_TIMEOUT_MS is 300 s here).
+      expect((rolled as { reason: string }).reason).not.toMatch(/within \d+ ms/);
       const [pre] = await db()<{ status: string }[]>`
         select status from agent_backups where agent_id = ${agentId} and reason = 'pre-update'
         order by created_at desc limit 1`;
@@ -313,6 +315,9 @@ describeDocker("agent state on the real gateway: backup, restore, clone, updates
       },
     );
     expect(imported.status, imported.text).toBe(200);
+    // The archive's state was saved from a running gateway on another host: its owner lease is
+    // released on unpacking, so the gateway started at once instead of waiting it out (300 s).
+    expect((await rt.inspect(second.instance.container_name))?.restartCount).toBe(0);
     closeGatewayClients();
     expect(await memoryOf(second.who, second.agent.id)).toContain(LINE);
     expect((await sessionsOf(second.who)).map((s) => s.id)).toContain(sessionId);

@@ -11,12 +11,13 @@ export async function waitHealthy(
 ) {
   const address = gatewayAddress(info);
   if (!address) throw new GatewayUnavailableError("the container has no network address");
-  // Fail early when the container stops instead of waiting for the whole bound.
+  // Fail early when the container stops instead of waiting for the whole bound. Docker reports a
+  // container that exited and waits to be restarted (restart policy) as running and restarting.
   const started = Date.now();
   for (;;) {
     if (await gatewayHealthy(address, 2_000)) return Date.now() - started;
     const now = await rt().inspect(info.id);
-    if (!now?.running) {
+    if (!now?.running || now.state === "restarting") {
       throw new GatewayUnavailableError(
         `the gateway container stopped before /healthz answered (exit ${now?.exitCode}${now?.oomKilled ? ", OOMKilled" : ""})`,
       );
@@ -41,7 +42,7 @@ export async function waitReady(info: ContainerInfo, timeoutMs = env().GATEWAY_H
     const readiness = await gatewayReadiness(address, 2_000);
     if (readiness !== "not-ready") return Date.now() - started;
     const now = await rt().inspect(info.id);
-    if (!now?.running) {
+    if (!now?.running || now.state === "restarting") {
       throw new GatewayUnavailableError(
         `the gateway container stopped before /readyz answered (exit ${now?.exitCode})`,
       );
