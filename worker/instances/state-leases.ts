@@ -35,8 +35,9 @@ export async function releaseStateLeases(
     image: helperImage(row),
     volume,
     volumeTarget: STATE_DIR,
-    entrypoint: ["node", "-e"],
-    cmd: [RELEASE, DATABASE],
+    // Node only when there is a database: a state without one needs nothing, in any image.
+    entrypoint: ["sh", "-c"],
+    cmd: ['if [ -e "$1" ]; then exec node -e "$0" "$1"; fi; echo 0', RELEASE, DATABASE],
     labels: ownerLabels(row.id),
   });
   const released = Number(result.stdout.trim().split("\n").at(-1));
