@@ -155,7 +155,6 @@ export function ensureHealthzImage(): string {
   return HEALTHZ_IMAGE;
 }
 
-/** Gateways live on Docker bridge networks (private ranges): their HTTP and WebSocket are real. */
 /**
  * Whether a gateway must freeze into swap here (decision 0178): the host has swap and the engine
  * cgroup v1 with swap accounting, or this is CI, whose .ci/run turns swap on.
@@ -167,6 +166,7 @@ export async function freezeExpected(rt: DockerRuntime): Promise<boolean> {
   return swapOn && info.CgroupVersion !== "2" && info.SwapLimit !== false;
 }
 
+/** Gateways live on Docker bridge networks (private ranges): their HTTP and WebSocket are real. */
 export function allowDockerNetworks(): void {
   const bridge = /^(http|ws):\/\/(10\.\d+|172\.(1[6-9]|2\d|3[01])|192\.168)\.\d+\.\d+:\d+/;
   mswServer.use(
