@@ -26,6 +26,7 @@ import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { platformPublicKey } from "../../app/server/platform/signing.server.ts";
 import { pruneBackups, queueDueBackups } from "../../worker/instances/backup-schedule.ts";
 import { ensureContainer } from "../../worker/instances/container.ts";
+import { observe } from "../../worker/instances/observe.ts";
 import { reconcileAll } from "../../worker/instances/reconcile.ts";
 import { INTERRUPTED } from "../../worker/instances/restore-recovery.ts";
 import { updateImage } from "../../worker/instances/update-image.ts";
@@ -366,6 +367,73 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
     expect(gone.json).toEqual({ success: true });
     expect(() => readFileSync(path)).toThrow();
   }, 300_000);
+
+  it("copies a running gateway's files as of one instant: paused while read, running after", async () => {
+    // A writer that moves two counters in step, with 32 MB between them in the tar's (sorted)
+    // order: read while the writer runs, z-counter would be far ahead of a-counter.
+    const state = "/home/node/.openclaw";
+    const step = (name: string) =>
+      `echo $i > ${state}/${name}.t && mv ${state}/${name}.t ${state}/${name}`;
+    await rt.exec(row.container_name, [
+      "sh",
+      "-c",
+      `dd if=/dev/zero of=${state}/m-filler bs=1M count=32 2>/dev/null
+       (i=0; while :; do i=$((i+1)); ${step("a-counter")}; ${step("z-counter")}; done) >/dev/null 2>&1 &
+       echo $! > /tmp/writer.pid`,
+    ]);
+    const counter = async () =>
+      Number((await rt.exec(row.container_name, ["cat", `${state}/a-counter`])).stdout);
+    await waitFor(async () => ((await counter()) > 0 ? true : undefined), {
+      timeoutMs: 10_000,
+      what: "the writer to start",
+    });
+    try {
+      const backup = await takeBackup();
+      const download = await bytesOf(
+        downloadRoute,
+        "/x",
+        { id: agentId, backupId: backup.id },
+        owner,
+      );
+      expect(download.status).toBe(200);
+      const tar = await untar(download.bytes);
+      const a = Number(tar.get("state/a-counter")?.toString());
+      const z = Number(tar.get("state/z-counter")?.toString());
+      expect(a).toBeGreaterThan(0);
+      // Paused between the two steps at worst: z is a or one behind.
+      expect(a - z, `a-counter ${a}, z-counter ${z}`).toBeGreaterThanOrEqual(0);
+      expect(a - z).toBeLessThanOrEqual(1);
+      // Released: the gateway runs and the writer goes on.
+      expect((await rt.inspect(row.container_name))?.state).toBe("running");
+      await waitFor(async () => ((await counter()) > a ? true : undefined), {
+        timeoutMs: 10_000,
+        what: "the writer to go on after the copy",
+      });
+    } finally {
+      await rt.exec(row.container_name, [
+        "sh",
+        "-c",
+        `kill $(cat /tmp/writer.pid); rm -f ${state}/m-filler ${state}/a-counter* ${state}/z-counter*`,
+      ]);
+    }
+  }, 300_000);
+
+  it("a copy's pause left by a dead worker: the agent's state is kept, and reconcile resumes it", async () => {
+    await observe((await getInstance(row.id)) as InstanceRow);
+    const before = (await getInstance(row.id)) as InstanceRow;
+    expect(before.observed_state).toBe("running");
+    await rt.pauseForCopy(row.container_name); // never released
+    expect((await rt.inspect(row.container_name))?.state).toBe("paused");
+    expect((await observe(before)).observed_state).toBe("running");
+    const pass = await reconcileAll();
+    expect(pass.instances[row.id]).toBe("resumed after an unfinished backup copy");
+    expect((await rt.inspect(row.container_name))?.state).toBe("running");
+    // Its /healthz answered reconcile's observation.
+    expect(await getInstance(row.id)).toMatchObject({
+      observed_state: "running",
+      health: "healthy",
+    });
+  }, 120_000);
 
   it("exports a signed archive and imports it into another account's agent; refuses bad archives and changes nothing", async () => {
     const memory = await readMarker();

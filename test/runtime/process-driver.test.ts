@@ -102,6 +102,22 @@ describe("process driver", () => {
     expect(await measureStorage()).toBe(1);
     expect((await getInstance(row.id))?.storage_bytes).toBeGreaterThan(0);
 
+    // A copy's pause stops the process group; its release, or a start when the release never
+    // came (a worker that died), lets it run again.
+    const release = await rt.pauseForCopy(running.container_name);
+    expect(await rt.inspect(running.container_name)).toMatchObject({
+      state: "paused",
+      running: false,
+    });
+    await release();
+    expect((await rt.inspect(running.container_name))?.state).toBe("running");
+    await rt.pauseForCopy(running.container_name);
+    await rt.start(running.container_name);
+    expect((await rt.inspect(running.container_name))?.state).toBe("running");
+    const again = await connectPaired(running, running.gateway_address!);
+    await again.client.request("health");
+    again.client.close();
+
     // Stop, then start again from the same state folder.
     await runAction(sampled, "stop");
     expect((await observe((await getInstance(row.id))!)).observed_state).toBe("stopped");

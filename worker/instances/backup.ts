@@ -47,7 +47,26 @@ export const helperImage = (row: Partial<Pick<InstanceRow, "image" | "image_id">
 
 /** What taking a backup needs of an instance (a torn-down one has no image recorded). */
 export type BackupSource = Pick<InstanceRow, "id" | "volume_name"> &
-  Partial<Pick<InstanceRow, "image" | "image_id">>;
+  Partial<Pick<InstanceRow, "image" | "image_id" | "container_name">>;
+
+/**
+ * The instance's volume as the runtime finds it, its gateway paused while the copy is read when
+ * it runs (decision 0180): a running gateway writes its SQLite databases and session files, and a
+ * copy read file by file while it does so could be torn. `release` unpauses it.
+ */
+async function liveVolume(row: BackupSource, image: string) {
+  const nothing = async () => {};
+  const release = row.container_name
+    ? ((await rt().pauseForCopy?.(row.container_name)) ?? nothing)
+    : nothing;
+  try {
+    const tar = await rt().exportVolume(row.volume_name, image, ownerLabels(row.id));
+    return { tar, release };
+  } catch (error) {
+    await release();
+    throw error;
+  }
+}
 
 /**
  * Takes the pending backup `id` of an instance's agent (the caller holds the instance lock).
@@ -57,29 +76,39 @@ export async function takeBackup(
   id: string,
   row: BackupSource,
   image = helperImage(row),
-  /** Where the state comes from: the instance's volume as the runtime finds it by default. */
-  volumeTar = () => rt().exportVolume(row.volume_name, image, ownerLabels(row.id)),
+  /** Where the state comes from: the instance's live volume (liveVolume) by default. */
+  volumeTar?: () => Promise<NodeJS.ReadableStream>,
 ) {
   const backup = await getBackup(id);
   if (!backup) throw new Error(`backup ${id} is gone`);
   if (backup.status === "ready") return backup; // a second delivery of the job
   const tmpDir = join(env().DATA_DIR, "backups-tmp");
   const tmp = join(tmpDir, `${id}.part`);
+  let release = async () => {};
   try {
     await mkdir(tmpDir, { recursive: true, mode: 0o700 });
     // A deletion captured the records before the rows went; otherwise they are read now.
     const records = backup.records ?? (await readAgentRecords(backup.agent_id));
-    const volume = await volumeTar();
+    const copyStarted = performance.now();
+    let volume: NodeJS.ReadableStream;
+    if (volumeTar) volume = await volumeTar();
+    else ({ tar: volume, release } = await liveVolume(row, image));
+    // Sealed into a local file at disk speed: the gateway is paused only for this.
     await pipeline(
       Readable.from(sealStream(plaintext(records, volume))),
       createWriteStream(tmp, { mode: 0o600 }),
     );
+    await release();
+    release = async () => {};
+    const copyMs = Math.round(performance.now() - copyStarted);
     const { sha256 } = await digest(createReadStream(tmp));
     const { size } = await stat(tmp);
+    log().info({ backupId: id, instanceId: row.id, copyMs, size }, "backup copied");
     await backupStore().putFile(backup.object_key, tmp);
     await completeBackup(id, size, sha256);
     return (await getBackup(id)) as BackupRow;
   } catch (error) {
+    await release().catch((e: unknown) => log().warn({ err: e, backupId: id }, "unpause failed"));
     await rm(tmp, { force: true });
     await failBackup(id, (error as Error).message);
     throw error;

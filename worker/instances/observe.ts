@@ -32,6 +32,9 @@ async function observedState(
   }
   // Stopped on purpose while idle (worker/instances/sleep.ts): still asleep, not stopped.
   if (row.observed_state === "sleeping") return { observed_state: "sleeping", health: "unknown" };
+  // Paused but not asleep: a backup reading its files (decision 0180) for about a second. The
+  // state stays as it was; a pause whose worker died is undone by reconcile's start.
+  if (info.state === "paused") return { observed_state: row.observed_state, health: row.health };
   if (info.oomKilled) return { observed_state: "oom_killed", health: "unknown" };
   const crashed = info.state === "exited" && row.desired_state === "running" && info.exitCode !== 0;
   return { observed_state: crashed ? "crashed" : "stopped", health: "unknown" };

@@ -84,6 +84,13 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
   }
   // A sleeping gateway is down on purpose; a message wakes it (worker/instances/wake.ts).
   if (row.observed_state === "sleeping" && !info?.running) return "sleeping";
+  // Paused but not asleep: a backup's pause whose worker died before the release (decision
+  // 0180; a backup holds this lock, so none is under way). A start unpauses it.
+  if (info?.state === "paused") {
+    await rt().start(info.id);
+    await observe(row);
+    return "resumed after an unfinished backup copy";
+  }
   if (!info?.running) return heal(row, info);
   const seen = await observe(row);
   if (seen.health === "healthy" && row.crash_restarts > 0) {

@@ -300,6 +300,28 @@ export class DockerRuntime implements AgentRuntime {
     );
   }
 
+  async pauseForCopy(id: string): Promise<() => Promise<void>> {
+    const container = this.docker.getContainer(id);
+    const c = await call(() => container.inspect()).catch((error: unknown) => {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    });
+    if (!c?.State.Running || c.State.Paused || c.State.Restarting) return async () => {};
+    try {
+      await call(() => container.pause());
+    } catch (error) {
+      if (statusOf(error) === 409) return async () => {}; // stopped or paused meanwhile
+      throw error;
+    }
+    return async () => {
+      try {
+        await call(() => container.unpause());
+      } catch (error) {
+        if (statusOf(error) !== 409 && statusOf(error) !== 404) throw error; // stopped meanwhile
+      }
+    };
+  }
+
   /**
    * Undoes a freeze: the memory limit back to the memory+swap limit (every container is created
    * with the two equal, so a lower one is a freeze's), then unpaused. True when it was paused.

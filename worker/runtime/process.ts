@@ -87,6 +87,29 @@ function alive(pid: number | undefined): boolean {
   }
 }
 
+/** Signals the process's group (the gateway and its workers), or the process when it has none. */
+function signalGroup(pid: number, signal: NodeJS.Signals) {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // gone
+    }
+  }
+}
+
+/** Whether the process is stopped by SIGSTOP (pauseForCopy): state T in /proc. */
+async function stoppedBySignal(pid: number): Promise<boolean> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "latin1");
+    return stat[stat.lastIndexOf(")") + 2] === "T";
+  } catch {
+    return false;
+  }
+}
+
 async function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -280,7 +303,11 @@ export class ProcessRuntime implements AgentRuntime {
   async start(id: string): Promise<void> {
     const spec = await this.#read(id);
     if (!spec) throw new Error(`no such container: ${id}`);
-    if (await this.#running(spec)) return;
+    if (await this.#running(spec)) {
+      // A pause whose release never came (its worker died) ends with a start, as in Docker.
+      if (spec.pid && (await stoppedBySignal(spec.pid))) signalGroup(spec.pid, "SIGCONT");
+      return;
+    }
     const openclaw = this.#openclaw(spec.image);
     const env = this.#environment(spec);
     for (const dir of [env.TMPDIR, env.OPENCLAW_WORKSPACE_DIR, env.XDG_CACHE_HOME]) {
@@ -324,18 +351,9 @@ export class ProcessRuntime implements AgentRuntime {
     const spec = await this.#read(id);
     if (!spec?.pid || !(await this.#running(spec))) return;
     const pid = spec.pid;
-    const group = (signal: NodeJS.Signals) => {
-      try {
-        process.kill(-pid, signal); // the whole group: the gateway and its workers
-      } catch {
-        try {
-          process.kill(pid, signal);
-        } catch {
-          // gone
-        }
-      }
-    };
+    const group = (signal: NodeJS.Signals) => signalGroup(pid, signal);
     group("SIGTERM");
+    group("SIGCONT"); // a paused one takes its SIGTERM once it runs
     const deadline = Date.now() + timeoutSeconds * 1000;
     while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     if (alive(pid)) group("SIGKILL");
@@ -348,6 +366,22 @@ export class ProcessRuntime implements AgentRuntime {
         await this.#write(now);
       }
     });
+  }
+
+  async pauseForCopy(id: string): Promise<() => Promise<void>> {
+    const spec = await this.#read(id);
+    const pid = spec?.pid;
+    if (!spec || !pid || !(await this.#running(spec)) || (await stoppedBySignal(pid))) {
+      return async () => {};
+    }
+    signalGroup(pid, "SIGSTOP");
+    // The signal takes effect when the kernel next schedules the process: wait for it (2 s at
+    // most), so the copy starts from a stopped gateway.
+    const deadline = Date.now() + 2_000;
+    while (!(await stoppedBySignal(pid)) && alive(pid) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return async () => signalGroup(pid, "SIGCONT");
   }
 
   async restart(id: string, timeoutSeconds = 10): Promise<void> {
@@ -366,21 +400,23 @@ export class ProcessRuntime implements AgentRuntime {
   async inspect(id: string): Promise<ContainerInfo | undefined> {
     const spec = await this.#read(id);
     if (!spec) return undefined;
-    const running = await this.#running(spec);
+    const alive = await this.#running(spec);
+    const paused = alive && spec.pid !== undefined && (await stoppedBySignal(spec.pid));
+    const running = alive && !paused;
     const version = this.#options.versionOf(spec.image);
     return {
       id: spec.id,
       name: spec.name,
       image: spec.image,
       imageId: `openclaw@${version}`,
-      state: running ? "running" : spec.startedAt ? "exited" : "created",
+      state: paused ? "paused" : running ? "running" : spec.startedAt ? "exited" : "created",
       running,
       health: undefined,
       oomKilled: false,
-      exitCode: running ? 0 : (spec.exitCode ?? (spec.startedAt ? 137 : 0)),
+      exitCode: alive ? 0 : (spec.exitCode ?? (spec.startedAt ? 137 : 0)),
       restartCount: 0,
       startedAt: spec.startedAt,
-      finishedAt: running ? undefined : spec.finishedAt,
+      finishedAt: alive ? undefined : spec.finishedAt,
       labels: spec.labels,
       address: "127.0.0.1",
       endpoint: `127.0.0.1:${spec.port}`,

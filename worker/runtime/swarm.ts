@@ -699,6 +699,11 @@ export class SwarmRuntime implements ClusterRuntime {
       });
     }
     await this.#settle(service.ID, "running");
+    // A task container paused for a copy (pauseForCopy) whose release never came runs again.
+    const found = await this.#container(service.ID);
+    if (found && (await found.engine.inspect(found.containerId))?.state === "paused") {
+      await found.engine.start(found.containerId);
+    }
   }
 
   async stop(id: string, _timeoutSeconds = 10): Promise<void> {
@@ -790,7 +795,7 @@ export class SwarmRuntime implements ClusterRuntime {
     const tasks = await this.#tasks(service.ID);
     const task = this.#current(tasks);
     const replicas = spec.Mode?.Replicated?.Replicas ?? 0;
-    const running = replicas > 0 && taskRuns(task);
+    let running = replicas > 0 && taskRuns(task);
     let state: ContainerState;
     if (running) state = "running";
     else if (replicas > 0) state = "restarting";
@@ -805,6 +810,11 @@ export class SwarmRuntime implements ClusterRuntime {
     const address = running ? attachment?.Addresses?.[0]?.split("/")[0] : undefined;
     const found = await this.#container(service.ID).catch(() => undefined);
     const container = found ? await found.engine.inspect(found.containerId) : undefined;
+    // The task runs but its container is paused (pauseForCopy): it cannot serve.
+    if (running && container?.state === "paused") {
+      running = false;
+      state = "paused";
+    }
     const image = (cs.Image ?? "").replace(/@sha256:[0-9a-f]+$/, "");
     const nodeId = pinnedNode(spec);
     return {
@@ -848,6 +858,12 @@ export class SwarmRuntime implements ClusterRuntime {
         type: m.Type ?? "volume",
       })),
     };
+  }
+
+  async pauseForCopy(id: string): Promise<() => Promise<void>> {
+    const found = await this.#container(id);
+    if (!found) return async () => {};
+    return found.engine.pauseForCopy(found.containerId);
   }
 
   async stats(id: string): Promise<ContainerStats> {

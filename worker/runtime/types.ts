@@ -141,6 +141,13 @@ export interface AgentRuntime {
    * without it put an agent to sleep by stopping it.
    */
   freeze?(id: string, keepBytes: number): Promise<void>;
+  /**
+   * Pauses a running container's processes so the files on its volume can be copied as of one
+   * instant: a copy like a power cut, which SQLite's journal and OpenClaw recover from, not one
+   * torn by writes during the copy (decision 0180). Returns the release. A container that is not
+   * running, or is already paused (a frozen sleeper), is left as it is; its release does nothing.
+   */
+  pauseForCopy?(id: string): Promise<() => Promise<void>>;
   /** Removes the container (forcefully); a missing container is not an error. */
   remove(id: string): Promise<void>;
   /** undefined when the container does not exist. */
@@ -171,7 +178,7 @@ export interface AgentRuntime {
   /**
    * The volume's files as a tar stream, every entry under `state/` (owners and modes kept). The
    * image only hosts a helper that is never started (Docker); the process driver reads the
-   * folder. Take it with the gateway stopped for a consistent copy.
+   * folder. Take it with the gateway stopped or paused (pauseForCopy) for a consistent copy.
    */
   exportVolume(
     volume: string,
