@@ -47,7 +47,7 @@ export default function OpsNodes() {
               <th>Memory (reserved / total)</th>
               <th>CPUs (reserved / total)</th>
               <th>Instances (running)</th>
-              <th>Drain</th>
+              <th>Drain, recovery</th>
             </tr>
           </thead>
           <tbody>
@@ -76,8 +76,19 @@ export default function OpsNodes() {
                     <div
                       className={n.drain.status === "failed" ? "text-xs text-red-700" : "text-xs"}
                     >
-                      {n.drain.status}
+                      drain {n.drain.status}
                       {n.drain.error ? `: ${n.drain.error}` : ""}
+                    </div>
+                  ) : null}
+                  {n.recovery ? (
+                    <div
+                      className={
+                        n.recovery.status === "failed" ? "text-xs text-red-700" : "text-xs"
+                      }
+                      data-testid="node-recovery"
+                    >
+                      recovery {n.recovery.status}
+                      {n.recovery.summary ? `: ${n.recovery.summary}` : ""}
                     </div>
                   ) : null}
                   {n.healthy && n.availability === "active" ? (

@@ -3,6 +3,7 @@ import * as opsNodes from "../../app/routes/ops.nodes.tsx";
 import { type NodeRecord, recordNodes } from "../../app/server/ops/nodes.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
+import { recoverySummary } from "../../worker/instances/nodes.ts";
 import { newUser, type TestUser } from "../accounts/helpers.ts";
 import { getPage, postPage } from "./support.ts";
 
@@ -144,10 +145,35 @@ describe("nodes in the operator console", () => {
     expect(queued.status).toBe(303);
     expect(queued.location).toMatch(/^\/ops\/nodes\?notice=/);
     expect(await boss.findJobs("recover-node", { data: { nodeId: "nodeL" } })).toHaveLength(1);
+    // Shown on the node's row; a second request while it is due answers 409.
+    const page = await getPage(opsNodes.loader, "/ops/nodes", operator.cookie);
+    const { nodes } = page.body as { nodes: Array<{ id: string; recovery: unknown }> };
+    expect(nodes.find((n) => n.id === "nodeL")?.recovery).toMatchObject({
+      status: "requested",
+      summary: null,
+    });
+    const again = await recover("nodeL", operator.cookie);
+    expect(again.status).toBe(409);
+    expect(await boss.findJobs("recover-node", { data: { nodeId: "nodeL" } })).toHaveLength(1);
     const entries = await db()`select actor_type, actor_id, target, outcome
       from audit_log where action = 'node.recovery_requested'`;
     expect(entries).toEqual([
       { actor_type: "operator", actor_id: operator.id, target: "nodeL", outcome: "success" },
     ]);
+  });
+
+  it("sums up a recovery for the node's row: counts, and the first failure's reason", () => {
+    const lost = { nodeId: "n1", state: "down", id: "svc" };
+    expect(recoverySummary([])).toBe("no instance was left on the node");
+    expect(
+      recoverySummary([
+        { ...lost, instanceId: "ins_a", outcome: "recreated", message: "re-created" },
+        { ...lost, instanceId: "ins_b", outcome: "reported", message: "no backup" },
+        { ...lost, instanceId: "ins_c", outcome: "failed", message: "no node has room" },
+        { ...lost, instanceId: "ins_d", outcome: "failed", message: "image missing" },
+      ]),
+    ).toBe(
+      "1 re-created from backups; 1 without a backup, reported; 2 failed (ins_c: no node has room)",
+    );
   });
 });

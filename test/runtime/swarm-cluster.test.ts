@@ -15,18 +15,14 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import { nodesOverview, requestDrain } from "../../app/server/ops/nodes.server.ts";
+import { nodesOverview, requestDrain, requestRecovery } from "../../app/server/ops/nodes.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { openStream } from "../../app/server/platform/sealed-stream.server.ts";
 import { takeBackup } from "../../worker/instances/backup.ts";
 import { ensureContainer } from "../../worker/instances/container.ts";
 import { drainNode, lostInstances, verifyHealthy } from "../../worker/instances/drain.ts";
-import { recordClusterNodes, runDrainJob } from "../../worker/instances/nodes.ts";
-import {
-  recoverLostInstances,
-  type Settled,
-  settleStaleVolumes,
-} from "../../worker/instances/recover.ts";
+import { recordClusterNodes, runDrainJob, runRecoveryJob } from "../../worker/instances/nodes.ts";
+import { type Settled, settleStaleVolumes } from "../../worker/instances/recover.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { SwarmRuntime } from "../../worker/runtime/swarm.ts";
 import {
@@ -366,9 +362,17 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     // Placement skips the node that is down.
     expect((await rt.place(small)).id).toBe(cluster.manager.nodeId);
 
+    // As an operator's recovery goes: the worker's record of the nodes, the console's request,
+    // the job's handler.
     const t0 = Date.now();
-    const recovered = await recoverLostInstances();
+    await recordClusterNodes();
+    await requestRecovery(worker.nodeId);
+    const { recovered } = await runRecoveryJob(worker.nodeId);
     timings.recoverMs = Date.now() - t0;
+    expect((await nodesOverview()).find((n) => n.id === worker.nodeId)?.recovery).toMatchObject({
+      status: "done",
+      summary: "1 re-created from backups; 1 without a backup, reported",
+    });
     const byId = new Map(recovered.map((r) => [r.instanceId, r]));
     expect(byId.get(backedUp.row.id)).toMatchObject({
       outcome: "recreated",

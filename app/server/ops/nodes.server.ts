@@ -35,12 +35,18 @@ interface NodeRow {
   reserved_nano_cpus: string;
   instances: NodeRecord["instances"];
   checked_at: Date;
-  drain_status: "requested" | "running" | "done" | "failed" | null;
+  drain_status: OperationStatus | null;
   drain_error: string | null;
   drain_changed_at: Date | null;
+  recovery_status: OperationStatus | null;
+  recovery_summary: string | null;
+  recovery_changed_at: Date | null;
 }
 
-/** Replaces the deployment's node rows with what the scheduler says now (drain outcomes kept). */
+/** Where an operator's drain or recovery of a node is. */
+type OperationStatus = "requested" | "running" | "done" | "failed";
+
+/** Replaces the deployment's node rows with what the scheduler says now (operations kept). */
 export async function recordNodes(nodes: NodeRecord[]): Promise<void> {
   const deployment = runtimeDeployment();
   await db().begin(async (tx) => {
@@ -68,7 +74,7 @@ export async function recordNodes(nodes: NodeRecord[]): Promise<void> {
 
 export async function recordDrain(
   nodeId: string,
-  status: "running" | "done" | "failed",
+  status: OperationStatus,
   error?: string,
 ): Promise<void> {
   await db()`
@@ -77,9 +83,21 @@ export async function recordDrain(
     where deployment = ${runtimeDeployment()} and node_id = ${nodeId}`;
 }
 
+/** The node's last recovery: its status and what came of each instance (the summary). */
+export async function recordRecovery(
+  nodeId: string,
+  status: OperationStatus,
+  summary?: string,
+): Promise<void> {
+  await db()`
+    update runtime_nodes set recovery_status = ${status}, recovery_summary = ${summary ?? null},
+      recovery_changed_at = now()
+    where deployment = ${runtimeDeployment()} and node_id = ${nodeId}`;
+}
+
 const gib = (bytes: number) => Math.round((bytes / 1024 ** 3) * 10) / 10;
 
-/** The console's view: capacity, reserved, instances, health, and the last drain. */
+/** The console's view: capacity, reserved, instances, health, the last drain and recovery. */
 export async function nodesOverview() {
   const rows = await db()<NodeRow[]>`
     select * from runtime_nodes where deployment = ${runtimeDeployment()}
@@ -104,6 +122,13 @@ export async function nodesOverview() {
           status: r.drain_status,
           error: r.drain_error,
           at: r.drain_changed_at?.toISOString() ?? null,
+        }
+      : null,
+    recovery: r.recovery_status
+      ? {
+          status: r.recovery_status,
+          summary: r.recovery_summary,
+          at: r.recovery_changed_at?.toISOString() ?? null,
         }
       : null,
   }));
@@ -134,14 +159,18 @@ export async function requestDrain(nodeId: string): Promise<void> {
  * for a node that is not ready (404 unknown, 409 ready or holding none); audited.
  */
 export async function requestRecovery(nodeId: string): Promise<void> {
-  const [row] = await db()<Pick<NodeRow, "state" | "instances">[]>`
-    select state, instances from runtime_nodes
+  const [row] = await db()<Pick<NodeRow, "state" | "instances" | "recovery_status">[]>`
+    select state, instances, recovery_status from runtime_nodes
     where deployment = ${runtimeDeployment()} and node_id = ${nodeId}`;
   if (!row) throw new DomainError(404, "Node not found");
+  if (row.recovery_status === "requested" || row.recovery_status === "running") {
+    throw new DomainError(409, "This node's instances are being re-created already");
+  }
   if (row.state === "ready") {
     throw new DomainError(409, "This node is ready: its instances are where their state is");
   }
   if (row.instances.length === 0) throw new DomainError(409, "This node holds no instance");
+  await recordRecovery(nodeId, "requested");
   await sendJob("recover-node", { nodeId }, { singletonKey: nodeId });
   await recordAudit({ action: "node.recovery_requested", target: nodeId, userId: null });
 }
