@@ -18,6 +18,7 @@ import { backupStore, digest } from "../../app/server/platform/backup-store.serv
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { sealStream } from "../../app/server/platform/sealed-stream.server.ts";
+import { RuntimeUnavailableError } from "../runtime/index.ts";
 import { log, ownerLabels, rt } from "./engine.ts";
 import { withInstanceLock } from "./lock.ts";
 
@@ -49,16 +50,38 @@ export const helperImage = (row: Partial<Pick<InstanceRow, "image" | "image_id">
 export type BackupSource = Pick<InstanceRow, "id" | "volume_name"> &
   Partial<Pick<InstanceRow, "image" | "image_id" | "container_name">>;
 
+const nothing = async () => {};
+
+/**
+ * Pauses the gateway for the copy. The engine can fail to freeze a gateway that is starting a
+ * process at that instant ("unable to freeze", seen right after a provisioning): one more try
+ * two seconds later, then the copy is taken unpaused, as it was before decision 0180, rather
+ * than no backup at all.
+ */
+async function pauseGateway(row: BackupSource): Promise<() => Promise<void>> {
+  const runtime = rt();
+  if (!row.container_name || !runtime.pauseForCopy) return nothing;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runtime.pauseForCopy(row.container_name);
+    } catch (error) {
+      if (error instanceof RuntimeUnavailableError) throw error;
+      if (attempt >= 2) {
+        log().warn({ instanceId: row.id, err: error }, "gateway not paused: copied as it runs");
+        return nothing;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+    }
+  }
+}
+
 /**
  * The instance's volume as the runtime finds it, its gateway paused while the copy is read when
  * it runs (decision 0180): a running gateway writes its SQLite databases and session files, and a
  * copy read file by file while it does so could be torn. `release` unpauses it.
  */
 async function liveVolume(row: BackupSource, image: string) {
-  const nothing = async () => {};
-  const release = row.container_name
-    ? ((await rt().pauseForCopy?.(row.container_name)) ?? nothing)
-    : nothing;
+  const release = await pauseGateway(row);
   try {
     const tar = await rt().exportVolume(row.volume_name, image, ownerLabels(row.id));
     return { tar, release };
@@ -84,7 +107,7 @@ export async function takeBackup(
   if (backup.status === "ready") return backup; // a second delivery of the job
   const tmpDir = join(env().DATA_DIR, "backups-tmp");
   const tmp = join(tmpDir, `${id}.part`);
-  let release = async () => {};
+  let release = nothing;
   try {
     await mkdir(tmpDir, { recursive: true, mode: 0o700 });
     // A deletion captured the records before the rows went; otherwise they are read now.
@@ -99,7 +122,7 @@ export async function takeBackup(
       createWriteStream(tmp, { mode: 0o600 }),
     );
     await release();
-    release = async () => {};
+    release = nothing;
     const copyMs = Math.round(performance.now() - copyStarted);
     const { sha256 } = await digest(createReadStream(tmp));
     const { size } = await stat(tmp);
