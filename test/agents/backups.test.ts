@@ -278,6 +278,12 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
     // A running gateway's owner lease, held by a process on another host: saved with the state.
     const held = `db.prepare("insert into state_leases values ('gateway', 'owner', 'o1', ?, ?, ?, 1, 1)").run(Date.now() + 300000, Date.now(), JSON.stringify({ owner: { pid: 7, host: "agent-elsewhere", startedAt: 1 }, port: 18789, mode: "foreground" }));`;
     expect(await leases(held)).toBe("1");
+    // What the gateway rebuilds itself (as OpenClaw's own backup skips it) stays out.
+    await rt.exec(row.container_name, [
+      "sh",
+      "-c",
+      "cd /home/node/.openclaw && mkdir -p cache/control-ui-assets tmp/plugin-captures/p1 && echo ui > cache/control-ui-assets/index.html && echo c > tmp/plugin-captures/p1/x.js && echo kept > cache/kept.txt",
+    ]);
     const backup = await takeBackup();
     expect(backup).toMatchObject({
       reason: "manual",
@@ -310,6 +316,12 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
     expect(records.channels[0].sealed).toMatch(/^v1\./); // sealed as at rest, not the token
     expect(JSON.stringify(records)).not.toContain("bot-token-secret");
     expect(tar.get("state/workspace/MEMORY.md")?.toString()).toBe("- the user likes green tea\n");
+    expect(tar.get("state/cache/kept.txt")?.toString()).toBe("kept\n");
+    expect(
+      [...tar.keys()].filter((name) =>
+        /^state\/(cache\/control-ui-assets|tmp\/plugin-captures)/.test(name),
+      ),
+    ).toEqual([]);
 
     // Things change after the backup…
     await rt.exec(row.container_name, ["sh", "-c", `echo "- forgotten" > ${marker}`]);

@@ -21,9 +21,11 @@ import { sealStream } from "../../app/server/platform/sealed-stream.server.ts";
 import { RuntimeUnavailableError } from "../runtime/index.ts";
 import { log, ownerLabels, rt } from "./engine.ts";
 import { withInstanceLock } from "./lock.ts";
+import { withoutRegenerable } from "./regenerable.ts";
 
 // backup-agent: the agent's gateway state volume and its platform records, as one tar
-// (records.json first, then the volume under state/), encrypted, checksummed and stored.
+// (records.json first, then the volume under state/ without what the gateway rebuilds),
+// encrypted, checksummed and stored.
 
 /** A tar entry without the end-of-archive blocks, so the volume's own tar can follow it. */
 async function recordsEntry(records: unknown): Promise<Buffer> {
@@ -118,7 +120,7 @@ export async function takeBackup(
     else ({ tar: volume, release } = await liveVolume(row, image));
     // Sealed into a local file at disk speed: the gateway is paused only for this.
     await pipeline(
-      Readable.from(sealStream(plaintext(records, volume))),
+      Readable.from(sealStream(plaintext(records, withoutRegenerable(volume)))),
       createWriteStream(tmp, { mode: 0o600 }),
     );
     await release();
