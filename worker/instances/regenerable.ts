@@ -29,6 +29,8 @@ export function withoutRegenerable(tar: NodeJS.ReadableStream): Readable {
       await reading;
       kept.finalize();
     } catch (error) {
+      // Both ends: the source (Docker's archive, and with it its helper container) is let go too.
+      reader.destroy(error as Error);
       kept.destroy(error as Error);
     }
   })();

@@ -302,15 +302,11 @@ export class DockerRuntime implements AgentRuntime {
 
   async pauseForCopy(id: string): Promise<() => Promise<void>> {
     const container = this.docker.getContainer(id);
-    const c = await call(() => container.inspect()).catch((error: unknown) => {
-      if (statusOf(error) === 404) return undefined;
-      throw error;
-    });
-    if (!c?.State.Running || c.State.Paused || c.State.Restarting) return async () => {};
     try {
       await call(() => container.pause());
     } catch (error) {
-      if (statusOf(error) === 409) return async () => {}; // stopped or paused meanwhile
+      // Gone (404), or not running, restarting or already paused (409): nothing to hold.
+      if (statusOf(error) === 404 || statusOf(error) === 409) return async () => {};
       throw error;
     }
     return async () => {
