@@ -94,19 +94,35 @@ async function liveVolume(row: BackupSource, image: string) {
 }
 
 /**
- * Takes the pending backup `id` of an instance's agent (the caller holds the instance lock).
- * Returns the finished row; a failure is recorded on the row and rethrown.
+ * A backup sealed into its temp file, not yet stored; without `sealed` the row was ready already
+ * (a second delivery of the job).
  */
-export async function takeBackup(
+export interface CopiedBackup {
+  backup: BackupRow;
+  sealed?: { path: string; size: number };
+}
+
+/** A failed step: recorded on the row, its temp file removed, rethrown. */
+async function fail(id: string, tmp: string, error: unknown): Promise<never> {
+  await rm(tmp, { force: true });
+  await failBackup(id, (error as Error).message);
+  throw error;
+}
+
+/**
+ * Copies the pending backup `id` of an instance's agent into a sealed temp file (the caller holds
+ * the instance lock: nothing updates or restores the volume while it is read).
+ */
+export async function copyBackup(
   id: string,
   row: BackupSource,
   image = helperImage(row),
   /** Where the state comes from: the instance's live volume (liveVolume) by default. */
   volumeTar?: () => Promise<NodeJS.ReadableStream>,
-) {
+): Promise<CopiedBackup> {
   const backup = await getBackup(id);
   if (!backup) throw new Error(`backup ${id} is gone`);
-  if (backup.status === "ready") return backup; // a second delivery of the job
+  if (backup.status === "ready") return { backup }; // a second delivery of the job
   const tmpDir = join(env().DATA_DIR, "backups-tmp");
   const tmp = join(tmpDir, `${id}.part`);
   let release = nothing;
@@ -126,18 +142,40 @@ export async function takeBackup(
     await release();
     release = nothing;
     const copyMs = Math.round(performance.now() - copyStarted);
-    const { sha256 } = await digest(createReadStream(tmp));
     const { size } = await stat(tmp);
     log().info({ backupId: id, instanceId: row.id, copyMs, size }, "backup copied");
-    await backupStore().putFile(backup.object_key, tmp);
-    await completeBackup(id, size, sha256);
-    return (await getBackup(id)) as BackupRow;
+    return { backup, sealed: { path: tmp, size } };
   } catch (error) {
     await release().catch((e: unknown) => log().warn({ err: e, backupId: id }, "unpause failed"));
-    await rm(tmp, { force: true });
-    await failBackup(id, (error as Error).message);
-    throw error;
+    return fail(id, tmp, error);
   }
+}
+
+/** Checksums and stores a copy (no lock needed: an upload can take minutes). */
+export async function storeBackup({ backup, sealed }: CopiedBackup): Promise<BackupRow> {
+  if (!sealed) return backup;
+  try {
+    const { sha256 } = await digest(createReadStream(sealed.path));
+    await backupStore().putFile(backup.object_key, sealed.path);
+    await completeBackup(backup.id, sealed.size, sha256);
+    return (await getBackup(backup.id)) as BackupRow;
+  } catch (error) {
+    return fail(backup.id, sealed.path, error);
+  }
+}
+
+/**
+ * Takes the pending backup `id` of an instance's agent, stored before it returns (the caller
+ * holds the instance lock). Returns the finished row; a failure is recorded on the row and
+ * rethrown.
+ */
+export async function takeBackup(
+  id: string,
+  row: BackupSource,
+  image = helperImage(row),
+  volumeTar?: () => Promise<NodeJS.ReadableStream>,
+) {
+  return storeBackup(await copyBackup(id, row, image, volumeTar));
 }
 
 /**
@@ -156,7 +194,10 @@ export async function takePendingBeforeTeardown(userId: string, source: BackupSo
   return pending.length;
 }
 
-/** The backup-agent job: under the instance lock (an update or restore is not half-copied). */
+/**
+ * The backup-agent job: copied under the instance lock (an update or restore is not half-copied),
+ * stored after it, so a wake or an update does not wait for an upload.
+ */
 export async function runBackupJob(id: string) {
   const backup = await getBackup(id);
   if (!backup) return { skipped: "no such backup" };
@@ -165,7 +206,7 @@ export async function runBackupJob(id: string) {
     await failBackup(id, "the agent has no instance");
     return { failed: "no instance" };
   }
-  const done = await withInstanceLock(row.id, () => takeBackup(id, row));
+  const done = await storeBackup(await withInstanceLock(row.id, () => copyBackup(id, row)));
   return { backupId: id, sizeBytes: Number(done.size_bytes), sha256: done.sha256 };
 }
 
