@@ -16,6 +16,7 @@ import {
   backupStore,
   readVerified,
 } from "../../app/server/platform/backup-store.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { openStream } from "../../app/server/platform/sealed-stream.server.ts";
 import { runBackupJob } from "../../worker/instances/backup.ts";
@@ -108,9 +109,21 @@ describeDocker("backup-agent job: the upload runs outside the instance lock", ()
     expect(await lockIsFree()).toBe(true);
     expect(await getBackup(pending.id)).toMatchObject({ status: "pending" });
     expect(existsSync(tempFile(pending.id))).toBe(true);
+    // A second delivery of the job (an expired one handed out again) waits on the backup's own
+    // lock, not copying over the temp file being uploaded.
+    const again = runBackupJob(pending.id);
+    await waitFor(
+      async () => {
+        const [waiting] = await db()<{ n: number }[]>`
+          select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`;
+        return (waiting?.n ?? 0) > 0;
+      },
+      { what: "the second delivery waiting on the backup's lock" },
+    );
 
     held.release();
     const result = await job;
+    expect(await again).toEqual(result);
     const done = await getBackup(pending.id);
     expect(done).toMatchObject({ status: "ready", error: null });
     expect(result).toEqual({

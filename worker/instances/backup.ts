@@ -20,7 +20,7 @@ import { env } from "../../app/server/platform/env.server.ts";
 import { sealStream } from "../../app/server/platform/sealed-stream.server.ts";
 import { RuntimeUnavailableError } from "../runtime/index.ts";
 import { log, ownerLabels, rt } from "./engine.ts";
-import { withInstanceLock } from "./lock.ts";
+import { withBackupLock, withInstanceLock } from "./lock.ts";
 import { withoutRegenerable } from "./regenerable.ts";
 
 // backup-agent: the agent's gateway state volume and its platform records, as one tar
@@ -206,7 +206,9 @@ export async function runBackupJob(id: string) {
     await failBackup(id, "the agent has no instance");
     return { failed: "no instance" };
   }
-  const done = await storeBackup(await withInstanceLock(row.id, () => copyBackup(id, row)));
+  const done = await withBackupLock(id, async () =>
+    storeBackup(await withInstanceLock(row.id, () => copyBackup(id, row))),
+  );
   return { backupId: id, sizeBytes: Number(done.size_bytes), sha256: done.sha256 };
 }
 
