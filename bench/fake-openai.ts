@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 
 // A local fake OpenAI-compatible provider for `npm run bench`: answers chat completions at once
 // (JSON, or a short SSE stream ending with a usage chunk) so that what is measured is the
-// platform's own overhead.
+// platform's own overhead. HOST: loopback unless given (the stack test runs it in a container).
 
 const created = 1_750_000_000;
 const reply = "Hello! How can I help you today?";
@@ -65,5 +65,5 @@ createServer((req, res) => {
     for (const part of streamBody) res.write(part);
     res.end();
   });
-}).listen(Number(process.env.PORT), "127.0.0.1");
+}).listen(Number(process.env.PORT), process.env.HOST ?? "127.0.0.1");
 process.on("SIGTERM", () => process.exit(0));

@@ -3,10 +3,10 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../runtime/docker-support.ts";
+import { buildPlatformImage } from "./platform-image-build.ts";
 
 // The platform image (deploy/build-image.sh) in the roles deploy/stack.yml gives it: `db` (the
 // embedded PostgreSQL on the network, a named volume, its password a secret file), `web` and
@@ -16,7 +16,6 @@ import { waitFor } from "../runtime/docker-support.ts";
 // No Docker engine: the test fails, it is not skipped.
 
 const run = promisify(execFile);
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const id = `pit-${process.pid}-${randomBytes(3).toString("hex")}`;
 const label = `agent-platform.test=${id}`;
 const secrets = mkdtempSync(path.join(tmpdir(), "platform-image-secrets-"));
@@ -72,13 +71,7 @@ const appSecrets = () => {
 
 beforeAll(async () => {
   const started = Date.now();
-  const { stdout } = await run(path.join(repo, "deploy/build-image.sh"), [], {
-    cwd: repo,
-    maxBuffer: 64 * 1024 * 1024,
-  }).catch((error: { stderr?: string }) => {
-    throw new Error(`deploy/build-image.sh failed:\n${error.stderr ?? error}`);
-  });
-  image = stdout.trim().split("\n").at(-1) ?? "";
+  image = await buildPlatformImage();
   note(`platform image ${image} ready in ${Date.now() - started} ms`);
 }, 900_000);
 

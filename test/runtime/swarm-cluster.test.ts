@@ -33,19 +33,35 @@ import {
   type ResourceLimits,
 } from "../../worker/runtime/types.ts";
 import { agentUser } from "../agents/support.ts";
-import { GATEWAY_IMAGE, testLabels, testRun } from "./docker-support.ts";
+import { buildPlatformImage } from "../deploy/platform-image-build.ts";
+import {
+  API_CALL,
+  deployPlatformStack,
+  FAKE_MODEL_REPLY,
+  STACK,
+} from "../deploy/platform-stack.ts";
+import { GATEWAY_IMAGE, testLabels, testRun, waitFor } from "./docker-support.ts";
 import { loadImage, type SwarmCluster, startSwarmCluster } from "./swarm-cluster.ts";
 import { buildTinyImage, describeSwarm, TINY_IMAGE } from "./swarm-support.ts";
 
 // The Swarm driver across a real multi-node swarm: two dockerd daemons, each in its own network
 // namespace joined by a bridge in a third (swarm-cluster.ts), one swarm. Placement spreads by
 // capacity, a full cluster refuses, a drain moves instances with their state one at a time and
-// closes the node to new ones, and a node that goes away leaves its instances reported.
+// closes the node to new ones, and a node that goes away leaves its instances reported. Last,
+// the platform itself deployed with deploy/stack.yml (../deploy/platform-stack.ts): a user signs
+// up through its API, their gateway lands on the non-manager node and answers a chat.
 
 const GiB = 1024 ** 3;
 /** Half a CPU: a node of this 2-core machine holds four of them. */
 const small: ResourceLimits = { ...limitsForPlan("solo"), cpus: 0.5, memoryBytes: GiB };
 const STATE = "/home/node/.openclaw";
+
+/** A node's availability as an operator sets it (`docker node update --availability`). */
+async function setAvailability(docker: Docker, nodeId: string, availability: string) {
+  const node = docker.getNode(nodeId);
+  const { Version, Spec } = (await node.inspect()) as { Version: { Index: number }; Spec: object };
+  await node.update({ version: Version.Index, ...Spec, Availability: availability });
+}
 
 describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
   let cluster: SwarmCluster;
@@ -452,4 +468,84 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     // The instance without a backup came back with its node, its own copy untouched.
     expect(await rt.nodeOfVolume(bare.row.volume_name)).toBe(worker.nodeId);
   }, 420_000);
+
+  it("deploys the platform with deploy/stack.yml; through its API a user's gateway lands on a worker node and answers a chat", async () => {
+    // The platform image of this checkout and the gateway image, on every node.
+    const t0 = Date.now();
+    const image = await buildPlatformImage();
+    timings.platformImageMs = Date.now() - t0;
+    timings.platformImageLoadMs = await loadImage(cluster, image, new Docker());
+    await loadImage(cluster, GATEWAY_IMAGE, new Docker());
+    const t1 = Date.now();
+    const stack = await deployPlatformStack(cluster, { image, gatewayImage: GATEWAY_IMAGE });
+    timings.stackUpMs = Date.now() - t1;
+    const worker = cluster.nodes.find((n) => n.nodeId !== cluster.manager.nodeId);
+    if (!worker) throw new Error("no worker node");
+    try {
+      // Web's two replicas, the worker on the manager (its socket), the db on its labelled node.
+      await expect
+        .poll(async () => (await stack.placement())[`${STACK}_web`]?.length, { timeout: 120_000 })
+        .toBe(2);
+      const placed = await stack.placement();
+      expect(placed[`${STACK}_worker`]).toEqual([cluster.manager.nodeId]);
+      expect(placed[`${STACK}_db`]).toEqual([cluster.manager.nodeId]);
+
+      let cookie = "";
+      const api = async (method: string, url: string, body?: unknown) => {
+        const out = JSON.parse(
+          await stack.inWeb(API_CALL, {
+            METHOD: method,
+            URL_PATH: url,
+            BODY: body === undefined ? "" : JSON.stringify(body),
+            COOKIE: cookie,
+          }),
+        ) as { status: number; body: Record<string, unknown>; cookie: string };
+        return out;
+      };
+      const signup = await api("POST", "/api/register", {
+        email: `stack-${testRun}@example.com`,
+        password: "a good long password",
+        name: "Stack",
+      });
+      expect(signup.status).toBe(201);
+      cookie = signup.cookie;
+
+      // The manager takes no new task (an operator's pause): the gateway goes to the worker node.
+      await setAvailability(cluster.manager.docker, cluster.manager.nodeId, "pause");
+      const t2 = Date.now();
+      const provisioned = await api("POST", "/api/agents/provision", { name: "Stacked" });
+      expect(provisioned.status).toBe(201);
+      const agentId = (provisioned.body.agent as { id: string }).id;
+      const running = await waitFor(
+        async () => {
+          const { body } = await api("GET", `/api/agents/${agentId}`);
+          const agent = body.agent as { status?: string } | undefined;
+          if (agent?.status === "error") throw new Error(JSON.stringify(body));
+          return agent?.status === "running" ? agent : undefined;
+        },
+        { timeoutMs: 600_000, intervalMs: 2_000, what: "the agent running" },
+      ).finally(() => setAvailability(cluster.manager.docker, cluster.manager.nodeId, "active"));
+      timings.stackProvisionToRunningMs = Date.now() - t2;
+      expect(running).toMatchObject({ status: "running" });
+      const gateways = await worker.docker.listContainers({
+        filters: { label: [`${LABELS.instanceId}`] },
+      });
+      expect(gateways).toHaveLength(1);
+
+      // web → the gateway over the overlay, across nodes; the gateway → web's AI endpoint
+      // (http://web:3000) → the model server.
+      const t3 = Date.now();
+      const chat = await api("POST", "/api/agent", { message: "Hello from the stack" });
+      timings.stackFirstReplyMs = Date.now() - t3;
+      expect(chat.status).toBe(200);
+      expect(chat.body.reply).toBe(FAKE_MODEL_REPLY);
+    } finally {
+      await stack.remove();
+      // The gateway is the worker's, not the stack's: removed as its instance label finds it.
+      const services = (await cluster.manager.docker.listServices({
+        filters: { label: [LABELS.instanceId] },
+      })) as Array<{ ID: string }>;
+      for (const s of services) await cluster.manager.docker.getService(s.ID).remove();
+    }
+  }, 1_500_000);
 });
