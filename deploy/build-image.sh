@@ -99,7 +99,10 @@ TOP_CTX="$STAGE_DIR/top"
 # --- 1. the web build (remix build into build/ and public/build/) ----------------------------
 t="$(now)"
 [ -x node_modules/.bin/remix ] || die "node_modules/.bin/remix is missing: run npm ci first (the build needs the dev dependencies)"
-npm run build >"$STAGE_DIR/remix-build.log" 2>&1 || {
+# NODE_ENV=production whatever the caller's (a test runner sets `test`): otherwise the bundle
+# calls React's development JSX runtime, which the image's production React does not have, and
+# every HTML page fails ("jsxDEV is not a function") while /api still answers.
+NODE_ENV=production npm run build >"$STAGE_DIR/remix-build.log" 2>&1 || {
   tail -n 40 "$STAGE_DIR/remix-build.log" >&2
   die "npm run build failed (log: $STAGE_DIR/remix-build.log)"
 }

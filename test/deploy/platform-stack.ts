@@ -26,27 +26,37 @@ export const STACK = "agents";
 export const FAKE_MODEL_REPLY = "Hello! How can I help you today?"; // bench/fake-openai.ts
 
 /**
- * A call of the platform's API from inside a web replica (`inWeb(API_CALL, env)`): METHOD,
- * URL_PATH, BODY (JSON or empty), COOKIE; prints {status, body, cookie}. A person's browser's
- * user agent: sign-up turns away headless ones.
+ * A call of the platform from inside a web replica (`inWeb(API_CALL, env)`) as a person's
+ * browser at APP_URL makes it (its address and origin; a browser's user agent: sign-up turns away headless
+ * ones; redirects not followed): METHOD, URL_PATH, BODY (JSON) or FORM (JSON of form fields),
+ * COOKIE. Prints {status, body, cookie}.
  */
 export const API_CALL = `
 const headers = {
-  "content-type": "application/json",
+  origin: "http://localhost:3000",
   "user-agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36",
 };
 if (process.env.COOKIE) headers.cookie = process.env.COOKIE;
-const r = await fetch("http://127.0.0.1:3000" + process.env.URL_PATH, {
+let body;
+if (process.env.FORM) {
+  headers["content-type"] = "application/x-www-form-urlencoded";
+  body = new URLSearchParams(JSON.parse(process.env.FORM)).toString();
+} else if (process.env.BODY) {
+  headers["content-type"] = "application/json";
+  body = process.env.BODY;
+}
+const r = await fetch("http://localhost:3000" + process.env.URL_PATH, {
   method: process.env.METHOD,
   headers,
-  body: process.env.BODY || undefined,
+  body,
+  redirect: "manual",
   signal: AbortSignal.timeout(300_000),
 });
 const text = await r.text();
-let body;
-try { body = JSON.parse(text); } catch { body = text; }
+let parsed;
+try { parsed = JSON.parse(text); } catch { parsed = text; }
 const cookie = r.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
-console.log(JSON.stringify({ status: r.status, body, cookie }));
+console.log(JSON.stringify({ status: r.status, body: parsed, cookie }));
 `;
 
 export interface DeployedStack {
@@ -66,7 +76,7 @@ const socketPath = (node: ClusterNode) => node.host.replace(/^unix:\/\//, "");
 /** The stack file as the test swarm can run it (see above). */
 export function stackForTestSwarm(
   cluster: SwarmCluster,
-  options: { gatewayImage: string },
+  options: { gatewayImage: string; operatorEmail: string },
 ): string {
   const doc = parse(readFileSync(path.join(repoDir, "deploy/stack.yml"), "utf8"), {
     merge: true,
@@ -74,9 +84,10 @@ export function stackForTestSwarm(
   const { web, worker } = doc.services;
   if (!web || !worker) throw new Error("deploy/stack.yml has no web or worker service");
   const model = { OPENAI_BASE_URL: "http://fake-model:8080/v1", OPENAI_API_KEY: "" };
+  const operators = { OPERATOR_EMAILS: options.operatorEmail };
   delete web.ports;
   (web.deploy as Record<string, unknown>).endpoint_mode = "dnsrr";
-  web.environment = { ...web.environment, ...model };
+  web.environment = { ...web.environment, ...model, ...operators };
   // The other nodes' engines, as SWARM_NODE_ENGINES names them, at their test socket paths.
   const others = cluster.nodes.filter((n) => n !== cluster.manager);
   worker.volumes = [
@@ -86,6 +97,7 @@ export function stackForTestSwarm(
   worker.environment = {
     ...worker.environment,
     ...model,
+    ...operators,
     SWARM_NODE_ENGINES: JSON.stringify(
       Object.fromEntries(others.map((n) => [n.nodeId, `unix:///var/run/engine-${n.name}.sock`])),
     ),
@@ -108,7 +120,7 @@ export function stackForTestSwarm(
 /** Deploys the stack (image already loaded on every node); resolves when web answers. */
 export async function deployPlatformStack(
   cluster: SwarmCluster,
-  options: { image: string; gatewayImage: string },
+  options: { image: string; gatewayImage: string; operatorEmail: string },
 ): Promise<DeployedStack> {
   const manager = cluster.manager;
   const dir = mkdtempSync(path.join(tmpdir(), "platform-stack-"));

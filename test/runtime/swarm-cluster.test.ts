@@ -469,7 +469,7 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     expect(await rt.nodeOfVolume(bare.row.volume_name)).toBe(worker.nodeId);
   }, 420_000);
 
-  it("deploys the platform with deploy/stack.yml; through its API a user's gateway lands on a worker node and answers a chat", async () => {
+  it("deploys the platform with deploy/stack.yml; through its API a user's gateway lands on a worker node and answers a chat; an operator's drain moves it, its session goes on", async () => {
     // The platform image of this checkout and the gateway image, on every node.
     const t0 = Date.now();
     const image = await buildPlatformImage();
@@ -477,7 +477,12 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     timings.platformImageLoadMs = await loadImage(cluster, image, new Docker());
     await loadImage(cluster, GATEWAY_IMAGE, new Docker());
     const t1 = Date.now();
-    const stack = await deployPlatformStack(cluster, { image, gatewayImage: GATEWAY_IMAGE });
+    const email = `stack-${testRun}@example.com`;
+    const stack = await deployPlatformStack(cluster, {
+      image,
+      gatewayImage: GATEWAY_IMAGE,
+      operatorEmail: email, // the user is also the deployment's operator (OPERATOR_EMAILS)
+    });
     timings.stackUpMs = Date.now() - t1;
     const worker = cluster.nodes.find((n) => n.nodeId !== cluster.manager.nodeId);
     if (!worker) throw new Error("no worker node");
@@ -491,19 +496,20 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
       expect(placed[`${STACK}_db`]).toEqual([cluster.manager.nodeId]);
 
       let cookie = "";
-      const api = async (method: string, url: string, body?: unknown) => {
+      const api = async (method: string, url: string, body?: unknown, form?: object) => {
         const out = JSON.parse(
           await stack.inWeb(API_CALL, {
             METHOD: method,
             URL_PATH: url,
             BODY: body === undefined ? "" : JSON.stringify(body),
+            FORM: form === undefined ? "" : JSON.stringify(form),
             COOKIE: cookie,
           }),
         ) as { status: number; body: Record<string, unknown>; cookie: string };
         return out;
       };
       const signup = await api("POST", "/api/register", {
-        email: `stack-${testRun}@example.com`,
+        email,
         password: "a good long password",
         name: "Stack",
       });
@@ -539,6 +545,40 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
       timings.stackFirstReplyMs = Date.now() - t3;
       expect(chat.status).toBe(200);
       expect(chat.body.reply).toBe(FAKE_MODEL_REPLY);
+      const sessionId = chat.body.sessionId as string;
+
+      // The operator drains the worker node from the console (/ops/nodes); the stack's worker
+      // moves the gateway to the manager with its state, and the same session goes on there.
+      const drain = await api("POST", "/ops/nodes", undefined, {
+        intent: "drain",
+        nodeId: worker.nodeId,
+      });
+      expect(drain.status).toBe(303);
+      const t4 = Date.now();
+      // As the operator reads it on the console's page (only this node was ever drained).
+      await waitFor(
+        async () => {
+          const { body } = await api("GET", "/ops/nodes");
+          const page = String(body).replaceAll("<!-- -->", "");
+          const failed = /drain failed[^<]*/.exec(page);
+          if (failed) throw new Error(failed[0]);
+          return page.includes("drain done");
+        },
+        { timeoutMs: 600_000, intervalMs: 2_000, what: "the drain done" },
+      );
+      timings.stackDrainMs = Date.now() - t4;
+      const onManager = await cluster.manager.docker.listContainers({
+        filters: { label: [`${LABELS.instanceId}`] },
+      });
+      expect(onManager).toHaveLength(1);
+      const next = await api("POST", "/api/agent", { message: "Still there?", sessionId });
+      expect(next.status).toBe(200);
+      expect(next.body).toMatchObject({ sessionId, reply: FAKE_MODEL_REPLY });
+      const session = await api("GET", `/api/agent?action=session&sessionId=${sessionId}`);
+      expect(session.status).toBe(200);
+      const history = JSON.stringify(session.body);
+      expect(history).toContain("Hello from the stack"); // written before the move
+      expect(history).toContain("Still there?");
     } finally {
       await stack.remove();
       // The gateway is the worker's, not the stack's: removed as its instance label finds it.
