@@ -1,8 +1,6 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import S3rver from "s3rver";
 import { extract, pack } from "tar-stream";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
@@ -24,6 +22,7 @@ import { tryInstanceLock } from "../../worker/instances/lock.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { type HoldingProxy, holdingProxy } from "../helpers/holding-proxy.ts";
+import { type S3Server, startS3Server } from "../helpers/s3-server.ts";
 import {
   cleanupTestObjects,
   describeDocker,
@@ -39,23 +38,13 @@ import { agentUser } from "./support.ts";
 
 describeDocker("backup-agent job: the upload runs outside the instance lock", () => {
   const rt = new DockerRuntime();
-  let s3: S3rver;
-  let s3Dir: string;
-  let s3Port: number;
+  let s3: S3Server;
   let proxy: HoldingProxy | undefined;
   let row: InstanceRow;
   let agent: { id: string; user_id: string };
 
   beforeAll(async () => {
-    s3Dir = mkdtempSync(join(tmpdir(), "s3rver-"));
-    s3 = new S3rver({
-      port: 0,
-      address: "127.0.0.1",
-      silent: true,
-      directory: s3Dir,
-      configureBuckets: [{ name: "backups", configs: [] }],
-    });
-    s3Port = (await s3.run()).port;
+    s3 = await startS3Server();
     Object.assign(process.env, {
       RUNTIME_DEPLOYMENT: testRun,
       AGENT_GATEWAY_IMAGE: GATEWAY_IMAGE, // the volume helper's image; never started
@@ -84,12 +73,11 @@ describeDocker("backup-agent job: the upload runs outside the instance lock", ()
     setRuntime(undefined);
     await cleanupTestObjects(rt);
     await s3.close();
-    rmSync(s3Dir, { recursive: true, force: true });
   });
 
   /** A fresh relay to s3rver, held, and the store pointed at it. */
   async function heldStore(): Promise<HoldingProxy> {
-    proxy = await holdingProxy(s3Port);
+    proxy = await holdingProxy(s3.port);
     process.env.BACKUP_S3_ENDPOINT = `http://127.0.0.1:${proxy.port}`;
     resetEnvCache();
     return proxy;
@@ -169,7 +157,7 @@ describeDocker("backup-agent job: the upload runs outside the instance lock", ()
     expect(existsSync(tempFile(pending.id))).toBe(false);
     expect(await lockIsFree()).toBe(true);
     // s3rver itself (past the relay) has no object under the key.
-    process.env.BACKUP_S3_ENDPOINT = `http://127.0.0.1:${s3Port}`;
+    process.env.BACKUP_S3_ENDPOINT = `http://127.0.0.1:${s3.port}`;
     resetEnvCache();
     await expect(backupStore().get(pending.object_key)).rejects.toBeInstanceOf(BackupMissingError);
   }, 120_000);

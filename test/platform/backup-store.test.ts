@@ -11,7 +11,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   BackupChecksumError,
@@ -23,6 +22,7 @@ import {
   S3BackupStore,
 } from "../../app/server/platform/backup-store.server.ts";
 import { openStream, sealStream } from "../../app/server/platform/sealed-stream.server.ts";
+import { type S3Server, startS3Server } from "../helpers/s3-server.ts";
 
 // The backup store's two drivers against the same checks: a local folder and a real
 // S3-compatible server (s3rver, in-process on loopback).
@@ -46,26 +46,15 @@ async function collect(source: AsyncIterable<Buffer>): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-let s3: S3rver;
-let s3Dir: string;
-let s3Port = 0;
+let s3: S3Server;
 
 beforeAll(async () => {
-  s3Dir = mkdtempSync(join(tmpdir(), "s3rver-"));
-  s3 = new S3rver({
-    port: 0,
-    address: "127.0.0.1",
-    silent: true,
-    directory: s3Dir,
-    configureBuckets: [{ name: "backups", configs: [] }],
-  });
-  s3Port = (await s3.run()).port;
+  s3 = await startS3Server();
 });
 
 afterAll(async () => {
   await s3.close();
   rmSync(work, { recursive: true, force: true });
-  rmSync(s3Dir, { recursive: true, force: true });
 });
 
 /** Every file under a folder, concatenated (what the driver left at rest). */
@@ -89,7 +78,7 @@ const drivers: Array<[string, () => { store: BackupStore; restDir: string }]> = 
     "S3 (s3rver)",
     () => ({
       store: new S3BackupStore({
-        endpoint: `http://127.0.0.1:${s3Port}`,
+        endpoint: `http://127.0.0.1:${s3.port}`,
         region: "us-east-1",
         bucket: "backups",
         accessKeyId: "S3RVER",
@@ -97,7 +86,7 @@ const drivers: Array<[string, () => { store: BackupStore; restDir: string }]> = 
         forcePathStyle: true,
         prefix: "platform/",
       }),
-      restDir: s3Dir,
+      restDir: s3.dir,
     }),
   ],
 ];
