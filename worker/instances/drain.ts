@@ -1,3 +1,4 @@
+import { getInstance } from "../../app/server/agents/instances.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import {
   type ClusterRuntime,
@@ -10,6 +11,7 @@ import {
 import { log, rt } from "./engine.ts";
 import { waitHealthy } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
+import { observe } from "./observe.ts";
 
 // Draining a node: it takes no new instance, and its instances move to other nodes one at a
 // time with their state: stop, copy the state volume to the node placement chooses, pin the
@@ -120,6 +122,19 @@ export async function moveInstance(
   }
 }
 
+/**
+ * A moved gateway runs as a new task with a new address: the row says so at once, not at the
+ * next reconcile (the web reaches a gateway at the row's address: a chat in between would get
+ * a 502). A failure here leaves it to that reconcile.
+ */
+async function observeMoved(instanceId: string): Promise<void> {
+  const row = await getInstance(instanceId);
+  if (!row) return;
+  await observe(row).catch((error: unknown) =>
+    log().warn({ instanceId, err: error }, "moved instance not observed; reconcile will"),
+  );
+}
+
 /** Drains a node: closes it to new instances, then moves its instances one at a time. */
 export async function drainNode(
   nodeId: string,
@@ -131,7 +146,11 @@ export async function drainNode(
   await cluster.setDraining(nodeId, true);
   const moved: MoveResult[] = [];
   for (const { id, instanceId } of node.instances) {
-    const move = () => moveInstance(cluster, id, nodeId, options.timeoutMs);
+    const move = async () => {
+      const result = await moveInstance(cluster, id, nodeId, options.timeoutMs);
+      if (result.ok && instanceId) await observeMoved(instanceId);
+      return result;
+    };
     const result = instanceId ? await withInstanceLock(instanceId, move) : await move();
     moved.push(result);
     if (!result.ok) return { nodeId, moved, done: false };
