@@ -91,6 +91,23 @@ export interface DockerDriverOptions {
   maxCpus?: number;
 }
 
+/**
+ * `docker pause`, tried again while the kernel refuses the freeze: a process being forked in the
+ * container at that instant makes runc fail with "unable to freeze" (seen in CI on a sleep, and
+ * right after a provisioning on a backup's pause); a second later it succeeds.
+ */
+async function pauseRetrying(container: Docker.Container, attempts = 3): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await call(() => container.pause());
+      return;
+    } catch (error) {
+      if (attempt >= attempts || !/unable to freeze/.test((error as Error).message)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+}
+
 export class DockerRuntime implements AgentRuntime {
   readonly driver = "docker" as const;
   readonly docker: Docker;
@@ -280,7 +297,7 @@ export class DockerRuntime implements AgentRuntime {
       throw new FreezeUnavailableError(`the container is ${c.State.Status}, not running`);
     }
     if (limit <= keepBytes) throw new FreezeUnavailableError("the container's limit is too low");
-    await call(() => container.pause());
+    await pauseRetrying(container);
     // Some of it cannot go to swap (kernel memory, pages in flight): runc gives up when the
     // usage stays above the new limit, so a floor is tried, then twice it, then four times.
     let refused: unknown;
