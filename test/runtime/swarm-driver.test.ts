@@ -7,7 +7,7 @@ import {
   limitsForPlan,
   NoCapacityError,
 } from "../../worker/runtime/types.ts";
-import { testLabels, testRun } from "./docker-support.ts";
+import { testLabels, testRun, waitFor } from "./docker-support.ts";
 import {
   buildTinyImage,
   describeSwarm,
@@ -193,8 +193,15 @@ describeSwarm("Swarm driver (a real swarm)", () => {
     expect(node?.reservedMemoryBytes).toBe(2 * GiB);
 
     await rt.start(id);
-    const before = (await rt.inspect(id))?.startedAt;
+    // The swarm can report a new task running a moment before its node shows the container (no
+    // startedAt yet; seen in CI on a loaded machine): each side waits for its container.
+    const startedAt = async () => (await rt.inspect(id))?.startedAt;
+    const before = await waitFor(startedAt, { timeoutMs: 60_000, what: "the task's container" });
     await rt.restart(id);
+    await waitFor(async () => ((await startedAt()) ?? before) !== before, {
+      timeoutMs: 60_000,
+      what: "the new task's container",
+    });
     const after = await rt.inspect(id);
     expect(after?.running).toBe(true);
     expect(after?.startedAt).not.toBe(before);
