@@ -94,7 +94,7 @@ export interface DockerDriverOptions {
 /**
  * `docker pause`, tried again while the kernel refuses the freeze: a process being forked in the
  * container at that instant makes runc fail with "unable to freeze" (seen in CI on a sleep, and
- * right after a provisioning on a backup's pause); a second later it succeeds.
+ * right after a provisioning on a backup's pause); the condition is momentary.
  */
 async function pauseRetrying(container: Docker.Container, attempts = 3): Promise<void> {
   for (let attempt = 1; ; attempt++) {
