@@ -71,8 +71,16 @@ async function putToSleep(mode: "auto" | "stop" = "auto"): Promise<"frozen" | "s
   process.env.AGENT_SLEEP_MODE = mode;
   idle(0);
   try {
-    const results = await sleepIdleInstances();
-    expect(results[instance.id]).toBe("sleeping");
+    // "busy": a worker pass (reconcile, sweep) holds the instance's lock for a moment; the
+    // periodic pass would try again next time, so does the test.
+    const outcome = await waitFor(
+      async () => {
+        const result = (await sleepIdleInstances())[instance.id];
+        return result === "busy" ? undefined : result;
+      },
+      { timeoutMs: 120_000, intervalMs: 500, what: "the instance's lock, held by a worker pass" },
+    );
+    expect(outcome).toBe("sleeping");
   } finally {
     delete process.env.AGENT_SLEEP_MODE;
     idle(3600); // the worker's own pass (cron) must not put it back to sleep meanwhile
