@@ -202,7 +202,8 @@ describeDocker("warm pool (real gateway)", () => {
 
   it("provisioning adopts it; the tenant's first chat is answered through the platform and metered to the tenant", async () => {
     await giveCredits(TENANT, 5_000_000);
-    const row = await ensureInstanceRecord(TENANT);
+    // On a larger plan than the pool's: the adopted gateway gets the plan's limits in place.
+    const row = await ensureInstanceRecord(TENANT, { plan: "collective" });
     const t0 = Date.now();
     const result = await provision(row.id);
     const provisionMs = Date.now() - t0;
@@ -242,6 +243,8 @@ describeDocker("warm pool (real gateway)", () => {
       health: "healthy",
     });
     expect(await db()`select 1 from gateway_pool`).toHaveLength(0); // never back to the pool
+    const limits = (await rt.inspect(adopted!.container_name))?.limits;
+    expect(limits).toMatchObject({ memoryBytes: 4 * 1024 ** 3, cpuShares: 2048, pidsLimit: 1024 });
     const { client, hello } = await connectPaired(adopted!, adopted!.gateway_address!);
     try {
       expect(hello.server.version).toMatch(/2026\.9\.6/);

@@ -128,6 +128,20 @@ describeDocker("Docker driver", () => {
     expect(stats.memoryLimitBytes).toBe(2 * 1024 ** 3);
     expect(stats.pids).toBeGreaterThan(0);
 
+    // A larger plan's limits, set on the running container (a pooled gateway adopted).
+    const running = (await rt.inspect(id))?.startedAt;
+    await rt.resize(id, limitsForPlan("collective"));
+    const resized = await rt.inspect(id);
+    expect(resized?.running).toBe(true);
+    expect(resized?.startedAt).toBe(running); // not restarted
+    expect(resized?.limits).toEqual({
+      memoryBytes: 4 * 1024 ** 3,
+      cpuShares: 2048,
+      nanoCpus: 1e9, // this driver's cap (maxCpus: 1)
+      pidsLimit: 1024,
+    });
+    expect((await rt.stats(id)).memoryLimitBytes).toBe(4 * 1024 ** 3);
+
     const ex = await rt.exec(id, ["sh", "-c", "id -u; echo err >&2; exit 3"]);
     expect(ex).toMatchObject({ exitCode: 3, stdout: "1000\n", stderr: "err\n" });
 

@@ -8,9 +8,10 @@ import {
 import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
+import { limitsForPlan } from "../runtime/index.ts";
 import { log, rt } from "./engine.ts";
 import { applyPlatformConfig, PLATFORM_CONFIG_VERSION } from "./gateway-config.ts";
-import { connectPooled, type PoolRow } from "./pool.ts";
+import { connectPooled, POOL_LIMITS, type PoolRow, sameLimits } from "./pool.ts";
 import { poolSize } from "./pool-size.ts";
 import { pinnedGatewayImage } from "./update-image-version.ts";
 
@@ -60,6 +61,11 @@ async function handOver(client: GatewayClient, pooled: PoolRow, row: InstanceRow
  */
 export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | undefined> {
   if (poolSize() <= 0) return undefined;
+  // A tenant on a larger plan gets its plan's limits: resized in place where the driver can,
+  // else a cold start with them (never a pooled gateway's smaller ones).
+  const limits = limitsForPlan(row.plan);
+  const resize = sameLimits(limits, POOL_LIMITS) ? undefined : rt().resize?.bind(rt());
+  if (!sameLimits(limits, POOL_LIMITS) && !resize) return undefined;
   const pooled = await claimReady();
   if (!pooled) return undefined;
   try {
@@ -69,6 +75,7 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
     } finally {
       client.close();
     }
+    await resize?.(info.id, limits);
     const adopted = await updateInstance(row.id, {
       container_id: info.id,
       container_name: pooled.container_name,

@@ -9,7 +9,6 @@ import { generateDeviceIdentity } from "../../app/server/openclaw/device-identit
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
-import { limitsForPlan } from "../runtime/index.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, log, rt, STATE_DIR } from "./engine.ts";
 import {
   gatewayConfig,
@@ -20,7 +19,7 @@ import {
 } from "./gateway-config.ts";
 import { waitHealthy } from "./health.ts";
 import { connectWithPairing } from "./pairing.ts";
-import { connectPooled, discardPooled, type PoolRow } from "./pool.ts";
+import { connectPooled, discardPooled, POOL_LIMITS, type PoolRow } from "./pool.ts";
 import { poolSize } from "./pool-size.ts";
 import { pinnedGatewayImage } from "./update-image-version.ts";
 import { dryRunTurn, WARMUP_MESSAGE } from "./warm-up.ts";
@@ -126,7 +125,7 @@ async function createPooledContainer(
   gatewayIp: string | undefined,
 ) {
   const labels = { ...deploymentLabels(), "agent-platform.pool": "1" };
-  await rt().ensureVolume(pooled.volume, labels, { limits: limitsForPlan("solo") });
+  await rt().ensureVolume(pooled.volume, labels, { limits: POOL_LIMITS });
   // Generic config: the platform provider without a tenant token (patched at adoption).
   await writeConfigIfAbsent(pooled.volume, pooled.image, async () =>
     gatewayConfig({
@@ -145,7 +144,7 @@ async function createPooledContainer(
     volume: pooled.volume,
     volumeTarget: STATE_DIR,
     network: env().RUNTIME_NETWORK,
-    limits: limitsForPlan("solo"),
+    limits: POOL_LIMITS,
     env: { OPENCLAW_GATEWAY_TOKEN: pooled.token },
     labels,
     restartPolicy: "on-failure",

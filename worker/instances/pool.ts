@@ -2,6 +2,7 @@ import { revokeInstanceTokens } from "../../app/server/ai/instance-tokens.server
 import { deviceIdentityFromPrivateKey } from "../../app/server/openclaw/device-identity.server.ts";
 import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import { limitsForPlan, type ResourceLimits } from "../runtime/index.ts";
 import { gatewayAddress, rt } from "./engine.ts";
 import { connectWithPairing } from "./pairing.ts";
 
@@ -11,6 +12,16 @@ import { connectWithPairing } from "./pairing.ts";
 // belongs to that instance for good (it never returns to the pool). Before it is ready it runs
 // one dry-run chat turn (answered by the platform's endpoint for its warm-up token, decision
 // 0038), so the tenant's first chat does not pay the gateway's first-run cost (~8–10 s).
+
+/** What a pooled gateway is created with: the smallest plan's; adoption resizes to the tenant's. */
+export const POOL_LIMITS = limitsForPlan("solo");
+
+/** True when a gateway created with `a` serves a tenant whose plan sets `b` as it is. */
+export const sameLimits = (a: ResourceLimits, b: ResourceLimits) =>
+  a.memoryBytes === b.memoryBytes &&
+  a.cpuShares === b.cpuShares &&
+  a.cpus === b.cpus &&
+  a.pidsLimit === b.pidsLimit;
 
 export interface PoolRow {
   id: string;

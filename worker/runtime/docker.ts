@@ -10,6 +10,7 @@ import {
   type ExecResult,
   FreezeUnavailableError,
   LABELS,
+  type ResourceLimits,
   RuntimeUnavailableError,
 } from "./types.ts";
 
@@ -314,6 +315,19 @@ export class DockerRuntime implements AgentRuntime {
     throw new FreezeUnavailableError(
       `its memory could not be moved to swap (${(refused as Error).message.trim()})`,
       { cause: refused },
+    );
+  }
+
+  async resize(id: string, limits: ResourceLimits): Promise<void> {
+    const cpus = await this.#cpuCap(limits.cpus);
+    await call(() =>
+      this.docker.getContainer(id).update({
+        Memory: limits.memoryBytes,
+        MemorySwap: limits.memoryBytes, // as created: no swap while awake
+        CpuShares: limits.cpuShares,
+        NanoCpus: Math.round(cpus * 1e9),
+        PidsLimit: limits.pidsLimit,
+      }),
     );
   }
 

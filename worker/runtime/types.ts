@@ -142,6 +142,12 @@ export interface AgentRuntime {
    */
   freeze?(id: string, keepBytes: number): Promise<void>;
   /**
+   * Sets a container's memory, CPU and pids limits in place, without a restart (a pooled gateway
+   * adopted by a tenant on a larger plan). Drivers without it (a Swarm service's resources
+   * change only with a new task) get no adoption across plans: those tenants provision cold.
+   */
+  resize?(id: string, limits: ResourceLimits): Promise<void>;
+  /**
    * Pauses a running container's processes so the files on its volume can be copied as of one
    * instant: a copy like a power cut, which SQLite's journal and OpenClaw recover from, not one
    * torn by writes during the copy (decision 0180). Returns the release. A container that is not
