@@ -2,7 +2,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import Docker from "dockerode";
-import { waitFor } from "./docker-support.ts";
+import { waitFor } from "../helpers/wait-for.ts";
 import {
   cleanSwarmLeftovers,
   SWARM_NODES_DIR,
