@@ -47,6 +47,7 @@ export default function OpsNodes() {
               <th>Memory (reserved / total)</th>
               <th>CPUs (reserved / total)</th>
               <th>Instances (running)</th>
+              <th>Warm pool</th>
               <th>Drain, recovery</th>
             </tr>
           </thead>
@@ -71,6 +72,7 @@ export default function OpsNodes() {
                 <td>
                   {n.instances.length} ({n.running})
                 </td>
+                <td data-testid={`node-warm-${n.id}`}>{n.warm}</td>
                 <td className="whitespace-nowrap">
                   {n.drain ? (
                     <div

@@ -76,7 +76,7 @@ const socketPath = (node: ClusterNode) => node.host.replace(/^unix:\/\//, "");
 /** The stack file as the test swarm can run it (see above). */
 export function stackForTestSwarm(
   cluster: SwarmCluster,
-  options: { gatewayImage: string; operatorEmail: string },
+  options: { gatewayImage: string; operatorEmail: string; poolSize?: number },
 ): string {
   const doc = parse(readFileSync(path.join(repoDir, "deploy/stack.yml"), "utf8"), {
     merge: true,
@@ -102,8 +102,8 @@ export function stackForTestSwarm(
       Object.fromEntries(others.map((n) => [n.nodeId, `unix:///var/run/engine-${n.name}.sock`])),
     ),
     AGENT_GATEWAY_IMAGE: options.gatewayImage,
-    // No pooled gateways: the test's one gateway is the agent's own (2 CPUs for everything).
-    RUNTIME_POOL_SIZE: "0",
+    // Pooled gateways per node (0: none; each one boots a gateway on a 2-CPU machine).
+    RUNTIME_POOL_SIZE: String(options.poolSize ?? 0),
   };
   doc.services["fake-model"] = {
     // biome-ignore lint/suspicious/noTemplateCurlyInString: interpolated by `docker stack deploy`
@@ -120,7 +120,7 @@ export function stackForTestSwarm(
 /** Deploys the stack (image already loaded on every node); resolves when web answers. */
 export async function deployPlatformStack(
   cluster: SwarmCluster,
-  options: { image: string; gatewayImage: string; operatorEmail: string },
+  options: { image: string; gatewayImage: string; operatorEmail: string; poolSize?: number },
 ): Promise<DeployedStack> {
   const manager = cluster.manager;
   const dir = mkdtempSync(path.join(tmpdir(), "platform-stack-"));

@@ -37,11 +37,14 @@ describe("nodes in the operator console", () => {
     const operator = await newUser();
     await makeOperator(operator);
     const user = await newUser();
-    await recordNodes([
-      node("nodeA", { role: "manager" }),
-      node("nodeB", { instances: [] }),
-      node("nodeC", { state: "down" }),
-    ]);
+    // nodeA also runs a warm pooled gateway: the node's warm pool, not one of its instances.
+    const a = node("nodeA", { role: "manager" });
+    a.instances.push({ id: "svc3", instanceId: "gwp_warm", running: true });
+    await recordNodes([a, node("nodeB", { instances: [] }), node("nodeC", { state: "down" })]);
+    await db()`insert into gateway_pool (id, container_name, volume_name, image,
+        gateway_token_sealed, state, container_id, node_id, ready_at)
+      values ('gwp_warm', 'agent-gwp_warm', 'agent-gwp_warm-state', 'agent-gateway:test',
+        'sealed', 'ready', 'svc3', 'nodeA', now())`;
 
     expect((await getPage(opsNodes.loader, "/ops/nodes", user.cookie)).status).toBe(403);
     const denied = await postPage(
@@ -64,8 +67,14 @@ describe("nodes in the operator console", () => {
       cpus: 8,
       reservedCpus: 2,
       running: 1,
+      warm: 1,
       drain: null,
     });
+    expect((nodes[0]?.instances as Array<{ id: string }>).map((i) => i.id)).toEqual([
+      "svc1",
+      "svc2",
+    ]);
+    expect(nodes[1]).toMatchObject({ warm: 0 });
     expect(nodes[2]).toMatchObject({ state: "down", healthy: false });
 
     const drained = await postPage(

@@ -16,6 +16,7 @@ import {
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
 import { nodesOverview, requestDrain, requestRecovery } from "../../app/server/ops/nodes.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { openStream } from "../../app/server/platform/sealed-stream.server.ts";
 import { takeBackup } from "../../worker/instances/backup.ts";
@@ -288,13 +289,17 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     const worker = cluster.nodes.find((n) => n.nodeId !== cluster.manager.nodeId);
     if (!worker) throw new Error("no worker node");
     // Two instances of two users, both placed on the worker node (the manager closed meanwhile).
+    // The first runs a gateway adopted from the warm pool: its labels still carry the pooled id.
+    // Beside them, a pooled gateway nobody has adopted: nobody's to re-create.
     await rt.setDraining(cluster.manager.nodeId, true);
     const users = [] as Array<{ row: InstanceRow; placed: Awaited<ReturnType<typeof provision>> }>;
+    const pooledId = `gwp_${testRun.replace(/-/g, "")}`;
     for (const n of [30, 31]) {
       const owner = await agentUser("solo");
       const agent = await createAgentRecord(owner.id, { name: `Keeper ${n}`, model: "m" });
       const row = await ensureInstanceRecord(owner.id, { plan: "solo" });
-      const placed = await provision(n, limitsForPlan("solo"), row);
+      const labelled = n === 30 ? { ...row, id: `gwp_adopted_${n}` } : row;
+      const placed = await provision(n, limitsForPlan("solo"), labelled);
       await updateInstance(row.id, { container_id: placed.id, image: TINY_IMAGE, driver: "swarm" });
       const wrote = await rt.runOnce({
         image: TINY_IMAGE,
@@ -316,8 +321,15 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
       }
       users.push({ row: (await getInstance(row.id)) as InstanceRow, placed });
     }
+    // No CPU reserved (the two instances fill the node's): it only has to sit on the node.
+    const pooled = await provision(32, { ...small, cpus: 0 });
+    await db()`insert into gateway_pool (id, container_name, volume_name, image,
+        gateway_token_sealed, state, container_id, node_id, ready_at)
+      values (${pooledId}, ${pooled.spec.name}, ${pooled.spec.volume}, ${TINY_IMAGE}, 'sealed',
+        'ready', ${pooled.id}, ${pooled.node}, now())`;
     await rt.setDraining(cluster.manager.nodeId, false);
     const [backedUp, bare] = users as [(typeof users)[0], (typeof users)[0]];
+    expect(pooled.node).toBe(worker.nodeId);
     expect(backedUp.placed.node).toBe(worker.nodeId);
     expect(bare.placed.node).toBe(worker.nodeId);
     expect(await lostInstances()).toEqual([]);
@@ -388,7 +400,7 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     const volume = backedUp.row.volume_name;
     expect(await rt.nodeOfVolume(volume)).toBe(cluster.manager.nodeId); // the live copy answers
     expect(await rt.staleVolumes()).toEqual([
-      { volume, nodeId: worker.nodeId, instanceId: backedUp.row.id },
+      { volume, nodeId: worker.nodeId, instanceId: "gwp_adopted_30" }, // its volume's label
     ]);
 
     // Settled: the stale copy is kept as a backup of the user's agent, then removed. A pass that
@@ -429,7 +441,7 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     expect(await rt.nodeOfVolume(bare.row.volume_name)).toBe(worker.nodeId);
   }, 420_000);
 
-  it("deploys the platform with deploy/stack.yml; through its API a user's gateway lands on a worker node and answers a chat; an operator's drain moves it, its session goes on", async () => {
+  it("deploys the platform with deploy/stack.yml; a warm gateway per node; through its API a user's gateway is adopted on a worker node and answers a chat; an operator's drain moves it, its session goes on", async () => {
     // The platform image of this checkout and the gateway image, on every node.
     const t0 = Date.now();
     const image = await buildPlatformImage();
@@ -441,6 +453,7 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
       image,
       gatewayImage: GATEWAY_IMAGE,
       operatorEmail: email, // the user is also the deployment's operator (OPERATOR_EMAILS)
+      poolSize: 1, // a warm gateway on every node (decision 0181)
     });
     timings.stackUpMs = Date.now() - t1;
     const worker = cluster.nodes.find((n) => n.nodeId !== cluster.manager.nodeId);
@@ -475,7 +488,41 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
       expect(signup.status).toBe(201);
       cookie = signup.cookie;
 
-      // The manager takes no new task (an operator's pause): the gateway goes to the worker node.
+      // The warm pool, node by node: each node gets a ready pooled gateway of its own, as the
+      // operator's node page shows it.
+      const warmOn = (page: string, nodeId: string) =>
+        Number(new RegExp(`data-testid="node-warm-${nodeId}">(\\d+)<`).exec(page)?.[1] ?? -1);
+      await waitFor(
+        async () => {
+          const page = String((await api("GET", "/ops/nodes")).body);
+          return cluster.nodes.every((n) => warmOn(page, n.nodeId) === 1);
+        },
+        { timeoutMs: 600_000, intervalMs: 2_000, what: "a ready pooled gateway on every node" },
+      );
+      timings.stackPoolReadyMs = Date.now() - t1;
+      const gatewayServices = async () =>
+        (
+          (await cluster.manager.docker.listServices({
+            filters: { label: [LABELS.instanceId] },
+          })) as Array<{
+            Spec: { Name: string; TaskTemplate?: { Placement?: { Constraints?: string[] } } };
+          }>
+        ).map((x) => ({
+          name: x.Spec.Name,
+          node: /node\.id==(\S+)/.exec(
+            (x.Spec.TaskTemplate?.Placement?.Constraints ?? []).join(" "),
+          )?.[1],
+        }));
+      const pooled = await gatewayServices();
+      expect(pooled.map((p) => p.node).sort()).toEqual(cluster.nodes.map((n) => n.nodeId).sort());
+      const adoptable = pooled.find((p) => p.node === worker.nodeId)?.name as string;
+      const runningOn = (node: (typeof cluster.nodes)[0], service: string) =>
+        node.docker.listContainers({
+          filters: { label: [`com.docker.swarm.service.name=${service}`], status: ["running"] },
+        });
+
+      // The manager takes no new task (an operator's pause): its pooled gateway cannot be
+      // adopted, so the agent gets the worker node's.
       await setAvailability(cluster.manager.docker, cluster.manager.nodeId, "pause");
       const t2 = Date.now();
       const provisioned = await api("POST", "/api/agents/provision", { name: "Stacked" });
@@ -492,10 +539,9 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
       ).finally(() => setAvailability(cluster.manager.docker, cluster.manager.nodeId, "active"));
       timings.stackProvisionToRunningMs = Date.now() - t2;
       expect(running).toMatchObject({ status: "running" });
-      const gateways = await worker.docker.listContainers({
-        filters: { label: [`${LABELS.instanceId}`] },
-      });
-      expect(gateways).toHaveLength(1);
+      // Adopted, not booted cold: every gateway service is a pooled one's.
+      expect((await gatewayServices()).every((g) => g.name.startsWith("agent-gwp_"))).toBe(true);
+      expect(await runningOn(worker, adoptable)).toHaveLength(1);
 
       // web → the gateway over the overlay, across nodes; the gateway → web's AI endpoint
       // (http://web:3000) → the model server.
@@ -526,10 +572,18 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
         { timeoutMs: 600_000, intervalMs: 2_000, what: "the drain done" },
       );
       timings.stackDrainMs = Date.now() - t4;
-      const onManager = await cluster.manager.docker.listContainers({
-        filters: { label: [`${LABELS.instanceId}`] },
-      });
-      expect(onManager).toHaveLength(1);
+      // The agent's gateway runs on the manager now; the worker node's pooled gateway was
+      // discarded, not moved (the swarm stops its task a moment later).
+      expect(await runningOn(cluster.manager, adoptable)).toHaveLength(1);
+      await waitFor(
+        async () =>
+          (
+            await worker.docker.listContainers({
+              filters: { label: [LABELS.instanceId], status: ["running"] },
+            })
+          ).length === 0,
+        { timeoutMs: 120_000, what: "no gateway left running on the drained node" },
+      );
       const next = await api("POST", "/api/agent", { message: "Still there?", sessionId });
       expect(next.status).toBe(200);
       expect(next.body).toMatchObject({ sessionId, reply: FAKE_MODEL_REPLY });

@@ -1,5 +1,7 @@
 import { getInstance } from "../../app/server/agents/instances.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
+import { sendJob } from "../../app/server/platform/jobs.server.ts";
 import {
   type ClusterRuntime,
   type ContainerInfo,
@@ -9,9 +11,11 @@ import {
   type ResourceLimits,
 } from "../runtime/index.ts";
 import { log, rt } from "./engine.ts";
+import { gatewayOwner } from "./gateway-owner.ts";
 import { waitHealthy } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
+import { discardPooled } from "./pool.ts";
 
 // Draining a node: it takes no new instance, and its instances move to other nodes one at a
 // time with their state: stop, copy the state volume to the node placement chooses, pin the
@@ -145,16 +149,33 @@ export async function drainNode(
   if (!node) throw new Error(`no such node: ${nodeId}`);
   await cluster.setDraining(nodeId, true);
   const moved: MoveResult[] = [];
-  for (const { id, instanceId } of node.instances) {
+  let pooled = 0;
+  for (const { id, instanceId: labelled } of node.instances) {
+    let owner = await gatewayOwner({ labelled, containerId: id });
+    if (owner.kind === "pool") {
+      // It carries nothing: discarded, not moved (the next fill starts one elsewhere). Its row
+      // goes first, so no provisioning claims it meanwhile.
+      const [claimed] =
+        await db()`delete from gateway_pool where id = ${owner.poolId} returning id`;
+      if (claimed) {
+        await discardPooled(owner.poolId, owner.containerName);
+        pooled++;
+        continue;
+      }
+      owner = await gatewayOwner({ labelled, containerId: id }); // adopted meanwhile
+    }
+    const instanceId = owner.kind === "pool" ? labelled : owner.instanceId;
     const move = async () => {
       const result = await moveInstance(cluster, id, nodeId, options.timeoutMs);
       if (result.ok && instanceId) await observeMoved(instanceId);
-      return result;
+      return { ...result, instanceId: instanceId || result.instanceId };
     };
     const result = instanceId ? await withInstanceLock(instanceId, move) : await move();
     moved.push(result);
     if (!result.ok) return { nodeId, moved, done: false };
   }
+  // The discarded pooled gateways are replaced on the nodes that remain.
+  if (pooled > 0) await sendJob("fill-pool", {}).catch(() => {});
   await cluster.retireNode(nodeId);
   return { nodeId, moved, done: true };
 }
@@ -174,14 +195,15 @@ export interface LostInstance {
 export async function lostInstances(): Promise<LostInstance[]> {
   const runtime = rt();
   if (!isClusterRuntime(runtime)) return [];
-  return (await runtime.nodes())
-    .filter((n) => n.state !== "ready")
-    .flatMap((n) =>
-      n.instances.map((i) => ({
-        nodeId: n.id,
-        state: n.state,
-        id: i.id,
-        instanceId: i.instanceId,
-      })),
-    );
+  const lost: LostInstance[] = [];
+  for (const n of await runtime.nodes()) {
+    if (n.state === "ready") continue;
+    for (const i of n.instances) {
+      // A pooled gateway is nobody's (the next fill discards it); an adopted one is its tenant's.
+      const owner = await gatewayOwner({ labelled: i.instanceId, containerId: i.id });
+      if (owner.kind === "pool") continue;
+      lost.push({ nodeId: n.id, state: n.state, id: i.id, instanceId: owner.instanceId });
+    }
+  }
+  return lost;
 }

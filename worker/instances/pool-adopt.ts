@@ -11,21 +11,26 @@ import { env } from "../../app/server/platform/env.server.ts";
 import { limitsForPlan } from "../runtime/index.ts";
 import { log, rt } from "./engine.ts";
 import { applyPlatformConfig, PLATFORM_CONFIG_VERSION } from "./gateway-config.ts";
-import { connectPooled, POOL_LIMITS, type PoolRow, sameLimits } from "./pool.ts";
+import { connectPooled, POOL_LIMITS, type PoolRow, poolNodes, sameLimits } from "./pool.ts";
 import { poolSize } from "./pool-size.ts";
 import { pinnedGatewayImage } from "./update-image-version.ts";
 
 // Adoption: a provisioning takes a ready pooled gateway over instead of starting one cold.
 
-/** Claims the oldest ready pooled gateway on the tag's current build (no two claim the same). */
+/**
+ * Claims the oldest ready pooled gateway on the tag's current build (no two claim the same); on
+ * a cluster, only one on a node that still takes new instances.
+ */
 async function claimReady(): Promise<PoolRow | undefined> {
   // Only a gateway on the current build of the tag (a rebuilt tag leaves older ones stale).
   const current = await rt().imageId(await pinnedGatewayImage());
   if (!current) return undefined;
+  const nodes = await poolNodes();
   const [pooled] = await db()<PoolRow[]>`
     delete from gateway_pool where id = (
       select id from gateway_pool where state = 'ready' and image_id = ${current}
         and config_version = ${PLATFORM_CONFIG_VERSION}
+        ${nodes ? db()`and node_id = any(${nodes}::text[])` : db()``}
       order by ready_at limit 1 for update skip locked)
     returning *`;
   return pooled;

@@ -9,6 +9,7 @@ import { generateDeviceIdentity } from "../../app/server/openclaw/device-identit
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
+import { NoCapacityError } from "../runtime/index.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, log, rt, STATE_DIR } from "./engine.ts";
 import {
   gatewayConfig,
@@ -19,7 +20,7 @@ import {
 } from "./gateway-config.ts";
 import { waitHealthy } from "./health.ts";
 import { connectWithPairing } from "./pairing.ts";
-import { connectPooled, discardPooled, POOL_LIMITS, type PoolRow } from "./pool.ts";
+import { connectPooled, discardPooled, POOL_LIMITS, type PoolRow, poolNodes } from "./pool.ts";
 import { poolSize } from "./pool-size.ts";
 import { pinnedGatewayImage } from "./update-image-version.ts";
 import { dryRunTurn, WARMUP_MESSAGE } from "./warm-up.ts";
@@ -48,16 +49,35 @@ export async function fillPool(
     select id, container_name from gateway_pool
     where state = 'ready' and (image_id is distinct from ${current ?? null}
       or config_version is distinct from ${PLATFORM_CONFIG_VERSION})`;
-  for (const row of [...orphans, ...outdated]) await discardPooled(row.id, row.container_name);
+  // On a cluster, the ready ones on a node that takes no new instance any more (drained,
+  // paused, down): never adopted there, so they only hold the node's memory.
+  const nodes = await poolNodes();
+  // (On one host, those a cluster driver left: their node is nowhere this driver reaches.)
+  const offNodes = await db()<{ id: string; container_name: string }[]>`
+    select id, container_name from gateway_pool where state = 'ready' and ${
+      nodes
+        ? db()`(node_id is null or not (node_id = any(${nodes}::text[])))`
+        : db()`node_id is not null`
+    }`;
+  const gone = [...orphans, ...outdated, ...offNodes];
+  for (const row of gone) await discardPooled(row.id, row.container_name);
   const rewarmed = await rewarmStale();
-  for (;;) {
-    const [{ n } = { n: 0 }] = await db()<{ n: number }[]>`
-      select count(*)::int as n from gateway_pool`;
-    if (n >= size) break;
-    started.push(await startPooledGateway(options.warmUpCycles ?? WARMUP_CYCLES));
+  for (const node of nodes ?? [null]) {
+    for (;;) {
+      const [{ n } = { n: 0 }] = await db()<{ n: number }[]>`
+        select count(*)::int as n from gateway_pool where node_id is not distinct from ${node}`;
+      if (n >= size) break;
+      try {
+        started.push(await startPooledGateway(options.warmUpCycles ?? WARMUP_CYCLES, node));
+      } catch (error) {
+        // A full node keeps a smaller pool (or none); the other nodes still get theirs.
+        if (!(error instanceof NoCapacityError)) throw error;
+        log().info({ node, err: error }, "warm pool: no room for a pooled gateway on the node");
+        break;
+      }
+    }
   }
-  const discarded = [...orphans, ...outdated].map((o) => o.id);
-  return { started, rewarmed, discarded, size };
+  return { started, rewarmed, discarded: [...new Set(gone.map((o) => o.id))], size };
 }
 
 /**
@@ -101,8 +121,8 @@ async function rewarmStale(): Promise<string[]> {
   }
 }
 
-/** A new pool row ('starting') with its name, token and device identity. */
-async function insertPooled() {
+/** A new pool row ('starting') with its name, token and device identity, on `node` if any. */
+async function insertPooled(node: string | null) {
   const id = `gwp_${randomBytes(9).toString("base64url").replace(/[-_]/g, "x").toLowerCase()}`;
   const pooled = {
     id,
@@ -113,10 +133,11 @@ async function insertPooled() {
     device: generateDeviceIdentity(),
   };
   await db()`insert into gateway_pool (id, container_name, volume_name, image,
-      gateway_token_sealed, device_id, device_private_key_sealed, config_version)
+      gateway_token_sealed, device_id, device_private_key_sealed, config_version, node_id)
     values (${id}, ${pooled.name}, ${pooled.volume}, ${pooled.image}, ${seal(pooled.token)},
-      ${pooled.device.deviceId}, ${seal(pooled.device.privateKeyPem)}, ${PLATFORM_CONFIG_VERSION})`;
-  return pooled;
+      ${pooled.device.deviceId}, ${seal(pooled.device.privateKeyPem)}, ${PLATFORM_CONFIG_VERSION},
+      ${node})`;
+  return { ...pooled, node };
 }
 
 /** Volume, generic config and container of a pooled gateway, started; returns its inspect. */
@@ -125,7 +146,10 @@ async function createPooledContainer(
   gatewayIp: string | undefined,
 ) {
   const labels = { ...deploymentLabels(), "agent-platform.pool": "1" };
-  await rt().ensureVolume(pooled.volume, labels, { limits: POOL_LIMITS });
+  await rt().ensureVolume(pooled.volume, labels, {
+    limits: POOL_LIMITS,
+    ...(pooled.node ? { node: pooled.node } : {}),
+  });
   // Generic config: the platform provider without a tenant token (patched at adoption).
   await writeConfigIfAbsent(pooled.volume, pooled.image, async () =>
     gatewayConfig({
@@ -157,8 +181,8 @@ async function createPooledContainer(
 }
 
 /** Starts one pooled gateway, pairs and warms it up, and marks it ready (discarded on failure). */
-async function startPooledGateway(cycles: number): Promise<string> {
-  const pooled = await insertPooled();
+async function startPooledGateway(cycles: number, node: string | null): Promise<string> {
+  const pooled = await insertPooled(node);
   try {
     const { gatewayIp } = await ensureNetwork();
     const info = await createPooledContainer(pooled, gatewayIp);

@@ -2,7 +2,7 @@ import { revokeInstanceTokens } from "../../app/server/ai/instance-tokens.server
 import { deviceIdentityFromPrivateKey } from "../../app/server/openclaw/device-identity.server.ts";
 import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { limitsForPlan, type ResourceLimits } from "../runtime/index.ts";
+import { isClusterRuntime, limitsForPlan, type ResourceLimits } from "../runtime/index.ts";
 import { gatewayAddress, rt } from "./engine.ts";
 import { connectWithPairing } from "./pairing.ts";
 
@@ -40,8 +40,24 @@ export interface PoolRow {
   gateway_version: string | null;
   /** PLATFORM_CONFIG_VERSION of its generic config. */
   config_version: number | null;
+  /** The node it runs on (multi-node drivers), else null. */
+  node_id: string | null;
   ready_at: Date | null;
   state_since: Date;
+}
+
+/**
+ * The nodes the pool is kept on: every node that takes new instances (ready, not paused,
+ * drained or draining) on a multi-node driver, each with RUNTIME_POOL_SIZE of its own, so a
+ * provisioning finds a warm gateway wherever it may go (decision 0181). Undefined on a one-host
+ * driver: one pool of RUNTIME_POOL_SIZE.
+ */
+export async function poolNodes(): Promise<string[] | undefined> {
+  const runtime = rt();
+  if (!isClusterRuntime(runtime)) return undefined;
+  return (await runtime.nodes())
+    .filter((n) => n.state === "ready" && n.availability === "active")
+    .map((n) => n.id);
 }
 
 /** Removes a pooled gateway: its tokens, container, volume and row. */

@@ -5,6 +5,7 @@ import { isClusterRuntime, limitsForPlan, type StaleVolume } from "../runtime/in
 import { backupInstanceAgents, helperImage } from "./backup.ts";
 import { clusterRuntime, type LostInstance, lostInstances, verifyHealthy } from "./drain.ts";
 import { log, ownerLabels, rt, volumeLabels } from "./engine.ts";
+import { gatewayOwner } from "./gateway-owner.ts";
 import { withInstanceLock } from "./lock.ts";
 import { unpackInto } from "./restore.ts";
 
@@ -97,10 +98,13 @@ export async function settleStaleVolumes(): Promise<Settled[]> {
   if (!isClusterRuntime(runtime)) return [];
   const out: Settled[] = [];
   for (const stale of await runtime.staleVolumes()) {
-    const settled = await withInstanceLock(stale.instanceId, async (): Promise<Settled | null> => {
+    // The volume's label names the id it was made for (a pooled one's, if adopted).
+    const owner = await gatewayOwner({ labelled: stale.instanceId, volume: stale.volume });
+    const instanceId = owner.kind === "instance" ? owner.instanceId : stale.instanceId;
+    const settled = await withInstanceLock(instanceId, async (): Promise<Settled | null> => {
       // Still stale under the lock (a drain or a recovery may have moved it meanwhile).
       if (!(await runtime.staleVolumes()).some((s) => same(s, stale))) return null;
-      const row = await getInstance(stale.instanceId);
+      const row = await getInstance(instanceId);
       try {
         const backupIds = row
           ? await backupInstanceAgents(row, "node-returned", undefined, () =>

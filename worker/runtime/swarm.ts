@@ -14,6 +14,7 @@ import {
   LABELS,
   limitsForPlan,
   NoCapacityError,
+  type Placement,
   type ResourceLimits,
   type RuntimeNode,
   RuntimeUnavailableError,
@@ -523,7 +524,7 @@ export class SwarmRuntime implements ClusterRuntime {
   async ensureVolume(
     name: string,
     labels: Record<string, string>,
-    placement?: { limits: ResourceLimits },
+    placement?: Placement,
   ): Promise<void> {
     if (await this.#nodeOfVolume(name)) return;
     let nodeId: string | undefined;
@@ -536,7 +537,13 @@ export class SwarmRuntime implements ClusterRuntime {
         if ((Volumes ?? []).length > 0) nodeId = id;
       }
     }
-    nodeId ??= (await this.place(placement?.limits ?? limitsForPlan(undefined))).id;
+    const limits = placement?.limits ?? limitsForPlan(undefined);
+    if (!nodeId && placement?.node) {
+      // The caller's node, if it is schedulable and has room (chooseNode among it alone).
+      const node = (await this.capacity()).filter((n) => n.id === placement.node);
+      nodeId = chooseNode(node, this.#demand(limits)).id;
+    }
+    nodeId ??= (await this.place(limits)).id;
     await (await this.engineOf(nodeId)).ensureVolume(name, labels);
   }
 

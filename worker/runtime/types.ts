@@ -108,6 +108,13 @@ export interface ExecResult {
   stderr: string;
 }
 
+/** Where a new instance's state volume goes (multi-node drivers; one-host drivers ignore it). */
+export interface Placement {
+  limits: ResourceLimits;
+  /** A node chosen by the caller (a warm pool filled node by node) instead of by capacity. */
+  node?: string;
+}
+
 export interface AgentRuntime {
   readonly driver: "docker" | "process" | "swarm";
   /** Throws RuntimeUnavailableError when the engine does not answer. */
@@ -118,13 +125,10 @@ export interface AgentRuntime {
   ): Promise<{ gatewayIp: string | undefined }>;
   /**
    * Creates the volume when missing. `placement` says what the instance it belongs to will
-   * reserve: a multi-node driver places a new state volume (and so the instance) by it.
+   * reserve: a multi-node driver places a new state volume (and so the instance) by it, on
+   * `node` when given (NoCapacityError when that node cannot take it).
    */
-  ensureVolume(
-    name: string,
-    labels: Record<string, string>,
-    placement?: { limits: ResourceLimits },
-  ): Promise<void>;
+  ensureVolume(name: string, labels: Record<string, string>, placement?: Placement): Promise<void>;
   removeVolume(name: string): Promise<void>;
   volumeExists(name: string): Promise<boolean>;
   /** Creates the container (not started); returns its id. */

@@ -99,9 +99,16 @@ const gib = (bytes: number) => Math.round((bytes / 1024 ** 3) * 10) / 10;
 
 /** The console's view: capacity, reserved, instances, health, the last drain and recovery. */
 export async function nodesOverview() {
-  const rows = await db()<NodeRow[]>`
-    select * from runtime_nodes where deployment = ${runtimeDeployment()}
-    order by role, hostname, node_id`;
+  const [rows, pool] = await Promise.all([
+    db()<NodeRow[]>`
+      select * from runtime_nodes where deployment = ${runtimeDeployment()}
+      order by role, hostname, node_id`,
+    db()<{ id: string; node_id: string | null; state: string }[]>`
+      select id, node_id, state from gateway_pool`,
+  ]);
+  // Pooled gateways are shown as the node's warm pool, not as instances (an adopted one is
+  // an instance: it has left the pool).
+  const pooled = new Set(pool.map((p) => p.id));
   return rows.map((r) => ({
     id: r.node_id,
     hostname: r.hostname,
@@ -114,8 +121,9 @@ export async function nodesOverview() {
     reservedMemoryGiB: gib(Number(r.reserved_memory_bytes)),
     cpus: Number(r.nano_cpus) / 1e9,
     reservedCpus: Number(r.reserved_nano_cpus) / 1e9,
-    instances: r.instances,
-    running: r.instances.filter((i) => i.running).length,
+    instances: r.instances.filter((i) => !pooled.has(i.instanceId)),
+    running: r.instances.filter((i) => i.running && !pooled.has(i.instanceId)).length,
+    warm: pool.filter((p) => p.node_id === r.node_id && p.state === "ready").length,
     checkedAt: r.checked_at.toISOString(),
     drain: r.drain_status
       ? {
