@@ -122,6 +122,35 @@ async function measure(
   } satisfies Row;
 }
 
+/**
+ * The load generator's connections split evenly between `servers` (one autocannon each, run
+ * together): the total rate, the worst p99, and the servers' CPU per request.
+ */
+async function measureSplit(
+  name: string,
+  servers: Child[],
+  path: string,
+  headers: Record<string, string>,
+): Promise<Row> {
+  const connections = Math.floor(CONNECTIONS / servers.length);
+  const run = (duration: number) =>
+    Promise.all(
+      servers.map((s) => autocannon({ url: `${s.url}${path}`, connections, duration, headers })),
+    );
+  await run(1);
+  const cpu = () => servers.reduce((sum, s) => sum + (cpuMs(s.process.pid) ?? 0), 0);
+  const before = cpu();
+  const results = await run(DURATION);
+  const total = results.reduce((sum, r) => sum + r.requests.total, 0);
+  return {
+    name,
+    rps: results.reduce((sum, r) => sum + r.requests.average, 0),
+    p99: Math.max(...results.map((r) => r.latency.p99)),
+    errors: results.reduce((sum, r) => sum + r.errors + r.timeouts + r.non2xx, 0),
+    cpuPerRequest: total > 0 ? (cpu() - before) / total : undefined,
+  };
+}
+
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -283,6 +312,7 @@ const rows: Row[] = [];
 const aiRows: Row[] = [];
 const authRows: Row[] = [];
 const readRows: Row[] = [];
+const replicaRows: Row[] = [];
 const latency: Array<{ name: string } & Awaited<ReturnType<typeof latencyRounds>>> = [];
 const burstRows: Array<{
   name: string;
@@ -318,8 +348,15 @@ try {
     OPENAI_API_KEY: "bench",
     AI_DAILY_LIMIT_USD: "1000000",
   };
+  // One set of secrets for every web process: replicas of one platform (sessions and sealed
+  // values made by one are read by another).
+  const secrets = {
+    SESSION_SECRET: randomBytes(32).toString("hex"),
+    SEALING_KEY: randomBytes(32).toString("hex"),
+  };
   const web = await startNode("server.ts", await freePort(), "/api/health", {
     DATABASE_URL: databaseUrl,
+    ...secrets,
     ...aiEnv,
     // The agents API's scope allows 100 requests a minute per user: scaled up so the limiter
     // still runs on every request but never refuses the load generator.
@@ -425,6 +462,29 @@ try {
         const name = `GET ${probe.replace(agentIds[0]!, ":id")} (${c.via})`;
         if (!pick.test(name)) continue;
         readRows.push(await measure(name, `${web.url}${probe}`, 200, { headers: c.headers }, web));
+      }
+    }
+    // Web replicas (issue 19): the same read from the same load generator, all its connections
+    // on one web process, then split between two (as DNS round robin spreads clients, the
+    // stack's endpoint_mode: dnsrr), on one database. A balancer process in between was tried
+    // first: one Node proxy saturated a core at ~4,500 req/s, a third of one replica's rate.
+    if (only !== "reads" && process.env.BENCH_REPLICAS !== "0") {
+      const replica = () =>
+        freePort().then((port) =>
+          startNode("server.ts", port, "/api/health", {
+            DATABASE_URL: databaseUrl,
+            ...secrets,
+            RATE_LIMIT_SCALE: "1000000",
+          }),
+        );
+      const [a, b] = [await replica(), await replica()];
+      children.push(a, b);
+      for (const c of credentials) {
+        const name = `GET /api/agents (${c.via})`;
+        replicaRows.push(await measureSplit(`${name}, 1 replica`, [a], "/api/agents", c.headers));
+        replicaRows.push(
+          await measureSplit(`${name}, 2 replicas`, [a, b], "/api/agents", c.headers),
+        );
       }
     }
     if (only !== "reads") {
@@ -605,6 +665,14 @@ console.warn(
 if (rows.length) table("platform against bare node:http", rows, () => rows[0]!);
 if (readRows.length) readsTable(readRows, rows[0]!);
 if (authRows.length) table("sign-in against GET /api/health", authRows, () => authRows[0]!);
+if (replicaRows.length) {
+  // Each two-replica row against the one-replica row before it.
+  table(
+    "web replicas: the same load on one web process, then split between two (one database)",
+    replicaRows,
+    (r) => replicaRows[Math.floor(replicaRows.indexOf(r) / 2) * 2]!,
+  );
+}
 function readsTable(list: Row[], baseline: Row) {
   console.warn(
     `\nauthenticated reads against bare node:http (${baseline.rps.toFixed(0)} req/s; targets: ratio ≥ ${READ_TARGET_RATIO}×, p99 < ${READ_TARGET_P99_MS} ms)\n`,
@@ -678,5 +746,6 @@ const part = (file: string) =>
 if (process.env.BENCH_RUNTIME !== "0" && only !== "reads") await part("runtime.ts");
 if (process.env.BENCH_TALK !== "0" && only !== "reads") await part("talk.ts");
 if (process.env.BENCH_INGRESS !== "0" && only !== "reads") await part("ingress.ts");
+if (process.env.BENCH_SWARM !== "0" && only !== "reads") await part("swarm.ts");
 if (process.env.BENCH_SLEEP !== "0" && only !== "reads") await part("sleep.ts");
 if (process.env.BENCH_GATEWAY_MEMORY !== "0" && only !== "reads") await part("gateway-memory.ts");

@@ -1,0 +1,177 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import Docker from "dockerode";
+import { waitFor } from "../test/helpers/wait-for.ts";
+import { loadImage, startSwarmCluster } from "../test/runtime/swarm-cluster.ts";
+import { removeRunObjects } from "./docker-run.ts";
+
+// `npm run bench:swarm` (also part of `npm run bench`; BENCH_SWARM=0 skips it): the Swarm driver
+// against the Docker driver in the same run (issue 19), the real gateway image at 1 CPU, one
+// gateway at a time.
+// 1. create + start → /healthz answering inside the container (probed by exec on both, so
+//    neither waits for the image's 10 s HEALTHCHECK tick), three rounds alternating the drivers;
+// 2. drain time per instance: two gateways on one node moved to the other by the worker's own
+//    move (stop, copy the state volume, pin, start, healthy by the engine's check, remove the
+//    source copy).
+// The swarm is the tests' own: two dockerd in network namespaces of this machine (root,
+// iproute2 and dockerd needed; skipped with a message otherwise). A first reply on Swarm is not
+// timed here: this process is not on the gateways' overlay (the stack test chats through a web
+// replica that is).
+
+const run = `bench-swarm-${randomBytes(3).toString("hex")}`;
+const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-bench-swarm-"));
+process.env.LOG_LEVEL ??= "silent";
+process.env.DATA_DIR = dataDir;
+process.env.RUNTIME_DEPLOYMENT = run;
+process.env.RUNTIME_NETWORK = `agent-${run}`;
+
+const { DockerRuntime } = await import("../worker/runtime/docker.ts");
+const { SwarmRuntime } = await import("../worker/runtime/swarm.ts");
+const { setRuntime } = await import("../worker/runtime/index.ts");
+const { LABELS, limitsForPlan } = await import("../worker/runtime/types.ts");
+const { DEPLOYMENT_LABEL, GATEWAY_PORT, STATE_DIR } = await import("../worker/instances/engine.ts");
+type Runtime = InstanceType<typeof DockerRuntime> | InstanceType<typeof SwarmRuntime>;
+
+const image = process.env.AGENT_GATEWAY_IMAGE ?? "agent-gateway:2026.9.6";
+const ROUNDS = Number(process.env.BENCH_SWARM_ROUNDS ?? 3);
+const docker = new DockerRuntime({ maxCpus: 1 });
+
+function missing(): string | undefined {
+  if (process.getuid?.() !== 0) return "needs root (network namespaces, dockerd per node)";
+  for (const tool of ["ip", "dockerd", "nsenter"]) {
+    try {
+      execFileSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" });
+    } catch {
+      return `${tool} is not installed`;
+    }
+  }
+  return undefined;
+}
+const skip =
+  missing() ??
+  (await docker
+    .ping()
+    .then(async () => ((await docker.imageId(image)) ? undefined : `image ${image} is not built`))
+    .catch((error: Error) => `no Docker engine (${error.message})`));
+
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+
+/** A gateway as the worker creates one: its volume, the plan's limits, the token, the overlay. */
+function spec(n: number) {
+  const instanceId = `ins_${run.replace(/-/g, "_")}_${n}`;
+  return {
+    instanceId,
+    userId: `usr_${run}`,
+    image,
+    name: `agent-${instanceId}`,
+    hostname: `agent-${instanceId}`.slice(0, 63),
+    volume: `agent-${instanceId}-state`,
+    volumeTarget: STATE_DIR,
+    network: process.env.RUNTIME_NETWORK as string,
+    limits: limitsForPlan("solo"),
+    env: { OPENCLAW_GATEWAY_TOKEN: randomBytes(32).toString("hex") },
+    labels: { [DEPLOYMENT_LABEL]: run },
+    restartPolicy: "on-failure" as const,
+  };
+}
+
+/** Creates and starts a gateway; resolves with its id once /healthz answers inside it. */
+async function upAndHealthy(rt: Runtime, n: number): Promise<{ id: string; ms: number }> {
+  const s = spec(n);
+  const t0 = Date.now();
+  await rt.ensureVolume(s.volume, { ...s.labels, [LABELS.instanceId]: s.instanceId }, s);
+  const id = await rt.create(s);
+  await rt.start(id);
+  const probe = ["/bin/busybox", "wget", "-q", "-O", "/dev/null"];
+  await waitFor(
+    async () =>
+      (await rt.exec(id, [...probe, `http://127.0.0.1:${GATEWAY_PORT}/healthz`])).exitCode === 0,
+    { timeoutMs: 300_000, intervalMs: 250, what: `gateway ${n} healthy` },
+  );
+  return { id, ms: Date.now() - t0 };
+}
+
+async function removeGateway(rt: Runtime, id: string, n: number) {
+  await rt.remove(id);
+  await rt.removeVolume(spec(n).volume);
+}
+
+if (skip) {
+  console.warn(`\nSwarm driver benchmark skipped: ${skip}`);
+} else {
+  const rows: Array<[string, string]> = [];
+  const cluster = await startSwarmCluster(2);
+  try {
+    const t = Date.now();
+    const loaded = await loadImage(cluster, image, new Docker());
+    console.warn(
+      `swarm: 2 nodes up; gateway image loaded ${JSON.stringify(loaded)} (${secs(Date.now() - t)})`,
+    );
+    const swarm = new SwarmRuntime({
+      host: cluster.manager.host,
+      nodeEngines: cluster.nodeEngines,
+      maxCpus: 1,
+      settleMs: 120_000,
+    });
+    await docker.ensureNetwork(process.env.RUNTIME_NETWORK as string, { [DEPLOYMENT_LABEL]: run });
+    await swarm.ensureNetwork(process.env.RUNTIME_NETWORK as string, { [DEPLOYMENT_LABEL]: run });
+
+    // 1. Alternating rounds, one gateway at a time.
+    const took: Record<"docker" | "swarm", number[]> = { docker: [], swarm: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, rt] of [
+        ["docker", docker],
+        ["swarm", swarm],
+      ] as const) {
+        const n = round * 2 + (name === "swarm" ? 1 : 0);
+        const { id, ms } = await upAndHealthy(rt, n);
+        took[name].push(ms);
+        await removeGateway(rt, id, n);
+      }
+    }
+    const d = median(took.docker);
+    const s = median(took.swarm);
+    rows.push(
+      [
+        "Docker driver: create + start → /healthz",
+        `${secs(d)} median (${took.docker.map(secs).join(", ")})`,
+      ],
+      [
+        "Swarm driver: create + start → /healthz",
+        `${secs(s)} median (${took.swarm.map(secs).join(", ")}), ${(s / d).toFixed(2)}× Docker`,
+      ],
+    );
+
+    // 2. Drain: two gateways on the second node, moved one at a time to the manager.
+    setRuntime(swarm);
+    const { moveInstance } = await import("../worker/instances/drain.ts");
+    const [managerId, otherId] = cluster.nodes.map((node) => node.nodeId) as [string, string];
+    await swarm.setDraining(managerId, true); // placement puts both on the other node
+    const placed = [await upAndHealthy(swarm, 100), await upAndHealthy(swarm, 101)];
+    await swarm.setDraining(managerId, false);
+    await swarm.setDraining(otherId, true);
+    const moves: number[] = [];
+    for (const p of placed) {
+      if ((await swarm.nodeOf(p.id)) !== otherId) throw new Error("placed on the wrong node");
+      const moved = await moveInstance(swarm, p.id, otherId, 300_000);
+      if (!moved.ok) throw new Error(`move failed: ${moved.error}`);
+      moves.push(moved.ms);
+    }
+    rows.push([
+      "drain: one running gateway moved to the other node",
+      `${secs(median(moves))} median (${moves.map(secs).join(", ")}): stop, copy, pin, start, healthy by the engine's 10 s check`,
+    ]);
+    await swarm.setDraining(otherId, false);
+    for (const [i, p] of placed.entries()) await removeGateway(swarm, p.id, 100 + i);
+  } finally {
+    await removeRunObjects(docker, DEPLOYMENT_LABEL, run, process.env.RUNTIME_NETWORK as string);
+    await cluster.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+  console.warn(`\nSwarm driver against the Docker driver (${image}, 1 CPU, 2-node test swarm)\n`);
+  for (const [k, v] of rows) console.warn(`${k.padEnd(52)} ${v}`);
+}
