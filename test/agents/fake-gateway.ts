@@ -1,14 +1,37 @@
 import { createHash } from "node:crypto";
 import { ws } from "msw";
+import {
+  ensureInstanceRecord,
+  type InstanceRow,
+  updateInstance,
+} from "../../app/server/agents/instances.server.ts";
+import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";
+import { seal } from "../../app/server/platform/crypto.server.ts";
 import { mswServer } from "../msw/server.ts";
 
 // A protocol-level fake of the parts of an OpenClaw gateway (2026.9.6) that the heartbeat and
-// memory endpoints use, on msw's WebSocket interception: the connect handshake, config.get /
-// config.patch (merge patch, base hash) and agents.files.get / agents.files.set (MEMORY.md,
-// expectedHash conflicts), with the errors the real gateway answers. The real gateway is
+// memory endpoints and a chat turn use, on msw's WebSocket interception: the connect handshake,
+// config.get / config.patch (merge patch, base hash), agents.files.get / agents.files.set
+// (MEMORY.md, expectedHash conflicts), sessions.create and chat.send (a run's chat events), with
+// the errors the real gateway answers. The real gateway is
 // covered by talk-real.test.ts.
 
 export const FAKE_GATEWAY_ADDRESS = "gateway.test:18789";
+
+/** The user's instance row, its gateway at `address`, paired and running (what provisioning leaves). */
+export async function pairedInstanceAt(
+  userId: string,
+  address = FAKE_GATEWAY_ADDRESS,
+): Promise<InstanceRow> {
+  const row = await ensureInstanceRecord(userId, { plan: "solo" });
+  return updateInstance(row.id, {
+    gateway_address: address,
+    device_id: `device-${row.id}`,
+    device_private_key_sealed: seal(generateDeviceIdentity().privateKeyPem),
+    paired_at: new Date(),
+    observed_state: "running",
+  });
+}
 
 /** The gateway's answer to a successful `connect` frame (hello-ok), as the fakes send it. */
 export function helloOk(
@@ -61,6 +84,8 @@ export interface FakeGatewayState {
   staleHashes: number;
   /** Before the next agents.files.set with an expectedHash, this writer changes the file. */
   interleave?: (state: FakeGatewayState) => void;
+  /** How a chat run ends: its reply, or the error OpenClaw reports for it. */
+  run: { reply: string } | { error: string };
 }
 
 export function createFakeGateway() {
@@ -70,6 +95,7 @@ export function createFakeGateway() {
     agents: new Set(["main"]),
     calls: [],
     staleHashes: 0,
+    run: { reply: "Hello from the fake" },
   };
   const hash = () => sha(JSON.stringify(state.config));
   const key = (agentId: string, name: string) => `${agentId}/${name}`;
@@ -96,7 +122,10 @@ export function createFakeGateway() {
     };
   };
 
+  let sessions = 0;
   const methods: Record<string, (params: Json) => unknown> = {
+    "sessions.create": (params) => ({ key: `agent:${agentOf(params)}:fake-${++sessions}` }),
+    "chat.send": (params) => ({ runId: params.idempotencyKey }),
     "config.get": () => ({ exists: true, valid: true, hash: hash(), config: state.config }),
     "config.patch": (params) => {
       if (state.staleHashes > 0 || params.baseHash !== hash()) {
@@ -158,6 +187,20 @@ export function createFakeGateway() {
       try {
         const payload = method(frame.params ?? {});
         client.send(JSON.stringify({ type: "res", id: frame.id, ok: true, payload }));
+        if (frame.method === "chat.send") {
+          const run = state.run;
+          const ended =
+            "error" in run
+              ? { state: "error", errorMessage: run.error }
+              : { state: "final", message: { content: run.reply } };
+          client.send(
+            JSON.stringify({
+              type: "event",
+              event: "chat",
+              payload: { runId: frame.params.idempotencyKey, ...ended },
+            }),
+          );
+        }
       } catch (error) {
         client.send(JSON.stringify({ type: "res", id: frame.id, ok: false, error }));
       }

@@ -4,16 +4,13 @@ import * as agentRoute from "../../app/routes/api.agent.ts";
 import * as heartbeatRoute from "../../app/routes/api.heartbeat.ts";
 import * as memoryRoute from "../../app/routes/api.memory.ts";
 import { parseEvery } from "../../app/server/agents/heartbeat.server.ts";
-import { ensureInstanceRecord, updateInstance } from "../../app/server/agents/instances.server.ts";
 import { appendEntry, MEMORY_MAX_CHARS } from "../../app/server/agents/memory.server.ts";
 import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
-import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";
-import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { call } from "../helpers/api.ts";
 import { mswServer } from "../msw/server.ts";
-import { createFakeGateway, FAKE_GATEWAY_ADDRESS } from "./fake-gateway.ts";
+import { createFakeGateway, pairedInstanceAt } from "./fake-gateway.ts";
 import { agentUser, apiKeyOf, asUser } from "./support.ts";
 
 // GET/POST/DELETE /api/heartbeat and GET/POST /api/memory against a protocol-level fake
@@ -26,18 +23,6 @@ let stranger: { id: string; cookie: string };
 const MAIN = "agt_hbmainagent0000001";
 const HELPER = "agt_hbhelperagent00002";
 const OTHERS = "agt_hbstrangeragent003";
-
-/** An instance row whose gateway is at `address`, paired (what provisioning leaves). */
-async function instanceAt(userId: string, address: string) {
-  const row = await ensureInstanceRecord(userId, { plan: "solo" });
-  await updateInstance(row.id, {
-    gateway_address: address,
-    device_id: "device-hb",
-    device_private_key_sealed: seal(generateDeviceIdentity().privateKeyPem),
-    paired_at: new Date(),
-    observed_state: "running",
-  });
-}
 
 async function agentRow(userId: string, id: string, gatewayAgentId: string) {
   await db()`insert into agents (id, user_id, name, gateway_agent_id, model, tier)
@@ -55,7 +40,7 @@ const heartbeatConfig = () =>
 beforeAll(async () => {
   owner = await agentUser();
   stranger = await agentUser();
-  await instanceAt(owner.id, FAKE_GATEWAY_ADDRESS);
+  await pairedInstanceAt(owner.id);
   await agentRow(owner.id, MAIN, "main");
   await agentRow(owner.id, HELPER, "helper");
   await agentRow(stranger.id, OTHERS, "main");
@@ -365,7 +350,7 @@ describe("credentials, missing instances and an unreachable gateway", () => {
         .addEventListener("connection", ({ client }) => client.close()),
     );
     const down = await agentUser();
-    await instanceAt(down.id, "gateway-down.test:18789");
+    await pairedInstanceAt(down.id, "gateway-down.test:18789");
     for (const res of [
       await heartbeat(down),
       await heartbeat(down, "POST", { every: "1h" }),

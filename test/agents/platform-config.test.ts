@@ -1,24 +1,17 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import {
-  ensureInstanceRecord,
-  getInstance,
-  type InstanceRow,
-  updateInstance,
-} from "../../app/server/agents/instances.server.ts";
+import { getInstance, type InstanceRow } from "../../app/server/agents/instances.server.ts";
 import {
   authenticateInstanceToken,
   issueInstanceToken,
 } from "../../app/server/ai/instance-tokens.server.ts";
 import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
-import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";
-import { seal } from "../../app/server/platform/crypto.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import {
   applyPlatformConfig,
   PLATFORM_CONFIG_VERSION,
 } from "../../worker/instances/gateway-config.ts";
 import { connectPaired } from "../../worker/instances/pairing.ts";
-import { createFakeGateway, FAKE_GATEWAY_ADDRESS } from "./fake-gateway.ts";
+import { createFakeGateway, FAKE_GATEWAY_ADDRESS, pairedInstanceAt } from "./fake-gateway.ts";
 import { agentUser } from "./support.ts";
 
 // Re-applying the platform's part of a gateway's config (repair, reconcile's upgrade of an older
@@ -34,14 +27,7 @@ beforeAll(async () => {
   resetEnvCache();
   fake.use();
   const user = await agentUser("solo");
-  const created = await ensureInstanceRecord(user.id, { plan: "solo" });
-  row = await updateInstance(created.id, {
-    gateway_address: FAKE_GATEWAY_ADDRESS,
-    device_id: "device-config",
-    device_private_key_sealed: seal(generateDeviceIdentity().privateKeyPem),
-    paired_at: new Date(),
-    observed_state: "running",
-  });
+  row = await pairedInstanceAt(user.id);
 });
 
 afterAll(() => {

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { creditRefusalIn } from "../ai/credit-refusal.server.ts";
+import { modelSource } from "../ai/model-source.server.ts";
 import type { GatewayClient } from "../openclaw/client.server.ts";
+import { isGatewayRefusal } from "../openclaw/connections.server.ts";
 import {
   GatewayConnectError,
   GatewayRequestError,
@@ -205,21 +207,43 @@ export async function chat(
   await touchActivity(userId);
   await wakeIfSleeping(userId, "chat");
   await waitWhileStarting(userId, options.startWaitMs);
-  return withGateway(
+  return explainFailedTurn(
     userId,
-    async (client, instance) => {
-      const key = await resolveChatSession(client, instance, target, input.sessionId);
-      await setActiveSession(userId, target, key);
-      const { reply } = await runTurn(client, key, input.message, events);
-      // Recording reads the gateway's history (its message ids are the dedupe keys); the reply
-      // does not wait for it. A failure is logged; the next turn records the session again.
-      const recorded = recordSession(target, client, key).catch((error: unknown) =>
-        logger().warn({ err: error, sessionKey: key }, "recording chat messages failed"),
-      );
-      pendingRecords.add(recorded);
-      void recorded.finally(() => pendingRecords.delete(recorded));
-      return { sessionId: key, reply, timestamp: Date.now() };
-    },
-    { patientMs: CHAT_CONNECT_PATIENCE_MS },
+    withGateway(
+      userId,
+      async (client, instance) => {
+        const key = await resolveChatSession(client, instance, target, input.sessionId);
+        await setActiveSession(userId, target, key);
+        const { reply } = await runTurn(client, key, input.message, events);
+        // Recording reads the gateway's history (its message ids are the dedupe keys); the reply
+        // does not wait for it. A failure is logged; the next turn records the session again.
+        const recorded = recordSession(target, client, key).catch((error: unknown) =>
+          logger().warn({ err: error, sessionKey: key }, "recording chat messages failed"),
+        );
+        pendingRecords.add(recorded);
+        void recorded.finally(() => pendingRecords.delete(recorded));
+        return { sessionId: key, reply, timestamp: Date.now() };
+      },
+      { patientMs: CHAT_CONNECT_PATIENCE_MS },
+    ),
   );
+}
+
+/**
+ * A turn the gateway failed while the user has no model source at all (no provider on the
+ * server, no key of their own): the gateway only says its model was not found, so the 502 adds
+ * what is missing, as the agent page says it.
+ */
+async function explainFailedTurn<T>(userId: string, turn: Promise<T>): Promise<T> {
+  try {
+    return await turn;
+  } catch (error) {
+    if (error instanceof DomainError && isGatewayRefusal(error)) {
+      const { problem } = await modelSource(userId);
+      if (problem?.kind === "no-provider") {
+        throw new DomainError(502, `${error.message}. ${problem.message}`);
+      }
+    }
+    throw error;
+  }
 }

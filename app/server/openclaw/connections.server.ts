@@ -105,12 +105,18 @@ async function connectCached(endpoint: GatewayEndpoint): Promise<GatewayClient> 
   return cached.client;
 }
 
+const REFUSED = "Agent gateway error: ";
+
+/** The 502 of a request the gateway answered with an error (not one it never got). */
+export const isGatewayRefusal = (error: DomainError) =>
+  error.status === 502 && error.message.startsWith(REFUSED);
+
 /** Maps the gateway client's failures to the API's: unreachable → 502; refused → 502 too. */
 export function toDomainError(error: unknown): Error {
   if (error instanceof DomainError) return error;
   if (error instanceof GatewayUnavailableError) return gatewayUnavailable(error.message);
   if (error instanceof GatewayRequestError) {
-    return new DomainError(502, `Agent gateway error: ${error.message}`);
+    return new DomainError(502, `${REFUSED}${error.message}`);
   }
   return error as Error;
 }
