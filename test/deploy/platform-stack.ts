@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 import type Docker from "dockerode";
 import { parse, stringify } from "yaml";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
-import { waitFor } from "../runtime/docker-support.ts";
+import { waitFor } from "../helpers/wait-for.ts";
 import type { ClusterNode, SwarmCluster } from "../runtime/swarm-cluster.ts";
 import { repoDir } from "./platform-image-build.ts";
 
