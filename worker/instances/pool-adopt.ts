@@ -69,8 +69,8 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
   // A tenant on a larger plan gets its plan's limits: resized in place where the driver can,
   // else a cold start with them (never a pooled gateway's smaller ones).
   const limits = limitsForPlan(row.plan);
-  const resize = sameLimits(limits, POOL_LIMITS) ? undefined : rt().resize?.bind(rt());
-  if (!sameLimits(limits, POOL_LIMITS) && !resize) return undefined;
+  const resize = !sameLimits(limits, POOL_LIMITS);
+  if (resize && !rt().resize) return undefined;
   const pooled = await claimReady();
   if (!pooled) return undefined;
   try {
@@ -80,7 +80,7 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
     } finally {
       client.close();
     }
-    await resize?.(info.id, limits);
+    if (resize) await rt().resize?.(info.id, limits);
     const adopted = await updateInstance(row.id, {
       container_id: info.id,
       container_name: pooled.container_name,
