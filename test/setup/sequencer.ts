@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import path from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 import { gatewayBuildPending } from "./gateway-build.ts";
 
@@ -7,8 +9,11 @@ import { gatewayBuildPending } from "./gateway-build.ts";
 // on the gateways. They start first, so that with more than one worker the files that need
 // only the database fill the waits, and the run does not end on one long gateway file. While
 // `.ci/run` is still building the gateway image they start last instead, so the others run
-// during the build (decision 0098). Among themselves, and among the rest, the order is
-// vitest's own (the last run's durations, else the larger file first).
+// during the build (decision 0098). Among themselves they go longest first, by the seconds
+// file-seconds.json records from a full run (a clean checkout, as in CI, has no vitest cache to
+// go by; a file not listed counts as a typical 60 s): a long file started late is the run's
+// tail (decision 0182). The rest keep vitest's order (the last run's durations, else the
+// larger file first).
 
 // Files that start from the older OpenClaw build (GATEWAY_OLD_BUILD_STATUS, decision 0161) go
 // last while that build, which follows the current one, is still running.
@@ -22,7 +27,14 @@ const textOf = (file: string) => {
   }
   return found;
 };
-const slow = async (file: string) => /describeDocker\(|installOpenclaw\(/.test(await textOf(file));
+const slow = async (file: string) =>
+  /describeDocker\(|describeSwarm\(|installOpenclaw\(/.test(await textOf(file));
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+const recorded: Record<string, number> = JSON.parse(
+  readFileSync(path.join(root, "test/setup/file-seconds.json"), "utf8"),
+).seconds;
+const secondsOf = (file: string) => recorded[path.relative(root, file)] ?? 60;
 const needsOlderBuild = async (file: string) =>
   (await textOf(file)).includes("GATEWAY_OLD_BUILD_STATUS");
 
@@ -33,7 +45,9 @@ export default class GatewaysFirstSequencer extends BaseSequencer {
     const older = await Promise.all(sorted.map((spec) => needsOlderBuild(spec.moduleId)));
     const waitsForOlder = (i: number) =>
       older[i] && gatewayBuildPending("GATEWAY_OLD_BUILD_STATUS");
-    const gateways = sorted.filter((_, i) => first[i] && !waitsForOlder(i));
+    const gateways = sorted
+      .filter((_, i) => first[i] && !waitsForOlder(i))
+      .sort((a, b) => secondsOf(b.moduleId) - secondsOf(a.moduleId));
     const others = sorted.filter((_, i) => !first[i]);
     const last = sorted.filter((_, i) => first[i] && waitsForOlder(i));
     const ordered = gatewayBuildPending() ? [...others, ...gateways] : [...gateways, ...others];
