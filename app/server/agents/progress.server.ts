@@ -240,7 +240,9 @@ export async function waitWhileStarting(
   waitMs = env().AGENT_CHAT_START_WAIT_MS,
 ): Promise<void> {
   const deadline = Date.now() + waitMs;
-  for (let delay = 200; ; delay = Math.min(delay * 2, 1_000)) {
+  // Short steps: a thawed sleeper is ready ~1 s after its wake began, and a chat that polled
+  // at 1 s steps found out up to a second late (decision 0178). One indexed read per step.
+  for (let delay = 100; ; delay = Math.min(delay * 2, 250)) {
     const instance = await getInstanceByUser(userId);
     const status = agentStatus(instance);
     if (!instance || !STARTING_STATUSES.includes(status)) return;
