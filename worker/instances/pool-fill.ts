@@ -62,21 +62,26 @@ export async function fillPool(
   const gone = [...orphans, ...outdated, ...offNodes];
   for (const row of gone) await discardPooled(row.id, row.container_name);
   const rewarmed = await rewarmStale();
-  for (const node of nodes ?? [null]) {
-    for (;;) {
-      const [{ n } = { n: 0 }] = await db()<{ n: number }[]>`
-        select count(*)::int as n from gateway_pool where node_id is not distinct from ${node}`;
-      if (n >= size) break;
-      try {
-        started.push(await startPooledGateway(options.warmUpCycles ?? WARMUP_CYCLES, node));
-      } catch (error) {
-        // A full node keeps a smaller pool (or none); the other nodes still get theirs.
-        if (!(error instanceof NoCapacityError)) throw error;
-        log().info({ node, err: error }, "warm pool: no room for a pooled gateway on the node");
-        break;
+  // Nodes fill side by side (each boots on its own CPUs), one gateway at a time on each.
+  const fills = await Promise.allSettled(
+    (nodes ?? [null]).map(async (node) => {
+      for (;;) {
+        const [{ n } = { n: 0 }] = await db()<{ n: number }[]>`
+          select count(*)::int as n from gateway_pool where node_id is not distinct from ${node}`;
+        if (n >= size) return;
+        try {
+          started.push(await startPooledGateway(options.warmUpCycles ?? WARMUP_CYCLES, node));
+        } catch (error) {
+          // A full node keeps a smaller pool (or none); the other nodes still get theirs.
+          if (!(error instanceof NoCapacityError)) throw error;
+          log().info({ node, err: error }, "warm pool: no room for a pooled gateway on the node");
+          return;
+        }
       }
-    }
-  }
+    }),
+  );
+  const failed = fills.find((f): f is PromiseRejectedResult => f.status === "rejected");
+  if (failed) throw failed.reason;
   return { started, rewarmed, discarded: [...new Set(gone.map((o) => o.id))], size };
 }
 
