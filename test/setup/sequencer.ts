@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
+import { z } from "zod";
 import { gatewayBuildPending } from "./gateway-build.ts";
 
 // The files that drive real gateways (in containers, describeDocker; or as a local process,
@@ -31,9 +32,9 @@ const slow = async (file: string) =>
   /describeDocker\(|describeSwarm\(|installOpenclaw\(/.test(await textOf(file));
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
-const recorded: Record<string, number> = JSON.parse(
-  readFileSync(path.join(root, "test/setup/file-seconds.json"), "utf8"),
-).seconds;
+const recorded = z
+  .object({ seconds: z.record(z.string(), z.number()) })
+  .parse(JSON.parse(readFileSync(path.join(root, "test/setup/file-seconds.json"), "utf8"))).seconds;
 const secondsOf = (file: string) => recorded[path.relative(root, file)] ?? 60;
 const needsOlderBuild = async (file: string) =>
   (await textOf(file)).includes("GATEWAY_OLD_BUILD_STATUS");

@@ -246,8 +246,9 @@ export async function waitWhileStarting(
     const instance = await getInstanceByUser(userId);
     const status = agentStatus(instance);
     if (!instance || !STARTING_STATUSES.includes(status)) return;
-    if (Date.now() + delay > deadline) return;
-    await new Promise((r) => setTimeout(r, delay));
+    const left = deadline - Date.now();
+    if (left <= 0) return;
+    await new Promise((r) => setTimeout(r, Math.min(delay, left)));
   }
 }
 
