@@ -37,6 +37,7 @@ it("says what is missing when nothing can serve the agent's model", async () => 
   expect(res.json.error).toContain(NOT_FOUND);
   expect(res.json.error).toContain("No model source is set");
   expect(res.json.error).toContain("OPENAI_API_KEY");
+  expect(res.json.error).not.toContain(".."); // the gateway's sentence ends with its own period
 });
 
 it("passes the gateway's error on as it is when a provider is configured", async () => {

@@ -241,7 +241,7 @@ async function explainFailedTurn<T>(userId: string, turn: Promise<T>): Promise<T
     if (error instanceof DomainError && isGatewayRefusal(error)) {
       const { problem } = await modelSource(userId);
       if (problem?.kind === "no-provider") {
-        throw new DomainError(502, `${error.message}. ${problem.message}`);
+        throw new DomainError(502, `${error.message.replace(/\.+$/, "")}. ${problem.message}`);
       }
     }
     throw error;
