@@ -13,8 +13,9 @@ import { removeRunObjects } from "./docker-run.ts";
 import { agentPoster, type Child, root, startNode } from "./servers.ts";
 
 // `npm run bench` (after the runtime part; BENCH_SLEEP=0 skips it): scale-to-zero (decisions
-// 0164, 0178). One gateway at 1 CPU; for each way of putting it to sleep tried (paused, frozen
-// into swap, stopped), the memory it holds asleep and the time from a web chat (POST /api/agent on the real web process, the worker's
+// 0164, 0178, 0183). One gateway at 1 CPU; for each way of putting it to sleep tried (paused,
+// frozen into swap, stopped), the memory it holds asleep (and what compressed swap keeps of it
+// in RAM) and the time from a web chat (POST /api/agent on the real web process, the worker's
 // jobs run in this process) to its reply. Skipped with a message when no Docker engine answers,
 // the image is not built, or the web is not built (`npm run build`).
 
@@ -78,6 +79,29 @@ if (skip) {
     const read = (file: string) =>
       readFile(`/sys/fs/cgroup/memory/docker/${id}/${file}`, "utf8").then(Number);
     return (await read("memory.memsw.usage_in_bytes")) - (await read("memory.usage_in_bytes"));
+  };
+  /**
+   * What compressed swap holds in the host's RAM: zswap's pool (/proc/meminfo) and zram
+   * devices' memory. A sleeper swapped there still costs that much RAM until it is written back
+   * to disk (decision 0183). Undefined when the host has neither.
+   */
+  const compressedSwapBytes = async () => {
+    const meminfo = await readFile("/proc/meminfo", "utf8").catch(() => "");
+    const zswapKb = /^Zswap:\s+(\d+) kB/m.exec(meminfo)?.[1];
+    const zswapOn = (
+      await readFile("/sys/module/zswap/parameters/enabled", "utf8").catch(() => "N")
+    ).startsWith("Y");
+    const zram = (await readFile("/proc/swaps", "utf8").catch(() => ""))
+      .split("\n")
+      .map((line) => /^\/dev\/(zram\d+)\s/.exec(line)?.[1])
+      .filter((d): d is string => d !== undefined);
+    if (!zswapOn && zram.length === 0) return undefined;
+    let total = zswapOn ? Number(zswapKb ?? 0) * 1024 : 0;
+    for (const d of zram) {
+      const stat = await readFile(`/sys/block/${d}/mm_stat`, "utf8").catch(() => "");
+      total += Number(stat.trim().split(/\s+/)[2] ?? 0); // mem_used_total
+    }
+    return total;
   };
   /** The last wake's steps, each as time since the run began (instance_progress). */
   const wakeSteps = async (instanceId: string) => {
@@ -145,13 +169,22 @@ if (skip) {
     const sleepAndWake = async (mode: "freeze" | "stop", label: string) => {
       process.env.AGENT_SLEEP_MODE = mode;
       resetEnvCache();
+      const compressedBefore = await compressedSwapBytes();
       const result = await sleepIdleInstances();
       if (result[row.id] !== "sleeping") throw new Error(`not asleep: ${result[row.id]}`);
       const seen = await rt.inspect(name);
       const resident = seen?.state === "paused" ? await memoryOf(name) : 0;
       rows.push([`${label}: memory resident`, mib(resident)]);
-      if (seen?.state === "paused")
-        rows.push([`${label}: memory in swap`, mib(await swapOf(name))]);
+      if (seen?.state === "paused") {
+        const swapped = await swapOf(name);
+        const compressed = await compressedSwapBytes();
+        rows.push([
+          `${label}: memory in swap`,
+          compressed === undefined
+            ? `${mib(swapped)} (on disk)`
+            : `${mib(swapped)}, compressed in RAM: ${mib(compressed - (compressedBefore ?? 0))}`,
+        ]);
+      }
       t = Date.now();
       await postAgent({ message: `after a sleep (${mode})` }).catch(async (error: Error) => {
         // What the woken gateway was doing when the chat failed.
@@ -195,8 +228,13 @@ if (skip) {
     .slice(1)
     .map((line) => line.split(/\s+/).slice(0, 2).join(" "));
   const pageCluster = await readFile("/proc/sys/vm/page-cluster", "utf8").catch(() => "?");
+  const zswap = (
+    await readFile("/sys/module/zswap/parameters/enabled", "utf8").catch(() => "N")
+  ).startsWith("Y")
+    ? `zswap (${(await readFile("/sys/module/zswap/parameters/compressor", "utf8")).trim()}) in front`
+    : "no zswap";
   console.warn(
-    `\nScale-to-zero (${image}, 1 CPU per gateway, ${os.cpus().length} cores, load ${os.loadavg()[0]?.toFixed(1)}; swap: ${swaps.join(", ") || "none"}, vm.page-cluster ${pageCluster.trim()})\n`,
+    `\nScale-to-zero (${image}, 1 CPU per gateway, ${os.cpus().length} cores, load ${os.loadavg()[0]?.toFixed(1)}; swap: ${swaps.join(", ") || "none"}, ${zswap}, vm.page-cluster ${pageCluster.trim()})\n`,
   );
   for (const [k, v] of rows) console.warn(`${k.padEnd(40)} ${v}`);
 }
