@@ -1,3 +1,4 @@
+import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
 import {
@@ -257,6 +258,52 @@ describeDocker("Docker driver", () => {
     expect(await rt.volumeExists(volume)).toBe(true);
     await rt.removeVolume(volume);
     expect(await rt.volumeExists(volume)).toBe(false);
+  });
+
+  it("exports and imports a volume, leaving no volume of its helpers behind", async () => {
+    const source = `agent-${testRun}-archive-src`;
+    const target = `agent-${testRun}-archive-dst`;
+    await rt.ensureVolume(source, testLabels());
+    await rt.ensureVolume(target, testLabels());
+    // The helper is created from the gateway image, whose VOLUME gives it an anonymous volume.
+    const helperVolume = () =>
+      waitFor(
+        async () => {
+          const labels = { ...testLabels(), [LABELS.role]: "one-shot" };
+          const filters = { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
+          const [helper] = await rt.docker.listContainers({ all: true, filters });
+          if (!helper) return undefined;
+          const c = await rt.docker.getContainer(helper.Id).inspect();
+          return c.Mounts.find((m) => m.Destination === "/home/node/.openclaw")?.Name;
+        },
+        { what: "a volume helper" },
+      );
+    const gone = (name: string) =>
+      rt.docker
+        .getVolume(name)
+        .inspect()
+        .then(
+          () => false,
+          (error: { statusCode?: number }) => error.statusCode === 404,
+        );
+
+    const archive = await rt.exportVolume(source, GATEWAY_IMAGE, testLabels());
+    const exportVolume = await helperVolume();
+    const chunks: Buffer[] = [];
+    for await (const chunk of archive) chunks.push(Buffer.from(chunk as Buffer));
+    await waitFor(() => gone(exportVolume), {
+      timeoutMs: 10_000,
+      what: "the export helper's volume removed",
+    });
+
+    const input = new PassThrough();
+    const importing = rt.importVolume(target, GATEWAY_IMAGE, input, testLabels());
+    const importVolume = await helperVolume();
+    input.end(Buffer.concat(chunks));
+    await importing;
+    expect(await gone(importVolume)).toBe(true);
+    await rt.removeVolume(source);
+    await rt.removeVolume(target);
   });
 });
 

@@ -545,6 +545,8 @@ export class DockerRuntime implements AgentRuntime {
   /**
    * A created, never started container with the volume at /state: Docker's archive API reads
    * it. A one-shot by role, so a dead job's leftover is found and removed like the others.
+   * The image's own VOLUME gives it an anonymous volume too: removed with it (`v`), else every
+   * backup, export and import left one behind on the engine's host.
    */
   private async volumeHelper(volume: string, image: string, labels: Record<string, string> = {}) {
     return call(() =>
@@ -570,11 +572,11 @@ export class DockerRuntime implements AgentRuntime {
     try {
       const archive = await call(() => helper.getArchive({ path: "/state" }));
       finished(archive, () => {
-        helper.remove({ force: true }).catch(() => {});
+        helper.remove({ force: true, v: true }).catch(() => {});
       });
       return archive;
     } catch (error) {
-      await helper.remove({ force: true }).catch(() => {});
+      await helper.remove({ force: true, v: true }).catch(() => {});
       throw error;
     }
   }
@@ -589,7 +591,7 @@ export class DockerRuntime implements AgentRuntime {
     try {
       await call(() => helper.putArchive(tar, { path: "/" }));
     } finally {
-      await helper.remove({ force: true }).catch(() => {});
+      await helper.remove({ force: true, v: true }).catch(() => {});
     }
   }
 
