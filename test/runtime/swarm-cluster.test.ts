@@ -63,6 +63,12 @@ async function setAvailability(docker: Docker, nodeId: string, availability: str
   await node.update({ version: Version.Index, ...Spec, Availability: availability });
 }
 
+/** A promise awaited later: its failure is reported there, not as an unhandled rejection now. */
+function inBackground<T>(work: Promise<T>): Promise<T> {
+  work.catch(() => undefined);
+  return work;
+}
+
 describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
   let cluster: SwarmCluster;
   let rt: SwarmRuntime;
@@ -104,6 +110,8 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     return { id, spec: s, node: (await rt.nodeOf(id)) as string };
   };
   const made: Array<{ id: string; volume: string }> = [];
+  let gatewayImageLoaded: Promise<void> | undefined;
+  let platformImageLoaded: Promise<string> | undefined;
 
   beforeAll(async () => {
     const t0 = Date.now();
@@ -122,8 +130,23 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     await rt.ping();
     await rt.ensureNetwork(network, testLabels());
     // The real gateway image on every node from the machine's engine (kept data roots keep
-    // it): the backups' helper containers run it, and the stack's gateways are made of it.
-    timings.gatewayImageLoadMs = await loadImage(cluster, GATEWAY_IMAGE, new Docker());
+    // it): the backups' helper containers run it, and the stack's gateways are made of it. The
+    // platform image of this checkout too, for the stack. Both load while the first tests run
+    // on the tiny image; the tests that need them wait for them (decision 0184).
+    gatewayImageLoaded = inBackground(
+      loadImage(cluster, GATEWAY_IMAGE, new Docker()).then((took) => {
+        timings.gatewayImageLoadMs = took;
+      }),
+    );
+    platformImageLoaded = inBackground(
+      (async () => {
+        const t0 = Date.now();
+        const image = await buildPlatformImage();
+        timings.platformImageMs = Date.now() - t0;
+        timings.platformImageLoadMs = await loadImage(cluster, image, new Docker());
+        return image;
+      })(),
+    );
     process.env.AGENT_GATEWAY_IMAGE = GATEWAY_IMAGE;
     process.env.RUNTIME_NETWORK = network;
     process.env.RUNTIME_DEPLOYMENT = testRun;
@@ -145,6 +168,8 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
   }, 120_000);
 
   afterAll(async () => {
+    // No image stream may still be writing to a node that stops.
+    await Promise.allSettled([gatewayImageLoaded, platformImageLoaded]);
     process.stdout.write(`swarm cluster timings ${JSON.stringify(timings)}\n`);
     await cluster?.stop();
   }, 120_000);
@@ -286,6 +311,7 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
   }, 600_000);
 
   it("re-creates a gone node's instance from its latest backup, reports one without; the node back, its stale copy is kept as a backup and removed", async () => {
+    await gatewayImageLoaded;
     const worker = cluster.nodes.find((n) => n.nodeId !== cluster.manager.nodeId);
     if (!worker) throw new Error("no worker node");
     // Two instances of two users, both placed on the worker node (the manager closed meanwhile).
@@ -443,10 +469,8 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
 
   it("deploys the platform with deploy/stack.yml; a warm gateway per node; through its API a user's gateway is adopted on a worker node and answers a chat; an operator's drain moves it, its session goes on", async () => {
     // The platform image of this checkout and the gateway image, on every node.
-    const t0 = Date.now();
-    const image = await buildPlatformImage();
-    timings.platformImageMs = Date.now() - t0;
-    timings.platformImageLoadMs = await loadImage(cluster, image, new Docker());
+    await gatewayImageLoaded;
+    const image = (await platformImageLoaded) as string;
     const t1 = Date.now();
     const email = `stack-${testRun}@example.com`;
     const stack = await deployPlatformStack(cluster, {

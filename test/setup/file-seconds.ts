@@ -1,24 +1,33 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 
-// Refreshes file-seconds.json from a vitest JSON report (`.ci/run` writes .data/ci/unit.json):
-// the seconds of every file that took 5 s or more, rounded, so the sequencer can start the
-// longest real-gateway files first on a checkout that has no vitest cache (decision 0182).
-//   node test/setup/file-seconds.ts .data/ci/unit.json
+// Refreshes file-seconds.json from vitest's results cache after a full run (`.ci/run` runs both
+// suites; the cache holds the unit and the end-to-end files): the seconds of every file that
+// took 5 s or more, rounded, so the sequencer can start the longest real-gateway files first on a
+// checkout that has no cache of its own (decision 0182). The cache's durations are whole files,
+// hooks included; a JSON report's are not (a file that boots its gateway in beforeAll looked
+// short there).
+//   node test/setup/file-seconds.ts [node_modules/.vite/vitest/<hash>/results.json]
 
-const Report = z.object({
-  testResults: z.array(z.object({ name: z.string(), startTime: z.number(), endTime: z.number() })),
+const Cache = z.object({
+  projects: z.record(
+    z.string(),
+    z.object({ files: z.record(z.string(), z.object({ duration: z.number().optional() })) }),
+  ),
 });
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const root = path.resolve(here, "../..");
-const report = Report.parse(JSON.parse(readFileSync(process.argv[2] ?? "", "utf8")));
+const cacheDir = path.join(root, "node_modules/.vite/vitest");
+const source =
+  process.argv[2] ??
+  path.join(cacheDir, readdirSync(cacheDir).find((d) => !d.endsWith(".TAG")) ?? "", "results.json");
+const cache = Cache.parse(JSON.parse(readFileSync(source, "utf8")));
 const seconds = Object.fromEntries(
-  report.testResults
-    .map(
-      (f) => [path.relative(root, f.name), Math.round((f.endTime - f.startTime) / 1000)] as const,
-    )
+  Object.values(cache.projects)
+    .flatMap((p) => Object.entries(p.files))
+    .map(([file, r]) => [file, Math.round((r.duration ?? 0) / 1000)] as const)
     .filter(([, s]) => s >= 5)
     .sort((a, b) => b[1] - a[1]),
 );
