@@ -32,7 +32,7 @@ beforeEach(() => {
 
 const user = (content: unknown) => [{ role: "user", content }];
 
-it("a tag is valid for its own instance only, in the last turn, until it expires, and not when altered", () => {
+it("a tag is valid for its own instance only, in the last or the first turn, until it expires, and not when altered", () => {
   const now = Date.UTC(2026, 10, 22, 18, 0);
   const tag = warmUpTag(INSTANCE, now);
   expect(tag).toMatch(/^\[warm-up [0-9a-z]+\.[A-Za-z0-9_-]{43}\]$/);
@@ -52,8 +52,20 @@ it("a tag is valid for its own instance only, in the last turn, until it expires
   // Only the last turn counts: its user messages (OpenClaw appends its context as another one).
   const context = user([{ type: "text", text: "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>" }]);
   expect(isWarmUpTurn([...user(`Warm-up ${tag}`), ...context], INSTANCE, now)).toBe(true);
-  const earlier = [...user(tag), { role: "assistant", content: "OK" }, ...user("and now?")];
-  expect(isWarmUpTurn(earlier, INSTANCE, now)).toBe(false);
+  // A session the dry run started: the gateway's own continuation of it (OpenClaw's
+  // instruction after an attempt without a visible answer) is the same warm-up.
+  const continued = [
+    ...user(`Warm-up ${tag}`),
+    ...context,
+    { role: "assistant", content: "" },
+    ...user("The previous attempt did not produce a user-visible answer. Continue"),
+  ];
+  expect(isWarmUpTurn(continued, INSTANCE, now)).toBe(true);
+  // A tenant's session, where a tag (pasted) was in neither the first nor the last turn.
+  const answered = { role: "assistant", content: "OK" };
+  const middle = [...user("hello"), answered, ...user(tag), answered, ...user("and now?")];
+  expect(isWarmUpTurn(middle, INSTANCE, now)).toBe(false);
+  expect(isWarmUpTurn([...user("hello"), answered, ...user(tag)], INSTANCE, now)).toBe(true);
   expect(isWarmUpTurn([{ role: "system", content: tag }], INSTANCE, now)).toBe(false);
 });
 

@@ -45,18 +45,37 @@ function textOf(content: unknown): string {
 /**
  * Whether the request is a dry-run turn of `instanceId`: a user message of its last turn (the
  * user messages after the last assistant or tool message; OpenClaw appends its own context as
- * a second user message) carries a valid tag.
+ * a second user message) or of its first turn carries a valid tag. The first turn covers the
+ * gateway's own continuations of a dry-run session: a dry run always starts a session of its
+ * own, and when its attempt ends without a visible answer (a retry under load) OpenClaw
+ * continues that session with an instruction of its own as the last user message; that call
+ * is the platform's warm-up as much as the first, and a tenant's session never starts with a
+ * tag (decision 0087).
  */
 export function isWarmUpTurn(messages: ChatMessage[], instanceId: string, now = Date.now()) {
-  for (let i = messages.length - 1; i >= 0; i--) {
+  return (
+    tagged(turnOf(messages, messages.length - 1, -1), instanceId, now) ||
+    tagged(turnOf(messages, 0, 1), instanceId, now)
+  );
+}
+
+/** The user messages of the turn that starts at `from` and runs in `step`'s direction. */
+function turnOf(messages: ChatMessage[], from: number, step: 1 | -1): ChatMessage[] {
+  const turn: ChatMessage[] = [];
+  for (let i = from; i >= 0 && i < messages.length; i += step) {
     const message = messages[i];
-    if (message?.role === "assistant" || message?.role === "tool") return false;
-    if (message?.role !== "user") continue;
+    if (message?.role === "assistant" || message?.role === "tool") break;
+    if (message?.role === "user") turn.push(message);
+  }
+  return turn;
+}
+
+function tagged(turn: ChatMessage[], instanceId: string, now: number): boolean {
+  return turn.some((message) => {
     const text = textOf(message.content);
     // The common case costs one substring search per message of the turn.
-    if (text.includes(MARK) && validTag(text, instanceId, now)) return true;
-  }
-  return false;
+    return text.includes(MARK) && validTag(text, instanceId, now);
+  });
 }
 
 function validTag(text: string, instanceId: string, now: number): boolean {
