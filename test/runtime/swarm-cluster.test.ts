@@ -131,8 +131,9 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     await rt.ensureNetwork(network, testLabels());
     // The real gateway image on every node from the machine's engine (kept data roots keep
     // it): the backups' helper containers run it, and the stack's gateways are made of it. The
-    // platform image of this checkout too, for the stack. Both load while the first tests run
-    // on the tiny image; the tests that need them wait for them (decision 0184).
+    // platform image of this checkout too, for the stack. They load while the first tests run
+    // on the tiny image, one after the other (two loads into one engine at once broke its pipe
+    // once: EPIPE); the tests that need them wait for them (decision 0184).
     gatewayImageLoaded = inBackground(
       loadImage(cluster, GATEWAY_IMAGE, new Docker()).then((took) => {
         timings.gatewayImageLoadMs = took;
@@ -143,6 +144,7 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
         const t0 = Date.now();
         const image = await buildPlatformImage();
         timings.platformImageMs = Date.now() - t0;
+        await gatewayImageLoaded;
         timings.platformImageLoadMs = await loadImage(cluster, image, new Docker());
         return image;
       })(),

@@ -2,10 +2,9 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 
-// Refreshes file-seconds.json from vitest's results cache after a full run (`.ci/run` runs both
-// suites; the cache holds the unit and the end-to-end files): the seconds of every file that
-// took 5 s or more, rounded, so the sequencer can start the longest real-gateway files first on a
-// checkout that has no cache of its own (decision 0182). The cache's durations are whole files,
+// Refreshes file-seconds.json from vitest's results cache after a full run (`.ci/run`): the
+// seconds of every file that took 5 s or more, rounded, so the sequencer can start the longest
+// real-gateway files first on a checkout that has no cache of its own (decision 0182). The cache's durations are whole files,
 // hooks included; a JSON report's are not (a file that boots its gateway in beforeAll looked
 // short there).
 //   node test/setup/file-seconds.ts [node_modules/.vite/vitest/<hash>/results.json]
@@ -28,7 +27,8 @@ const seconds = Object.fromEntries(
   Object.values(cache.projects)
     .flatMap((p) => Object.entries(p.files))
     .map(([file, r]) => [file, Math.round((r.duration ?? 0) / 1000)] as const)
-    .filter(([, s]) => s >= 5)
+    // The unit suite's files (the end-to-end suite keeps vitest's order).
+    .filter(([file, s]) => s >= 5 && file.endsWith(".test.ts"))
     .sort((a, b) => b[1] - a[1]),
 );
 const target = path.join(here, "file-seconds.json");

@@ -5,8 +5,8 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 import { z } from "zod";
 import { gatewayBuildPending } from "./gateway-build.ts";
 
-// The files that drive real gateways (in containers, describeDocker or the end-to-end tests'
-// startGatewayStack; or as a local process, installOpenclaw) are few but take most of the run, and most of their time is spent waiting
+// The files that drive real gateways (in containers, describeDocker; or as a local process,
+// installOpenclaw) are few but take most of the run, and most of their time is spent waiting
 // on the gateways. They start first, so that with more than one worker the files that need
 // only the database fill the waits, and the run does not end on one long gateway file. While
 // `.ci/run` is still building the gateway image they start last instead, so the others run
@@ -29,7 +29,7 @@ const textOf = (file: string) => {
   return found;
 };
 const slow = async (file: string) =>
-  /describeDocker\(|describeSwarm\(|installOpenclaw\(|startGatewayStack\(/.test(await textOf(file));
+  /describeDocker\(|describeSwarm\(|installOpenclaw\(/.test(await textOf(file));
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 const recorded = z
