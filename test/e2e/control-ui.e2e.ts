@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import type { Browser, BrowserContext } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { revokeAllSessions } from "../../app/server/accounts/sessions.server.ts";
 import { pathFormPrefix } from "../../app/server/agents/agent-address.server.ts";
@@ -63,6 +63,21 @@ async function controlUiDevices(): Promise<string[]> {
   }
 }
 
+/**
+ * The page's HTML once it has loaded. The Control UI can still be navigating when a test reads
+ * it (seen in CI with two files at a time), and the page cannot be read meanwhile.
+ */
+async function contentOf(page: Page): Promise<string> {
+  for (;;) {
+    try {
+      return await page.content();
+    } catch (error) {
+      if (!String(error).includes("page is navigating")) throw error;
+      await page.waitForLoadState("load");
+    }
+  }
+}
+
 describeDocker("the agent's Control UI", () => {
   beforeAll(async () => {
     stack = await startGatewayStack({
@@ -111,41 +126,47 @@ describeDocker("the agent's Control UI", () => {
 
   it("opens for its owner: connects, lists the agent's sessions, chats", async () => {
     const { context, page, frames, seen } = await openAsOwner();
-    expect(new URL(page.url()).host).toBe(new URL(agentUrl).host);
-    // Connected: the gateway's hello reached the page, and the sessions it asked for.
-    await expect
-      .poll(() => frames.some((f) => f.includes('"hello-ok"')), { timeout: 60_000 })
-      .toBe(true)
-      .catch((error: Error) => {
-        // What the page and its sockets said.
-        const received = frames.slice(-6).map((f) => f.slice(0, 400));
-        throw new Error(`${error.message}\n${[...seen.slice(-15), ...received].join("\n")}`);
-      });
-    await expect
-      .poll(() => frames.some((f) => f.includes("agent:main:")), { timeout: 60_000 })
-      .toBe(true);
-    // The gateway's token and any device token never reach the browser.
-    const token = gatewayTokenOf(instance);
-    expect(frames.some((f) => f.includes(token) || f.includes("deviceToken"))).toBe(false);
-    expect(await page.content()).not.toContain(token);
-    // One device paired for this socket, by the platform, with no approval step.
-    await expect.poll(controlUiDevices).toHaveLength(1);
+    // Closed whatever happens: a device left paired would fail the tests after this one.
+    try {
+      expect(new URL(page.url()).host).toBe(new URL(agentUrl).host);
+      // Connected: the gateway's hello reached the page, and the sessions it asked for.
+      await expect
+        .poll(() => frames.some((f) => f.includes('"hello-ok"')), { timeout: 60_000 })
+        .toBe(true)
+        .catch((error: Error) => {
+          // What the page and its sockets said.
+          const received = frames.slice(-6).map((f) => f.slice(0, 400));
+          throw new Error(`${error.message}\n${[...seen.slice(-15), ...received].join("\n")}`);
+        });
+      await expect
+        .poll(() => frames.some((f) => f.includes("agent:main:")), { timeout: 60_000 })
+        .toBe(true);
+      // The gateway's token and any device token never reach the browser.
+      const token = gatewayTokenOf(instance);
+      expect(frames.some((f) => f.includes(token) || f.includes("deviceToken"))).toBe(false);
+      expect(await contentOf(page)).not.toContain(token);
+      // One device paired for this socket, by the platform, with no approval step.
+      await expect.poll(controlUiDevices).toHaveLength(1);
 
-    const box = page.locator("textarea").first();
-    await box.waitFor({ timeout: 60_000 });
-    await box.fill("Hello from the Control UI");
-    await box.press("Enter");
-    await expect.poll(() => page.getByText(REPLY).count(), { timeout: 120_000 }).toBeGreaterThan(0);
-    // The gateway's memory with its Control UI served (decision 0170's measurement).
-    const memory = execFileSync("docker", [
-      "stats",
-      "--no-stream",
-      "--format",
-      "{{.MemUsage}}",
-      instance.container_id ?? instance.container_name,
-    ]);
-    process.stdout.write(`control ui gateway memory ${String(memory).trim()}\n`);
-    await context.close();
+      const box = page.locator("textarea").first();
+      await box.waitFor({ timeout: 60_000 });
+      await box.fill("Hello from the Control UI");
+      await box.press("Enter");
+      await expect
+        .poll(() => page.getByText(REPLY).count(), { timeout: 120_000 })
+        .toBeGreaterThan(0);
+      // The gateway's memory with its Control UI served (decision 0170's measurement).
+      const memory = execFileSync("docker", [
+        "stats",
+        "--no-stream",
+        "--format",
+        "{{.MemUsage}}",
+        instance.container_id ?? instance.container_name,
+      ]);
+      process.stdout.write(`control ui gateway memory ${String(memory).trim()}\n`);
+    } finally {
+      await context.close();
+    }
     // The socket closed: its device is gone from the gateway.
     await expect.poll(controlUiDevices, { timeout: 30_000 }).toEqual([]);
   }, 240_000);
