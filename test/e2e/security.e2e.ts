@@ -155,11 +155,11 @@ describe("cross-site requests", () => {
     await expect
       .poll(() => page.getByRole("heading", { level: 1 }).textContent())
       .toBe("Request refused");
-    // The refusal page is styled by the app's stylesheet, within its own CSP.
-    const display = await page.evaluate(
-      () => getComputedStyle(document.querySelector("main")!).marginLeft,
-    );
-    expect(display).not.toBe("0px");
+    // The refusal page is styled by the app's stylesheet, within its own CSP (once it has
+    // loaded: on a loaded machine the heading is there before the stylesheet applies).
+    await expect
+      .poll(() => page.evaluate(() => getComputedStyle(document.querySelector("main")!).marginLeft))
+      .not.toBe("0px");
     await page.close();
   });
 });
