@@ -19,6 +19,9 @@ import { agentPoster, type Child, root, startNode } from "./servers.ts";
 // jobs run in this process) to its reply. Skipped with a message when no Docker engine answers,
 // the image is not built, or the web is not built (`npm run build`).
 
+/** Whether the kernel has zswap in front of swap (decision 0183). */
+const zswapEnabled = async () =>
+  (await readFile("/sys/module/zswap/parameters/enabled", "utf8").catch(() => "N")).startsWith("Y");
 const run = `bench-sleep-${randomBytes(3).toString("hex")}`;
 const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-bench-sleep-"));
 process.env.LOG_LEVEL ??= "silent";
@@ -88,9 +91,7 @@ if (skip) {
   const compressedSwapBytes = async () => {
     const meminfo = await readFile("/proc/meminfo", "utf8").catch(() => "");
     const zswapKb = /^Zswap:\s+(\d+) kB/m.exec(meminfo)?.[1];
-    const zswapOn = (
-      await readFile("/sys/module/zswap/parameters/enabled", "utf8").catch(() => "N")
-    ).startsWith("Y");
+    const zswapOn = await zswapEnabled();
     const zram = (await readFile("/proc/swaps", "utf8").catch(() => ""))
       .split("\n")
       .map((line) => /^\/dev\/(zram\d+)\s/.exec(line)?.[1])
@@ -228,9 +229,7 @@ if (skip) {
     .slice(1)
     .map((line) => line.split(/\s+/).slice(0, 2).join(" "));
   const pageCluster = await readFile("/proc/sys/vm/page-cluster", "utf8").catch(() => "?");
-  const zswap = (
-    await readFile("/sys/module/zswap/parameters/enabled", "utf8").catch(() => "N")
-  ).startsWith("Y")
+  const zswap = (await zswapEnabled())
     ? `zswap (${(await readFile("/sys/module/zswap/parameters/compressor", "utf8")).trim()}) in front`
     : "no zswap";
   console.warn(

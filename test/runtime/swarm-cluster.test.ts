@@ -470,8 +470,8 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
   }, 420_000);
 
   it("deploys the platform with deploy/stack.yml; a warm gateway per node; through its API a user's gateway is adopted on a worker node and answers a chat; an operator's drain moves it, its session goes on", async () => {
-    // The platform image of this checkout and the gateway image, on every node.
-    await gatewayImageLoaded;
+    // The platform image of this checkout and the gateway image, on every node (the platform
+    // image's load waits for the gateway image's).
     const image = (await platformImageLoaded) as string;
     const t1 = Date.now();
     const email = `stack-${testRun}@example.com`;

@@ -4,9 +4,9 @@ import { z } from "zod";
 
 // Refreshes file-seconds.json from vitest's results cache after a full run (`.ci/run`): the
 // seconds of every file that took 5 s or more, rounded, so the sequencer can start the longest
-// real-gateway files first on a checkout that has no cache of its own (decision 0182). The cache's durations are whole files,
-// hooks included; a JSON report's are not (a file that boots its gateway in beforeAll looked
-// short there).
+// real-gateway files first on a checkout that has no cache of its own (decision 0182). The
+// cache's durations are whole files, hooks included; a JSON report's are not (a file that boots
+// its gateway in beforeAll looked short there).
 //   node test/setup/file-seconds.ts [node_modules/.vite/vitest/<hash>/results.json]
 
 const Cache = z.object({
