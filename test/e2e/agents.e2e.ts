@@ -239,18 +239,18 @@ describeDocker("agents dashboard (browser, Docker)", () => {
 
     await page.getByRole("button", { name: "Start", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent started.");
-    expect(await status(page)).toBe("starting");
+    await expect.poll(() => status(page)).toBe("starting");
     await reconcileUntilRunning(userId);
     await page.reload();
     await expect.poll(() => status(page)).toBe("running");
 
     await page.getByRole("button", { name: "Stop", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent stopped.");
-    expect(await status(page)).toBe("stopped");
+    await expect.poll(() => status(page)).toBe("stopped");
 
     await page.getByRole("button", { name: "Start", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent started.");
-    expect(await status(page)).toBe("starting");
+    await expect.poll(() => status(page)).toBe("starting");
 
     // The server validates the configuration (400, the error on the field) and keeps the text.
     await page
@@ -263,7 +263,7 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await expect
       .poll(() => page.locator("#settings-config [role=alert]").first().textContent())
       .toMatch(/^Not valid JSON/);
-    expect(await page.getByLabel(/^Configuration/).inputValue()).toBe("{ nope");
+    await expect.poll(() => page.getByLabel(/^Configuration/).inputValue()).toBe("{ nope");
 
     // The log level filter (logs tab) is a GET form.
     await page
@@ -273,7 +273,7 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await page.getByLabel("Level").selectOption("error");
     await page.getByRole("button", { name: "Filter" }).click();
     await expect.poll(() => new URL(page.url()).searchParams.get("level")).toBe("error");
-    expect(await page.getByLabel("Level").inputValue()).toBe("error");
+    await expect.poll(() => page.getByLabel("Level").inputValue()).toBe("error");
 
     // The starter tier allows one agent: the form is replaced by the limit notice.
     await page.goto(`${app.url}/agents`);

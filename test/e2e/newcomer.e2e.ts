@@ -174,7 +174,9 @@ describe("a newcomer on a fresh `npm start` (payments off, no Docker, a local mo
 
     // The suggested first message, sent at once: the chat waits for the start and answers.
     const t0 = Date.now();
-    expect(await page.getByLabel("Message").inputValue()).toMatch(/^Hi! Introduce yourself/);
+    await expect
+      .poll(() => page.getByLabel("Message").inputValue())
+      .toMatch(/^Hi! Introduce yourself/);
     await page.getByRole("button", { name: "Send" }).click();
     await expect
       .poll(() => lastAnswer(page), { timeout: 420_000, interval: 500 })

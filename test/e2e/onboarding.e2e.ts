@@ -46,7 +46,9 @@ describe.each([true, false])("onboarding with JavaScript %s", (javaScriptEnabled
     await page.getByRole("button", { name: "Create account" }).click();
     await expect.poll(() => new URL(page.url()).pathname).toBe("/welcome");
     await expect.poll(() => heading(page)).toBe("Set up your agent");
-    expect(await page.locator('[aria-current="step"]').textContent()).toBe("1. Name your agent");
+    await expect
+      .poll(() => page.locator('[aria-current="step"]').textContent())
+      .toBe("1. Name your agent");
 
     // A blank name (it passes the browser's `required`) is refused where the name is typed.
     await page.getByLabel("What should your agent be called?").fill(" ");
@@ -59,6 +61,7 @@ describe.each([true, false])("onboarding with JavaScript %s", (javaScriptEnabled
       .poll(() => page.locator('[aria-current="step"]').textContent())
       .toBe("2. Pick a model");
     // Every model says what it costs.
+    await page.locator('[data-testid^="price-"]').first().waitFor();
     const prices = await page.locator('[data-testid^="price-"]').allTextContents();
     expect(prices.length).toBeGreaterThan(0);
     for (const p of prices) expect(p).toMatch(/per million tokens|default model/);
@@ -83,7 +86,9 @@ describe.each([true, false])("onboarding with JavaScript %s", (javaScriptEnabled
 
     await expect.poll(() => new URL(page.url()).pathname).toMatch(/^\/agents\/agt_\w+\/chat$/);
     await expect.poll(() => heading(page)).toBe("Chat with Ada");
-    expect(await page.getByLabel("Message").inputValue()).toMatch(/^Hi! Introduce yourself/);
+    await expect
+      .poll(() => page.getByLabel("Message").inputValue())
+      .toMatch(/^Hi! Introduce yourself/);
     // No worker runs here: the agent is still provisioning, and the chat says so (not an error).
     await expect
       .poll(() => page.getByTestId("agent-starting").textContent())
@@ -93,18 +98,18 @@ describe.each([true, false])("onboarding with JavaScript %s", (javaScriptEnabled
     // Chat first; the rest in tabs, each its own page. The gateway is not up (no worker here):
     // the skills tab says so in the error style.
     const tabs = page.getByRole("navigation", { name: "Agent" });
-    expect(await tabs.locator('[aria-current="page"]').textContent()).toBe("Chat");
+    await expect.poll(() => tabs.locator('[aria-current="page"]').textContent()).toBe("Chat");
     await tabs.getByRole("link", { name: "Skills" }).click();
     await expect.poll(() => heading(page)).toBe("Skills of Ada");
-    expect(await tabs.locator('[aria-current="page"]').textContent()).toBe("Skills");
-    expect(await page.getByRole("alert").first().isVisible()).toBe(true);
+    await expect.poll(() => tabs.locator('[aria-current="page"]').textContent()).toBe("Skills");
+    await expect.poll(() => page.getByRole("alert").first().isVisible()).toBe(true);
     await tabs.getByRole("link", { name: "Channels & keys" }).click();
     await expect.poll(() => heading(page)).toBe("Channels and keys of Ada");
     await tabs.getByRole("link", { name: "Logs" }).click();
     await expect.poll(() => heading(page)).toBe("Logs of Ada");
     await tabs.getByRole("link", { name: "Settings" }).click();
     await expect.poll(() => heading(page)).toBe("Settings of Ada");
-    expect(await page.getByLabel("Name", { exact: true }).inputValue()).toBe("Ada");
+    await expect.poll(() => page.getByLabel("Name", { exact: true }).inputValue()).toBe("Ada");
     await page.getByLabel("Name", { exact: true }).fill(" ");
     await page.getByRole("button", { name: "Save", exact: true }).first().click();
     await expect

@@ -65,8 +65,8 @@ describeDocker("an agent's start-up, watched", () => {
     const plainPage = plain.pages()[0]!;
     let reloads = 0;
     plainPage.on("framenavigated", () => reloads++);
-    expect(await plainPage.getByTestId("agent-progress").isVisible()).toBe(true);
-    expect(await plainPage.locator('meta[http-equiv="refresh"]').count()).toBe(1);
+    await expect.poll(() => plainPage.getByTestId("agent-progress").isVisible()).toBe(true);
+    await expect.poll(() => plainPage.locator('meta[http-equiv="refresh"]').count()).toBe(1);
 
     // With JavaScript: the status page on the event stream (no reloads), and the chat.
     const watching = await open(true, "");

@@ -29,12 +29,11 @@ describe("the landing page", () => {
     await expect
       .poll(() => page.getByRole("heading", { level: 1 }).textContent())
       .toBe("Host AI agents that work for you");
-    expect(await page.getByRole("navigation", { name: "Main" }).isVisible()).toBe(true);
-    // The stylesheet is served and applied.
-    const css = await page.evaluate(
-      () => getComputedStyle(document.body.firstElementChild!).display,
-    );
-    expect(css).toBe("flex");
+    await expect.poll(() => page.getByRole("navigation", { name: "Main" }).isVisible()).toBe(true);
+    // The stylesheet is served and applied (once it has loaded).
+    await expect
+      .poll(() => page.evaluate(() => getComputedStyle(document.body.firstElementChild!).display))
+      .toBe("flex");
     await page.screenshot({
       path: `test-results/landing-js-${javaScriptEnabled}.png`,
       fullPage: true,
@@ -47,7 +46,9 @@ describe("the landing page", () => {
     const page = await browser.newPage();
     const response = await page.goto(`${app.url}/no/such/page`);
     expect(response?.status()).toBe(404);
-    expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Page not found");
+    await expect
+      .poll(() => page.getByRole("heading", { level: 1 }).textContent())
+      .toBe("Page not found");
     await page.close();
   });
 });

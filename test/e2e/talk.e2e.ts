@@ -70,11 +70,18 @@ describeDocker("the chat page", () => {
     const { context, page } = await open(true);
     const frames: string[] = [];
     page.on("websocket", (ws) => ws.on("framereceived", (f) => frames.push(String(f.payload))));
-    expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Chat with Pal");
+    await expect
+      .poll(() => page.getByRole("heading", { level: 1 }).textContent())
+      .toBe("Chat with Pal");
     // Wait for hydration: the socket path is only taken once React runs.
     await page.waitForFunction(() => (window as { __remixContext?: unknown }).__remixContext);
     await page.waitForLoadState("networkidle");
-    expect(await page.getByLabel("Message").count(), await page.content()).toBe(1);
+    await expect
+      .poll(() => page.getByLabel("Message").count())
+      .toBe(1)
+      .catch(async (error: Error) => {
+        throw new Error(`${error.message}\n${await page.content().catch(String)}`);
+      });
     await page.getByLabel("Message").fill("Hello over the socket");
     await page.getByRole("button", { name: "Send" }).click();
     const assistant = page.locator('[data-testid="messages"] [data-role="assistant"]');
@@ -103,10 +110,10 @@ describeDocker("the chat page", () => {
     const { context, page } = await open(false);
     await page.getByLabel("Message").fill("Hello without scripts");
     await page.getByRole("button", { name: "Send" }).click();
-    await page.waitForLoadState("load");
-    const messages = await page.locator('[data-testid="messages"] [data-role]').allTextContents();
-    expect(messages).toContain("Hello without scripts");
-    expect(messages).toContain(REPLY);
+    // The post's answer is a new document (it comes once the turn is done): read it once there.
+    const messages = () => page.locator('[data-testid="messages"] [data-role]').allTextContents();
+    await expect.poll(messages, { timeout: 120_000 }).toContain("Hello without scripts");
+    await expect.poll(messages, { timeout: 120_000 }).toContain(REPLY);
     await context.close();
   }, 180_000);
 
@@ -151,7 +158,7 @@ describeDocker("the chat page", () => {
         v.canPlayType("application/vnd.apple.mpegurl"),
       )
     ) {
-      expect(await native.video.getAttribute("data-player")).toBe("native");
+      await expect.poll(() => native.video.getAttribute("data-player")).toBe("native");
       await expect.poll(() => native.manifests).toContain(playlist);
     }
     await native.context.close();
@@ -170,7 +177,7 @@ describeDocker("the chat page", () => {
     // Without JavaScript the page still names the stream for a browser that plays HLS itself.
     const plain = await open(false, "channels");
     const source = plain.page.getByTestId("stream").locator("video source");
-    expect(await source.getAttribute("src")).toBe(playlist);
+    await expect.poll(() => source.getAttribute("src")).toBe(playlist);
     await plain.context.close();
   }, 120_000);
 });
