@@ -121,7 +121,7 @@ EXTRA_TAGS=()
 # channel plugin in the lockfile) is told apart by this hash, and rebuilt.
 SOURCES_HASH="$(cat "$PKG_DIR/package.json" "$PKG_DIR/package-lock.json" "$SCRIPT_DIR/entrypoint.sh" \
   "$SCRIPT_DIR/openclaw.default.json" "$SCRIPT_DIR/warm-compile-cache.sh" "$SCRIPT_DIR/link-plugins.mjs" \
-  "$SCRIPT_DIR/plugin-root.sh" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
+  "$SCRIPT_DIR/plugin-root.sh" "$SCRIPT_DIR/settle-memory.cjs" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 
 skip_if_built() {
   [ "$FORCE" -eq 0 ] && docker image inspect "$TAG" >/dev/null 2>&1 || return 0
@@ -321,12 +321,14 @@ install -m 0755 "$SCRIPT_DIR/entrypoint.sh" "$TOP_CTX/entrypoint.sh"
 install -m 0644 "$SCRIPT_DIR/openclaw.default.json" "$TOP_CTX/openclaw.default.json"
 install -m 0755 "$SCRIPT_DIR/warm-compile-cache.sh" "$TOP_CTX/warm-compile-cache.sh"
 install -m 0755 "$SCRIPT_DIR/plugin-root.sh" "$TOP_CTX/plugin-root.sh"
+install -m 0644 "$SCRIPT_DIR/settle-memory.cjs" "$TOP_CTX/settle-memory.cjs"
 cat >"$TOP_CTX/Dockerfile" <<EOF
 FROM $BASE_TAG
 COPY entrypoint.sh /usr/local/bin/agent-gateway-entrypoint
 COPY openclaw.default.json /etc/agent-gateway/openclaw.default.json
 COPY warm-compile-cache.sh /usr/local/lib/agent-gateway/warm-compile-cache.sh
 COPY plugin-root.sh /usr/local/lib/agent-gateway/plugin-root.sh
+COPY settle-memory.cjs /usr/local/lib/agent-gateway/settle-memory.cjs
 ENV HOME=/home/node \\
     OPENCLAW_STATE_DIR=/home/node/.openclaw \\
     OPENCLAW_CONFIG_PATH=/home/node/.openclaw/openclaw.json \\

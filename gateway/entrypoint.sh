@@ -7,6 +7,7 @@
 # - Links the channel plugins baked into the image (@openclaw/discord, @openclaw/whatsapp) into
 #   the state folder's managed npm root (plugin-root.sh), where OpenClaw loads them offline.
 # - The gateway token comes only from OPENCLAW_GATEWAY_TOKEN; it is never written to disk.
+# - The gateway runs with settle-memory.cjs preloaded: one memory-reducing GC once started.
 # - Arguments are an openclaw command line (default: gateway run --bind lan --port 18789);
 #   a first argument that is a program on PATH (sh, node, ...) is run as is.
 set -eu
@@ -56,4 +57,10 @@ if [ "$1" = "gateway" ] && [ -z "${OPENCLAW_GATEWAY_TOKEN:-}" ]; then
   die "OPENCLAW_GATEWAY_TOKEN is not set; the gateway token is taken only from the environment"
 fi
 
+if [ "$1" = "gateway" ]; then
+  # One memory-reducing GC once the gateway has started and gone quiet (settle-memory.cjs,
+  # decision 0154); AGENT_GATEWAY_SETTLE_MEMORY=0 turns it off.
+  export AGENT_GATEWAY_SETTLE_MEMORY="${AGENT_GATEWAY_SETTLE_MEMORY:-1}"
+  exec node --require /usr/local/lib/agent-gateway/settle-memory.cjs "$OPENCLAW_ENTRY" "$@"
+fi
 exec node "$OPENCLAW_ENTRY" "$@"
