@@ -110,7 +110,8 @@ describeDocker("the chat page", () => {
     const { context, page } = await open(false);
     await page.getByLabel("Message").fill("Hello without scripts");
     await page.getByRole("button", { name: "Send" }).click();
-    // The post's answer is a new document (it comes once the turn is done): read it once there.
+    // The post's answer is a new document (it comes once the turn is done): poll that page, since
+    // a load state right after the click can resolve on the page being left.
     const messages = () => page.locator('[data-testid="messages"] [data-role]').allTextContents();
     await expect.poll(messages, { timeout: 120_000 }).toContain("Hello without scripts");
     await expect.poll(messages, { timeout: 120_000 }).toContain(REPLY);
