@@ -73,7 +73,7 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
   let cluster: SwarmCluster;
   let rt: SwarmRuntime;
   const network = `agent-swarm-${testRun}`;
-  const timings: Record<string, number | Record<string, number>> = {};
+  const timings: Record<string, number | Record<string, number> | Record<string, string[]>> = {};
 
   const spec = (n: number, limits = small): ContainerSpec => {
     const instanceId = `ins_${testRun}_${n}`;
@@ -114,9 +114,15 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
   let platformImageLoaded: Promise<string> | undefined;
 
   beforeAll(async () => {
-    const t0 = Date.now();
-    cluster = await startSwarmCluster(2);
+    // The platform image of this checkout, for the stack; it and the gateway image are seeded
+    // into the nodes by hard links where the engines allow it (seed-images.ts).
+    let t0 = Date.now();
+    const platformImage = await buildPlatformImage();
+    timings.platformImageMs = Date.now() - t0;
+    t0 = Date.now();
+    cluster = await startSwarmCluster(2, { seed: [GATEWAY_IMAGE, platformImage] });
     timings.clusterUpMs = Date.now() - t0;
+    timings.seeded = cluster.seeded;
     const manager = cluster.manager;
     buildTinyImage({ dir: `/tmp/${testRun}-img`, host: manager.host });
     // The same image id on every node: pinned services name the id.
@@ -129,11 +135,11 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     setRuntime(rt);
     await rt.ping();
     await rt.ensureNetwork(network, testLabels());
-    // The real gateway image on every node from the machine's engine (kept data roots keep
-    // it): the backups' helper containers run it, and the stack's gateways are made of it. The
-    // platform image of this checkout too, for the stack. They load while the first tests run
-    // on the tiny image, one after the other (two loads into one engine at once broke its pipe
-    // once: EPIPE); the tests that need them wait for them (decision 0184).
+    // The real gateway image on every node from the machine's engine: the backups' helper
+    // containers run it, and the stack's gateways are made of it; the platform image too. A
+    // node that was not seeded with them loads them while the first tests run on the tiny
+    // image, one after the other (two loads into one engine at once broke its pipe once: EPIPE);
+    // the tests that need them wait for them (decision 0184). A seeded node skips the load.
     gatewayImageLoaded = inBackground(
       loadImage(cluster, GATEWAY_IMAGE, new Docker()).then((took) => {
         timings.gatewayImageLoadMs = took;
@@ -141,12 +147,9 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     );
     platformImageLoaded = inBackground(
       (async () => {
-        const t0 = Date.now();
-        const image = await buildPlatformImage();
-        timings.platformImageMs = Date.now() - t0;
         await gatewayImageLoaded;
-        timings.platformImageLoadMs = await loadImage(cluster, image, new Docker());
-        return image;
+        timings.platformImageLoadMs = await loadImage(cluster, platformImage, new Docker());
+        return platformImage;
       })(),
     );
     process.env.AGENT_GATEWAY_IMAGE = GATEWAY_IMAGE;

@@ -1,8 +1,9 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import Docker from "dockerode";
 import { waitFor } from "../helpers/wait-for.ts";
+import { seedImages } from "./seed-images.ts";
 import {
   cleanSwarmLeftovers,
   SWARM_NODES_DIR,
@@ -15,9 +16,12 @@ import {
 // root, exec root, pid file, socket, containerd namespace; no default bridge, no iptables). The
 // nodes talk to each other only on the hub's addresses (192.168.213.0/24, inside namespaces this
 // support makes) and on their loopback; the machine's own network is never touched. Node data
-// roots live under .data/swarm-nodes/ and are kept between runs so the images loaded into them
-// (an 860 MB gateway image takes about a minute to load) are loaded once; everything else in
-// them (swarm state, networks, containers, volumes) is wiped at start.
+// roots (SWARM_NODES_DIR) are on tmpfs where there is one, and images of the machine's engine
+// are seeded into them before their dockerd starts (seed-images.ts: seconds, where a `docker
+// load` of the 860 MB gateway image costs ~30 s of CPU per node); they go with the cluster.
+// Without tmpfs they live under .data/swarm-nodes/ and are kept between runs so images are
+// loaded once. Either way a node's swarm state, networks, containers and volumes are wiped at
+// start.
 
 export interface ClusterNode {
   /** n1, n2, … (n1 is the manager). */
@@ -37,6 +41,8 @@ export interface SwarmCluster {
   manager: ClusterNode;
   /** SWARM_NODE_ENGINES for the driver: node id → that node's engine. */
   nodeEngines: Record<string, string>;
+  /** Per node, the `seed` images it got by hard links (the rest are for `loadImage`). */
+  seeded: Record<string, string[]>;
   stop(): Promise<void>;
 }
 
@@ -83,12 +89,16 @@ async function spawnDockerd(name: string, docker: Docker): Promise<ChildProcess>
   return child;
 }
 
-async function startNode(index: number): Promise<{
+async function startNode(
+  index: number,
+  seed: { images: string[]; from?: string },
+): Promise<{
   name: string;
   address: string;
   host: string;
   docker: Docker;
   child: ChildProcess;
+  seeded: string[];
 }> {
   const name = `n${index}`;
   const address = `${SUBNET}.${10 + index}`;
@@ -119,6 +129,8 @@ async function startNode(index: number): Promise<{
   mkdirSync(dataRoot, { recursive: true });
   mkdirSync(run, { recursive: true });
   wipeSwarmState(dataRoot);
+  const seeded =
+    seed.images.length > 0 ? await seedImages(new Docker(), dataRoot, seed.images, seed.from) : [];
   const sock = path.join(run, "docker.sock");
   const docker = new Docker({ socketPath: sock });
   const child = await spawnDockerd(name, docker);
@@ -128,7 +140,7 @@ async function startNode(index: number): Promise<{
   }
   const { Volumes } = await docker.listVolumes();
   for (const v of Volumes ?? []) await docker.getVolume(v.Name).remove({ force: true });
-  return { name, address, host: `unix://${sock}`, docker, child };
+  return { name, address, host: `unix://${sock}`, docker, child, seeded };
 }
 
 async function killChild(child: ChildProcess): Promise<void> {
@@ -140,8 +152,14 @@ async function killChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-/** Makes the hub, `count` nodes and one swarm (n1 manager, the rest workers). */
-export async function startSwarmCluster(count = 2): Promise<SwarmCluster> {
+/**
+ * Makes the hub, `count` nodes and one swarm (n1 manager, the rest workers). `seed`: images of
+ * the machine's engine to put into every node's data root before it starts (seed-images.ts).
+ */
+export async function startSwarmCluster(
+  count = 2,
+  options: { seed?: string[] } = {},
+): Promise<SwarmCluster> {
   await cleanSwarmLeftovers();
   const children: ChildProcess[] = [];
   const stopAll = async (started: Array<{ docker: Docker; child: ChildProcess }>) => {
@@ -167,6 +185,7 @@ export async function startSwarmCluster(count = 2): Promise<SwarmCluster> {
     host: string;
     docker: Docker;
     child: ChildProcess;
+    seeded: string[];
   }> = [];
   try {
     mkdirSync(SWARM_RUN_DIR, { recursive: true });
@@ -175,7 +194,11 @@ export async function startSwarmCluster(count = 2): Promise<SwarmCluster> {
     ip("-n", ns("hub"), "link", "add", "br0", "type", "bridge");
     ip("-n", ns("hub"), "link", "set", "br0", "up");
     for (let i = 1; i <= count; i++) {
-      const node = await startNode(i);
+      // The first node copies from the machine's engine, the others link to the first's files.
+      const node = await startNode(i, {
+        images: options.seed ?? [],
+        from: i > 1 ? path.join(SWARM_NODES_DIR, "n1", "data") : undefined,
+      });
       children.push(node.child);
       started.push(node);
     }
@@ -227,6 +250,7 @@ export async function startSwarmCluster(count = 2): Promise<SwarmCluster> {
       nodes,
       manager,
       nodeEngines: Object.fromEntries(nodes.map((n) => [n.nodeId, n.host])),
+      seeded: Object.fromEntries(started.map((n) => [n.name, n.seeded])),
       stop: () => stopAll(started),
     };
   } catch (error) {
@@ -269,5 +293,3 @@ export async function loadImage(
   }
   return took;
 }
-
-export const hasNodeData = (name: string) => existsSync(path.join(SWARM_NODES_DIR, name, "data"));

@@ -4,13 +4,22 @@ import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 
 // What a multi-node test swarm leaves behind when its run dies: dockerd processes (found by the
-// pid files under .data/swarm-nodes/, and only when their command line names that data root) and
-// the network namespaces named with this checkout's prefix. Node built-ins only: `.ci/run` runs
+// pid files under the node folders, and only when their command line names that data root), the
+// network namespaces named with this checkout's prefix, and node folders on tmpfs. Node built-ins only: `.ci/run` runs
 // this file directly (`node test/runtime/swarm-leftovers.ts`) before the tests.
 
 /** Per checkout, so two checkouts on one machine never touch each other's swarm. */
 export const SWARM_PREFIX = `aps${createHash("sha256").update(process.cwd()).digest("hex").slice(0, 4)}`;
-export const SWARM_NODES_DIR = path.resolve(".data", "swarm-nodes");
+/**
+ * Node data roots. On tmpfs where the machine has one: images are seeded into them in seconds
+ * (seed-images.ts; the same on ext4 here cost ~43 s of CPU) and they are removed with the
+ * cluster, so nothing holds memory after a run. Else on disk, kept between runs so images are
+ * loaded once.
+ */
+export const SWARM_NODES_ON_TMPFS = existsSync("/dev/shm");
+export const SWARM_NODES_DIR = SWARM_NODES_ON_TMPFS
+  ? `/dev/shm/${SWARM_PREFIX}-swarm-nodes`
+  : path.resolve(".data", "swarm-nodes");
 /** Sockets and exec roots: short paths (a unix socket path must stay under 108 bytes). */
 export const SWARM_RUN_DIR = `/tmp/${SWARM_PREFIX}`;
 
@@ -73,6 +82,7 @@ export async function cleanSwarmLeftovers(): Promise<{ stopped: number; namespac
     }
   }
   rmSync(SWARM_RUN_DIR, { recursive: true, force: true });
+  if (SWARM_NODES_ON_TMPFS) rmSync(SWARM_NODES_DIR, { recursive: true, force: true });
   return { stopped, namespaces: namespaces.length };
 }
 
