@@ -115,7 +115,7 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
 
   beforeAll(async () => {
     // The platform image of this checkout, for the stack; it and the gateway image are seeded
-    // into the nodes by hard links where the engines allow it (seed-images.ts).
+    // into the nodes before they start, where the engines allow it (seed-images.ts).
     let t0 = Date.now();
     const platformImage = await buildPlatformImage();
     timings.platformImageMs = Date.now() - t0;

@@ -5,8 +5,9 @@ import path from "node:path";
 
 // What a multi-node test swarm leaves behind when its run dies: dockerd processes (found by the
 // pid files under the node folders, and only when their command line names that data root), the
-// network namespaces named with this checkout's prefix, and node folders on tmpfs. Node built-ins only: `.ci/run` runs
-// this file directly (`node test/runtime/swarm-leftovers.ts`) before the tests.
+// network namespaces named with this checkout's prefix, and node folders on tmpfs. Node
+// built-ins only: `.ci/run` runs this file directly (`node test/runtime/swarm-leftovers.ts`)
+// before the tests.
 
 /** Per checkout, so two checkouts on one machine never touch each other's swarm. */
 export const SWARM_PREFIX = `aps${createHash("sha256").update(process.cwd()).digest("hex").slice(0, 4)}`;
