@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, statfsSync } from "node:fs";
 import path from "node:path";
 
 // What a multi-node test swarm leaves behind when its run dies: dockerd processes (found by the
@@ -12,12 +12,19 @@ import path from "node:path";
 /** Per checkout, so two checkouts on one machine never touch each other's swarm. */
 export const SWARM_PREFIX = `aps${createHash("sha256").update(process.cwd()).digest("hex").slice(0, 4)}`;
 /**
- * Node data roots. On tmpfs where the machine has one: images are seeded into them in seconds
- * (seed-images.ts; the same on ext4 here cost ~43 s of CPU) and they are removed with the
- * cluster, so nothing holds memory after a run. Else on disk, kept between runs so images are
- * loaded once.
+ * Node data roots. On tmpfs where the machine has one with room for the images and what the
+ * nodes write (4 GiB free): images are seeded into them in seconds (seed-images.ts; the same on
+ * ext4 here cost ~43 s of CPU) and they are removed with the cluster, so nothing holds memory
+ * after a run. Else on disk, kept between runs so images are loaded once.
  */
-export const SWARM_NODES_ON_TMPFS = existsSync("/dev/shm");
+export const SWARM_NODES_ON_TMPFS = (() => {
+  try {
+    const fs = statfsSync("/dev/shm");
+    return fs.bavail * fs.bsize >= 4 * 1024 ** 3;
+  } catch {
+    return false;
+  }
+})();
 export const SWARM_NODES_DIR = SWARM_NODES_ON_TMPFS
   ? `/dev/shm/${SWARM_PREFIX}-swarm-nodes`
   : path.resolve(".data", "swarm-nodes");
