@@ -8,6 +8,7 @@ import { closeGatewayClients } from "../../app/server/openclaw/connections.serve
 import { db } from "../../app/server/platform/db.server.ts";
 import { approveSkill, pendingVersions } from "../../app/server/skills/publishing.server.ts";
 import { runAction } from "../../worker/instances/actions.ts";
+import { observe } from "../../worker/instances/observe.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { giveCredits } from "../ai/support.ts";
 import { call } from "../helpers/api.ts";
@@ -182,6 +183,12 @@ describeDocker("skills marketplace (real gateway)", () => {
             .status === 200,
         { timeoutMs: 240_000, intervalMs: 1_000, what: "the gateway after the restart" },
       );
+      // What the worker's sampler does within 10 s (none runs in this file): the row leaves
+      // "starting", else the chat below waits for it up to AGENT_CHAT_START_WAIT_MS (120 s).
+      await waitFor(async () => (await observe(row)).observed_state === "running", {
+        timeoutMs: 120_000,
+        what: "the restarted gateway observed running",
+      });
     });
     expect(await gatewaySkill("unit-converter")).toMatchObject({ eligible: true, enabled: true });
     expect((await use("unit-converter", { input: "1 mi in km" })).json.reply).toBe(
