@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { type MemorySample, mib, sampleMemory } from "./container-memory.ts";
 import { removeRunObjects } from "./docker-run.ts";
 
 // `npm run bench:gateway-memory` (also `BENCH_ONLY=gateway-memory npm run bench`, and a part of
@@ -71,26 +72,6 @@ function merge(base: Record<string, unknown>, patch: Record<string, unknown>) {
   return out;
 }
 
-interface Sample {
-  at: string;
-  /** `docker stats`: cgroup usage less inactive page cache. */
-  stats: number;
-  /** cgroup usage as counted against the limit (includes the page cache). */
-  usage: number;
-  /** page cache charged to the cgroup (v1 `cache`, v2 `file`). */
-  cache: number;
-  /** resident memory of the gateway's node process. */
-  gatewayRss: number;
-  /** resident memory of every process in the container (shared pages counted in each). */
-  allRss: number;
-  processes: number;
-}
-
-const MemStats = z.object({
-  usage: z.number().default(0),
-  stats: z.record(z.string(), z.number()).default({}),
-});
-
 if (skip) {
   console.warn(`\ngateway memory benchmark skipped: ${skip}`);
 } else {
@@ -105,46 +86,12 @@ if (skip) {
   const { env } = await import("../app/server/platform/env.server.ts");
   const labels = { [DEPLOYMENT_LABEL]: run };
 
-  const sample = async (id: string, at: string): Promise<Sample> => {
-    const s = await rt.docker.getContainer(id).stats({ stream: false });
-    const mem = MemStats.parse(s.memory_stats);
-    const inactive = mem.stats.inactive_file ?? mem.stats.total_inactive_file ?? 0;
-    const cache = mem.stats.cache ?? mem.stats.file ?? 0;
-    // Name and VmRSS of every process (busybox sh, no procps needed).
-    const { stdout: status } = await rt.exec(id, [
-      "sh",
-      "-c",
-      "for f in /proc/[0-9]*/status; do grep -E '^(Name|VmRSS):' $f 2>/dev/null | tr '\\n' ' '; echo; done",
-    ]);
-    let gatewayRss = 0;
-    let allRss = 0;
-    let processes = 0;
-    for (const line of status.split("\n")) {
-      const m = /Name:\s+(\S+).*VmRSS:\s+(\d+) kB/.exec(line);
-      if (!m) continue;
-      const rss = Number(m[2]) * 1024;
-      processes += 1;
-      allRss += rss;
-      // The gateway: the largest node process (its workers are smaller).
-      if (m[1]!.startsWith("node") || m[1]!.startsWith("openclaw")) {
-        gatewayRss = Math.max(gatewayRss, rss);
-      }
-    }
-    return {
-      at,
-      stats: Math.max(0, mem.usage - inactive),
-      usage: mem.usage,
-      cache,
-      gatewayRss,
-      allRss,
-      processes,
-    };
-  };
+  const sample = (id: string, at: string) => sampleMemory(rt, id, at);
 
   const results: Array<{
     variant: Variant;
     healthyMs: number;
-    samples: Sample[];
+    samples: MemorySample[];
     error?: string;
   }> = [];
   try {
@@ -245,8 +192,4 @@ if (skip) {
   console.warn(
     "MiB. stats: cgroup usage less inactive page cache (docker stats); cgroup: raw usage incl. page cache; cache: page cache charged; gw RSS: the gateway's node process; all RSS: every process (shared pages counted in each)",
   );
-}
-
-function mib(n: number) {
-  return (n / 1024 ** 2).toFixed(0);
 }

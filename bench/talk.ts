@@ -10,6 +10,7 @@ import {
   startCluster,
   withDatabase,
 } from "../app/server/platform/embedded-postgres.server.ts";
+import { containerCpuMs, mib, sampleMemory } from "./container-memory.ts";
 import { removeRunObjects } from "./docker-run.ts";
 import { agentPoster, startNode } from "./servers.ts";
 
@@ -18,8 +19,14 @@ import { agentPoster, startNode } from "./servers.ts";
 // sending the same message straight to the gateway (chat.send over its control protocol), same
 // run, medians as ratios. The gateway's model is the platform's AI endpoint, served by the real
 // web process and answered by the local fake provider, so both paths pay the same model time.
+// Then the used gateway at rest (issue 23's 600 MiB): its memory right after the turns and
+// BENCH_TALK_REST_S (default 120) seconds later, and what the next turn costs after that rest
+// in time and in the gateway's CPU (OpenClaw retires its idle worker threads within ~a minute;
+// the next turn starts them again).
 
 const TURNS = Number(process.env.BENCH_TALK_TURNS ?? 10);
+const REST_S = Number(process.env.BENCH_TALK_REST_S ?? 120);
+const TARGET_MIB = 600;
 const run = `bench-talk-${randomBytes(3).toString("hex")}`;
 const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-bench-talk-"));
 process.env.LOG_LEVEL ??= "silent";
@@ -70,6 +77,15 @@ if (skip) {
   const { connectPaired } = await import("../worker/instances/pairing.ts");
   const children: Array<{ stop(): Promise<void> }> = [];
   let figures: { direct: number; api: number; socket: number } | undefined;
+  let rest:
+    | {
+        busy: number;
+        rested: number;
+        nextTurn: number;
+        nextTurnCpu: number;
+        turnCpu: number;
+      }
+    | undefined;
   try {
     const { gatewayIp } = await rt.ensureNetwork(process.env.RUNTIME_NETWORK as string, {
       [DEPLOYMENT_LABEL]: run,
@@ -164,6 +180,29 @@ if (skip) {
         if (end.type === "error") throw new Error(`socket turn failed: ${end.error}`);
         times.socket.push(performance.now() - t);
       }
+      const containerId = instance.container_id;
+      if (containerId) {
+        // The gateway's CPU for one turn in the run of turns, for the next turn's comparison.
+        let cpu = await containerCpuMs(rt, containerId);
+        await runTurn(direct.client, key, "one more");
+        const turnCpu = (await containerCpuMs(rt, containerId)) - cpu;
+        const busy = await sampleMemory(rt, containerId, "after the turns");
+        console.warn(`the gateway rests ${REST_S} s`);
+        await new Promise((r) => setTimeout(r, REST_S * 1000));
+        const rested = await sampleMemory(rt, containerId, "at rest");
+        cpu = await containerCpuMs(rt, containerId);
+        const t = performance.now();
+        await runTurn(direct.client, key, "after the rest");
+        const nextTurn = performance.now() - t;
+        const nextTurnCpu = (await containerCpuMs(rt, containerId)) - cpu;
+        rest = {
+          turnCpu,
+          nextTurnCpu,
+          busy: busy.stats,
+          rested: rested.stats,
+          nextTurn,
+        };
+      }
     } finally {
       direct.client.close();
       socket.close();
@@ -192,6 +231,15 @@ if (skip) {
     row("chat.send straight to the gateway", figures.direct);
     row("POST /api/agent", figures.api);
     row("live agent socket", figures.socket);
+    if (rest) {
+      console.warn(
+        `\nThe used gateway at rest (target ≤ ${TARGET_MIB} MiB, docker stats figure): ${mib(rest.busy)} MiB after the turns, ${mib(rest.rested)} MiB ${REST_S} s later (${rest.rested <= TARGET_MIB * 1024 ** 2 ? "met" : "not met"})`,
+      );
+      row("next turn (chat.send) after the rest", rest.nextTurn);
+      console.warn(
+        `gateway CPU for a turn: ${rest.turnCpu.toFixed(0)} ms in the run of turns, ${rest.nextTurnCpu.toFixed(0)} ms for the one after the rest`,
+      );
+    }
   }
 }
 await rm(dataDir, { recursive: true, force: true });
