@@ -337,7 +337,7 @@ ENV HOME=/home/node \\
     OPENCLAW_DISABLE_BONJOUR=1 \\
     OPENCLAW_NO_RESPAWN=1 \\
     OPENCLAW_NO_AUTO_UPDATE=1 \\
-    NODE_OPTIONS="--max-old-space-size=512 --max-semi-space-size=1" \\
+    NODE_OPTIONS="--max-old-space-size=512 --max-semi-space-size=4" \\
     MALLOC_ARENA_MAX=2
 WORKDIR /app
 USER 1000:1000

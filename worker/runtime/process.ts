@@ -206,7 +206,7 @@ export class ProcessRuntime implements AgentRuntime {
       OPENCLAW_NO_RESPAWN: "1",
       OPENCLAW_NO_AUTO_UPDATE: "1",
       // The image's settings (gateway/build.sh; decision 0154).
-      NODE_OPTIONS: "--max-old-space-size=512 --max-semi-space-size=1",
+      NODE_OPTIONS: "--max-old-space-size=512 --max-semi-space-size=4",
       MALLOC_ARENA_MAX: "2",
       ...spec.env,
       [MARK]: spec.name,
