@@ -71,6 +71,7 @@ if (skip) {
   const { provision } = await import("../worker/instances/provision.ts");
   const { sleepIdleInstances } = await import("../worker/instances/sleep.ts");
   const { startWorker, stopWorker } = await import("../worker/jobs/worker.ts");
+  const volumes: string[] = [];
   const children: Child[] = [];
   const rows: Array<[string, string]> = [];
   const mib = (n: number) => `${(n / 1024 ** 2).toFixed(0)} MiB`;
@@ -149,6 +150,7 @@ if (skip) {
     const cookie = (await createSession(userId)).setCookie.split(";")[0] as string;
     const postAgent = agentPoster(web.url, cookie);
     const row = await ensureInstanceRecord(userId, { plan: "solo", model: "openai/gpt-4o-mini" });
+    volumes.push(row.volume_name);
     await provision(row.id);
     const name = row.container_name;
     await postAgent({ message: "warm up" });
@@ -217,7 +219,13 @@ if (skip) {
   } finally {
     await stopWorker(5_000).catch(() => {});
     await Promise.all(children.map((c) => c.stop()));
-    await removeRunObjects(rt, DEPLOYMENT_LABEL, run, process.env.RUNTIME_NETWORK as string);
+    await removeRunObjects(
+      rt,
+      DEPLOYMENT_LABEL,
+      run,
+      process.env.RUNTIME_NETWORK as string,
+      volumes,
+    );
     await closeDb();
     await cluster.stop();
     await rm(cluster.dir, { recursive: true, force: true });

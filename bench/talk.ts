@@ -75,6 +75,7 @@ if (skip) {
   const { DEPLOYMENT_LABEL } = await import("../worker/instances/engine.ts");
   const { provision } = await import("../worker/instances/provision.ts");
   const { connectPaired } = await import("../worker/instances/pairing.ts");
+  const volumes: string[] = [];
   const children: Array<{ stop(): Promise<void> }> = [];
   let figures: { direct: number; api: number; socket: number } | undefined;
   let rest:
@@ -120,6 +121,7 @@ if (skip) {
               'openai/gpt-4o-mini', 'starter')`;
     const cookie = (await createSession(userId)).setCookie.split(";")[0] as string;
     const row = await ensureInstanceRecord(userId, { plan: "solo", model: "openai/gpt-4o-mini" });
+    volumes.push(row.volume_name);
     await provision(row.id);
     const instance = await getInstance(row.id);
     if (!instance?.gateway_address) throw new Error("the gateway has no address");
@@ -215,7 +217,13 @@ if (skip) {
     };
   } finally {
     await Promise.all(children.map((c) => c.stop()));
-    await removeRunObjects(rt, DEPLOYMENT_LABEL, run, process.env.RUNTIME_NETWORK as string);
+    await removeRunObjects(
+      rt,
+      DEPLOYMENT_LABEL,
+      run,
+      process.env.RUNTIME_NETWORK as string,
+      volumes,
+    );
     await closeDb();
     await cluster.stop();
     await rm(cluster.dir, { recursive: true, force: true });
