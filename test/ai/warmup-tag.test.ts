@@ -35,7 +35,8 @@ const user = (content: unknown) => [{ role: "user", content }];
 it("a tag is valid for its own instance only, in the last or the first turn, until it expires, and not when altered", () => {
   const now = Date.UTC(2026, 10, 22, 18, 0);
   const tag = warmUpTag(INSTANCE, now);
-  expect(tag).toMatch(/^\[warm-up [0-9a-z]+\.[A-Za-z0-9_-]{43}\]$/);
+  // Hex only: no run of characters OpenClaw's redaction takes for a vendor token (`sk-…`).
+  expect(tag).toMatch(/^\[warm-up [0-9a-z]+\.[0-9a-f]{64}\]$/);
   expect(isWarmUpTurn(user(`Warm-up: reply with OK. ${tag}`), INSTANCE, now)).toBe(true);
   // Wrapped by the gateway (a timestamp envelope), or sent as content parts.
   expect(isWarmUpTurn(user(`[Sun 18:00 UTC] Warm-up ${tag}`), INSTANCE, now)).toBe(true);
@@ -45,7 +46,7 @@ it("a tag is valid for its own instance only, in the last or the first turn, unt
   expect(isWarmUpTurn(user(tag), INSTANCE, now + 15 * 60_000 + 1)).toBe(false);
   // A tag minted too far ahead (a forged expiry cannot pass the MAC either).
   expect(isWarmUpTurn(user(warmUpTag(INSTANCE, now + 60 * 60_000)), INSTANCE, now)).toBe(false);
-  const flipped = tag.replace(/.(?=\]$)/, (c) => (c === "A" ? "B" : "A"));
+  const flipped = tag.replace(/.(?=\]$)/, (c) => (c === "a" ? "b" : "a"));
   expect(isWarmUpTurn(user(flipped), INSTANCE, now)).toBe(false);
   const later = tag.replace(/warm-up ([0-9a-z]+)/, (_m, e: string) => `warm-up ${e}1`);
   expect(isWarmUpTurn(user(later), INSTANCE, now)).toBe(false);
