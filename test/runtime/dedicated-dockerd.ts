@@ -83,6 +83,13 @@ export async function dedicatedDockerd(name: string): Promise<DedicatedDockerd> 
       if (child) {
         const c = await rt.docker.listContainers({ all: true });
         for (const x of c) await rt.docker.getContainer(x.Id).remove({ force: true, v: true });
+        // Its networks' bridges (br-<id>) live in the host's namespace and outlive the engine
+        // and its data root: left here, one per run piled up until Docker found no free address
+        // pool for the system engine's networks.
+        for (const n of await rt.docker.listNetworks()) {
+          if (!["bridge", "host", "none"].includes(n.Name))
+            await rt.docker.getNetwork(n.Id).remove();
+        }
       }
       await stop();
       if (existsSync(`/sys/class/net/${bridge}`)) execFileSync("ip", ["link", "del", bridge]);
