@@ -183,7 +183,11 @@ describeDocker("the agent's Control UI", () => {
         });
       // The app's own links stay under the prefix.
       expect(new URL(page.url()).pathname.startsWith(pathFormPrefix(AGENT))).toBe(true);
-      expect(seen.filter((s) => /^[45]\d\d /.test(s))).toEqual([]);
+      // Nothing failed, but the owner's avatar: the gateway answers it 404 when the owner has
+      // none (no upload, no Gravatar), and the UI draws initials; whether the UI asks for it
+      // before this line depends on how soon it lists the sessions.
+      const avatar = new RegExp(`^404 ${app.url}${pathFormPrefix(AGENT)}api/users/[^/]+/avatar`);
+      expect(seen.filter((s) => /^[45]\d\d /.test(s) && !avatar.test(s))).toEqual([]);
       // The session from the first test is listed now, and its menu brings hidden text fields.
       const box = page.locator("textarea:visible").first();
       await box.waitFor({ timeout: 60_000 });
