@@ -120,6 +120,7 @@ if (skip) {
         aiToken: `ait_${randomBytes(24).toString("base64url")}`,
         model: env().RUNTIME_DEFAULT_MODEL,
         initial: true,
+        controlUiRoot: await rt.controlUiRoot(image),
       }),
       variant.config,
     );

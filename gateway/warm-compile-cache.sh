@@ -26,11 +26,15 @@ export OPENCLAW_GATEWAY_TOKEN
 mkdir -p "$OPENCLAW_STATE_DIR"
 # The channel plugins are loaded too (Discord with a dummy token, WhatsApp unlinked; neither
 # reaches its service), so their modules are in the cache: enabling a channel later hot-loads
-# ~130 MB of plugin code, which takes tens of seconds uncompiled on one CPU.
+# ~130 MB of plugin code, which takes tens of seconds uncompiled on one CPU. The Control UI is
+# served from the image's copy, as the platform configures it (the control-ui-root label).
 /usr/local/lib/agent-gateway/plugin-root.sh "$OPENCLAW_STATE_DIR"
 cat >"$OPENCLAW_CONFIG_PATH" <<'JSON'
 {
-  "gateway": { "mode": "local", "bind": "loopback", "port": 18789, "auth": { "mode": "token" } },
+  "gateway": {
+    "mode": "local", "bind": "loopback", "port": 18789, "auth": { "mode": "token" },
+    "controlUi": { "root": "/opt/openclaw/node_modules/openclaw/dist/control-ui" }
+  },
   "agents": { "defaults": { "skipBootstrap": true } },
   "plugins": { "entries": { "discord": { "enabled": true }, "whatsapp": { "enabled": true } } },
   "channels": {

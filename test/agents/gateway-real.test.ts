@@ -89,9 +89,16 @@ describeDocker("real gateway", () => {
       expect(health).toBeTruthy();
       const cfg = await client.request<{
         hash: string;
-        config?: { agents?: { defaults?: { heartbeat?: unknown } } };
+        config?: {
+          agents?: { defaults?: { heartbeat?: unknown } };
+          gateway?: { controlUi?: { root?: string } };
+        };
       }>("config.get");
       expect(cfg.hash).toBeTruthy();
+      // The Control UI is served from the image's copy (decision 0187), which the image names.
+      const uiRoot = await rt.controlUiRoot(GATEWAY_IMAGE);
+      expect(uiRoot).toMatch(/^\/opt\/openclaw\/.+\/control-ui$/);
+      expect(cfg.config?.gateway?.controlUi?.root).toBe(uiRoot);
       // No recurring heartbeat until the user turns it on (decision 0091).
       expect(cfg.config?.agents?.defaults?.heartbeat).toEqual({ every: "0m" });
       const patched = await client.request(
@@ -238,6 +245,13 @@ describeDocker("real gateway", () => {
       .poll(() => rt.logs(afterUpdate.container_name, { tail: 400 }), { timeout: 120_000 })
       .toMatch(settled);
     timings.settled = settled.exec(await rt.logs(afterUpdate.container_name, { tail: 400 }))?.[1];
+    // Quiet by now, after four boots on this volume: none copied the Control UI into the state,
+    // and the gateway serves it (decision 0187).
+    const uiCache = `${STATE_DIR}/cache/control-ui-assets`;
+    expect((await rt.exec(afterUpdate.container_name, ["test", "-e", uiCache])).exitCode).toBe(1);
+    const page = await fetch(`http://${afterUpdate.gateway_address}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<openclaw-app");
     const stats = await rt.stats(afterRepair.container_name);
     timings.idleMemoryMiB = Math.round(stats.memoryBytes / 1024 ** 2);
     process.stdout.write(`gateway timings ${JSON.stringify(timings)}\n`);

@@ -8,10 +8,12 @@ import {
   RuntimeUnavailableError,
 } from "../../worker/runtime/types.ts";
 import {
+  buildImage,
   cleanupTestObjects,
   describeDocker,
   freezeExpected,
   GATEWAY_IMAGE,
+  removeImages,
   testLabels,
   testRun,
   waitFor,
@@ -258,6 +260,35 @@ describeDocker("Docker driver", () => {
     expect(await rt.volumeExists(volume)).toBe(true);
     await rt.removeVolume(volume);
     expect(await rt.volumeExists(volume)).toBe(false);
+  });
+
+  it("reads where an image keeps its Control UI, from the image's label", async () => {
+    const root = await rt.controlUiRoot(GATEWAY_IMAGE);
+    expect(root).toBeTruthy();
+    const volume = `agent-${testRun}-ui`;
+    await rt.ensureVolume(volume, testLabels());
+    const found = await rt.runOnce({
+      image: GATEWAY_IMAGE,
+      volume,
+      volumeTarget: "/home/node/.openclaw",
+      entrypoint: ["test", "-f", `${root}/index.html`],
+      cmd: [],
+      labels: testLabels(),
+    });
+    expect(found.exitCode).toBe(0);
+    await rt.removeVolume(volume);
+    // An image without the label names none, and so does an image that is not there.
+    const bare = `agent-platform-test-bare-${testRun}:1`;
+    buildImage(bare, GATEWAY_IMAGE, [
+      'LABEL agent-gateway.control-ui-root=""',
+      `LABEL agent-platform.test-build=${testRun}`,
+    ]);
+    try {
+      expect(await rt.controlUiRoot(bare)).toBeUndefined();
+    } finally {
+      removeImages(bare);
+    }
+    expect(await rt.controlUiRoot(`agent-platform-test-missing-${testRun}:1`)).toBeUndefined();
   });
 
   it("exports and imports a volume, leaving no volume of its helpers behind", async () => {

@@ -19,7 +19,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { sealStream } from "../../app/server/platform/sealed-stream.server.ts";
 import { RuntimeUnavailableError } from "../runtime/index.ts";
-import { log, ownerLabels, rt } from "./engine.ts";
+import { instanceImage, log, ownerLabels, rt } from "./engine.ts";
 import { withBackupLock, withInstanceLock } from "./lock.ts";
 import { withoutRegenerable } from "./regenerable.ts";
 
@@ -43,10 +43,6 @@ async function* plaintext(records: unknown, volumeTar: NodeJS.ReadableStream) {
   yield await recordsEntry(records);
   for await (const chunk of volumeTar) yield Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
 }
-
-/** The image a helper container for the instance's volume is created from. */
-export const helperImage = (row: Partial<Pick<InstanceRow, "image" | "image_id">>) =>
-  row.image_id ?? row.image ?? env().AGENT_GATEWAY_IMAGE;
 
 /** What taking a backup needs of an instance (a torn-down one has no image recorded). */
 export type BackupSource = Pick<InstanceRow, "id" | "volume_name"> &
@@ -116,7 +112,7 @@ async function fail(id: string, tmp: string, error: unknown): Promise<never> {
 export async function copyBackup(
   id: string,
   row: BackupSource,
-  image = helperImage(row),
+  image = instanceImage(row),
   /** Where the state comes from: the instance's live volume (liveVolume) by default. */
   volumeTar?: () => Promise<NodeJS.ReadableStream>,
 ): Promise<CopiedBackup> {
@@ -172,7 +168,7 @@ export async function storeBackup({ backup, sealed }: CopiedBackup): Promise<Bac
 export async function takeBackup(
   id: string,
   row: BackupSource,
-  image = helperImage(row),
+  image = instanceImage(row),
   volumeTar?: () => Promise<NodeJS.ReadableStream>,
 ) {
   return storeBackup(await copyBackup(id, row, image, volumeTar));

@@ -1,4 +1,5 @@
 import { runtimeDeployment } from "../../app/server/agents/engine-health.server.ts";
+import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
 import { GatewayUnavailableError } from "../../app/server/openclaw/errors.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { logger } from "../../app/server/platform/logger.server.ts";
@@ -58,6 +59,10 @@ export function ownerLabels(instanceId?: string): Record<string, string> {
 }
 
 export const rt = (): AgentRuntime => getRuntime();
+
+/** The image an instance runs: its pinned id, else its tag, else the configured one. */
+export const instanceImage = (row: Partial<Pick<InstanceRow, "image" | "image_id">>) =>
+  row.image_id ?? row.image ?? env().AGENT_GATEWAY_IMAGE;
 
 /** The container's process exists: running, or frozen by a sleep (decision 0178). */
 export const isUp = (info: ContainerInfo | undefined): info is ContainerInfo =>

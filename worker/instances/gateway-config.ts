@@ -9,7 +9,15 @@ import {
 } from "../../app/server/ai/instance-tokens.server.ts";
 import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
-import { CONFIG_PATH, ensureNetwork, GATEWAY_PORT, ownerLabels, rt, STATE_DIR } from "./engine.ts";
+import {
+  CONFIG_PATH,
+  ensureNetwork,
+  GATEWAY_PORT,
+  instanceImage,
+  ownerLabels,
+  rt,
+  STATE_DIR,
+} from "./engine.ts";
 import { connectPaired } from "./pairing.ts";
 
 // The platform's part of a gateway's config: written into an empty volume before the first
@@ -18,9 +26,10 @@ import { connectPaired } from "./pairing.ts";
 /**
  * The version of what `gatewayConfig` gives a gateway. Bump it when a change must reach the
  * gateways that exist: reconcile re-applies the platform's part to every running gateway of an
- * older version (once; one config reload each). 1: before the Control UI; 2: with it.
+ * older version (once; one config reload each). 1: before the Control UI; 2: with it; 3: the
+ * Control UI served from the image in place (decision 0187).
  */
-export const PLATFORM_CONFIG_VERSION = 2;
+export const PLATFORM_CONFIG_VERSION = 3;
 
 /** Records that the instance's gateway has the platform's current config part. */
 async function recordConfigVersion(instanceId: string): Promise<void> {
@@ -44,6 +53,8 @@ export function gatewayConfig(options: {
   aiToken: string;
   model: string;
   initial?: boolean;
+  /** The image's own Control UI folder (AgentRuntime.controlUiRoot), when it names one. */
+  controlUiRoot?: string;
 }) {
   const [vendor, ...rest] = options.model.split("/");
   const modelId = rest.length ? options.model : `${vendor}`;
@@ -56,7 +67,13 @@ export function gatewayConfig(options: {
       http: { endpoints: { chatCompletions: { enabled: true } } },
       // OpenClaw's own Control UI, reached only through the platform's ingress, which is the
       // device the gateway sees for the owner's browser (decision 0170).
-      controlUi: { enabled: true, allowedOrigins: [INGRESS_ORIGIN] },
+      // Served from the image's read-only copy: otherwise OpenClaw copies and hashes its 55 MB
+      // into every gateway's state at each fresh start (decision 0187).
+      controlUi: {
+        enabled: true,
+        allowedOrigins: [INGRESS_ORIGIN],
+        ...(options.controlUiRoot ? { root: options.controlUiRoot } : {}),
+      },
       // No host PTY over the control protocol: the platform never opens one, so nobody can.
       terminal: { enabled: false },
     },
@@ -144,6 +161,7 @@ export async function writeInitialConfig(
         aiToken: await issueInstanceToken(row.user_id, row.id),
         model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
         initial: true,
+        controlUiRoot: await rt().controlUiRoot(image),
       });
     },
     row.id,
@@ -171,7 +189,8 @@ export async function patchConfig(
  */
 export async function applyPlatformConfig(
   client: GatewayClient,
-  row: Pick<InstanceRow, "id" | "user_id" | "model">,
+  row: Pick<InstanceRow, "id" | "user_id" | "model"> &
+    Partial<Pick<InstanceRow, "image" | "image_id">>,
 ): Promise<void> {
   // The network's gateway IP only when no endpoint URL is configured (it names the endpoint).
   const gatewayIp = env().RUNTIME_PLATFORM_AI_URL ? undefined : (await ensureNetwork()).gatewayIp;
@@ -181,6 +200,7 @@ export async function applyPlatformConfig(
       aiBaseUrl: await platformAiBaseUrl(gatewayIp),
       aiToken: token,
       model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
+      controlUiRoot: await rt().controlUiRoot(instanceImage(row)),
     }),
     // The user's messaging channels (and their plugins' enablement) survive repair and pool
     // adoption.

@@ -162,6 +162,7 @@ async function createPooledContainer(
       aiToken: "unassigned",
       model: env().RUNTIME_DEFAULT_MODEL,
       initial: true,
+      controlUiRoot: await rt().controlUiRoot(pooled.image),
     }),
   );
   const containerId = await rt().create({

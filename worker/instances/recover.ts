@@ -2,9 +2,9 @@ import { latestReadyBackup, readStored } from "../../app/server/agents/backups.s
 import { getInstance, recordError } from "../../app/server/agents/instances.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { isClusterRuntime, limitsForPlan, type StaleVolume } from "../runtime/index.ts";
-import { backupInstanceAgents, helperImage } from "./backup.ts";
+import { backupInstanceAgents } from "./backup.ts";
 import { clusterRuntime, type LostInstance, lostInstances, verifyHealthy } from "./drain.ts";
-import { log, ownerLabels, rt, volumeLabels } from "./engine.ts";
+import { instanceImage, log, ownerLabels, rt, volumeLabels } from "./engine.ts";
 import { gatewayOwner } from "./gateway-owner.ts";
 import { withInstanceLock } from "./lock.ts";
 import { unpackInto } from "./restore.ts";
@@ -110,7 +110,7 @@ export async function settleStaleVolumes(): Promise<Settled[]> {
           ? await backupInstanceAgents(row, "node-returned", undefined, () =>
               runtime.exportVolumeOn(
                 stale.volume,
-                helperImage(row),
+                instanceImage(row),
                 stale.nodeId,
                 ownerLabels(row.id),
               ),

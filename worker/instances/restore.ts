@@ -25,9 +25,9 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { randomAlphanumeric } from "../../app/server/platform/ids.server.ts";
 import { openStream } from "../../app/server/platform/sealed-stream.server.ts";
 import { gatewayEndpoint } from "../runtime/index.ts";
-import { helperImage, takeBackup } from "./backup.ts";
+import { takeBackup } from "./backup.ts";
 import { ensureContainer } from "./container.ts";
-import { log, ownerLabels, rt, volumeLabels } from "./engine.ts";
+import { instanceImage, log, ownerLabels, rt, volumeLabels } from "./engine.ts";
 import { applyPlatformConfig } from "./gateway-config.ts";
 import { waitReady } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
@@ -75,7 +75,7 @@ export async function unpackInto(
   // tar-stream packs are streamx streams; Readable.from gives the driver a Node stream.
   const importing = rt().importVolume(
     volume,
-    helperImage(row),
+    instanceImage(row),
     Readable.from(state),
     ownerLabels(row.id),
   );
@@ -117,7 +117,7 @@ export async function bootOn(row: InstanceRow, volume: string) {
 }
 
 async function restoreLocked(backup: BackupRow, row: InstanceRow) {
-  const image = helperImage(row);
+  const image = instanceImage(row);
   // The state as it is now, so a restore can itself be undone.
   const safety = await insertPendingBackup(
     { id: backup.agent_id, user_id: row.user_id },

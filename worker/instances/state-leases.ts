@@ -1,6 +1,5 @@
 import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
-import { helperImage } from "./backup.ts";
-import { ownerLabels, rt, STATE_DIR } from "./engine.ts";
+import { instanceImage, ownerLabels, rt, STATE_DIR } from "./engine.ts";
 
 // A backup is taken from a running gateway, so its state database holds that gateway's leases
 // (OpenClaw's `state_leases`: the gateway owner lease, startup migrations), each naming the
@@ -32,7 +31,7 @@ export async function releaseStateLeases(
   row: Pick<InstanceRow, "id"> & Partial<Pick<InstanceRow, "image" | "image_id">>,
 ): Promise<number> {
   const result = await rt().runOnce({
-    image: helperImage(row),
+    image: instanceImage(row),
     volume,
     volumeTarget: STATE_DIR,
     // Node only when there is a database: a state without one needs nothing, in any image.

@@ -9,6 +9,7 @@ import {
   type ContainerSummary,
   type ExecResult,
   FreezeUnavailableError,
+  GATEWAY_IMAGE_LABELS,
   LABELS,
   type ResourceLimits,
   RuntimeUnavailableError,
@@ -210,6 +211,16 @@ export class DockerRuntime implements AgentRuntime {
   async imageId(image: string): Promise<string | undefined> {
     try {
       return (await call(() => this.docker.getImage(image).inspect())).Id;
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async controlUiRoot(image: string): Promise<string | undefined> {
+    try {
+      const { Config } = await call(() => this.docker.getImage(image).inspect());
+      return Config?.Labels?.[GATEWAY_IMAGE_LABELS.controlUiRoot] || undefined;
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       throw error;

@@ -272,6 +272,14 @@ export class ProcessRuntime implements AgentRuntime {
     return this.#options.resolveOpenclaw(version) ? `openclaw@${version}` : undefined;
   }
 
+  /**
+   * None: the folder would name one installed version, and an update moves the gateway to
+   * another without re-applying the platform's config. OpenClaw copies the UI into the state.
+   */
+  async controlUiRoot(): Promise<string | undefined> {
+    return undefined;
+  }
+
   async create(spec: ContainerSpec): Promise<string> {
     await this.ping();
     if (await this.#read(spec.name)) throw new Error(`container ${spec.name} already exists`);

@@ -567,6 +567,10 @@ export class SwarmRuntime implements ClusterRuntime {
     return this.manager.imageId(image);
   }
 
+  async controlUiRoot(image: string): Promise<string | undefined> {
+    return this.manager.controlUiRoot(image);
+  }
+
   // --- services ------------------------------------------------------------------------------
 
   async create(spec: ContainerSpec): Promise<string> {

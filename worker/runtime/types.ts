@@ -14,6 +14,12 @@ export const LABELS = {
   jobAttempt: "agent-platform.job-attempt",
 } as const;
 
+/** Labels gateway/build.sh puts on the gateway images it builds. */
+export const GATEWAY_IMAGE_LABELS = {
+  /** The image's copy of OpenClaw's Control UI (a folder with index.html), read-only. */
+  controlUiRoot: "agent-gateway.control-ui-root",
+} as const;
+
 export interface ResourceLimits {
   memoryBytes: number;
   /** Relative CPU weight (Docker CpuShares, 1024 = one share). */
@@ -207,6 +213,11 @@ export interface AgentRuntime {
    * rebuilt tag names a new id: instances are pinned to ids, so only an update moves them.
    */
   imageId(image: string): Promise<string | undefined>;
+  /**
+   * The folder a gateway of `image` serves OpenClaw's Control UI from in place (the image's
+   * GATEWAY_IMAGE_LABELS.controlUiRoot), or undefined when the image names none (decision 0187).
+   */
+  controlUiRoot(image: string): Promise<string | undefined>;
   /** Bytes used by each named volume the engine knows (a periodic, not a per-request, call). */
   volumeSizes(): Promise<Map<string, number>>;
 }
