@@ -24,6 +24,7 @@ import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { platformPublicKey } from "../../app/server/platform/signing.server.ts";
+import { runBackupJob } from "../../worker/instances/backup.ts";
 import { pruneBackups, queueDueBackups } from "../../worker/instances/backup-schedule.ts";
 import { ensureContainer } from "../../worker/instances/container.ts";
 import { observe } from "../../worker/instances/observe.ts";
@@ -681,6 +682,20 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
       removeImages(blockedTag);
     }
   }, 300_000);
+
+  it("a backup of an instance with no state volume fails clearly and creates none", async () => {
+    const bare = await agentUser("solo");
+    const agent = await createAgentRecord(bare.id, { name: "Unstarted", model: "m" });
+    const bareRow = await ensureInstanceRecord(bare.id);
+    const pending = await insertPendingBackup(agent, "scheduled");
+    expect(await runBackupJob(pending.id)).toEqual({ failed: "no state volume" });
+    const [stored] = await db()`select status, error from agent_backups where id = ${pending.id}`;
+    expect(stored).toEqual({
+      status: "failed",
+      error: expect.stringMatching(/state volume does not exist/),
+    });
+    expect(await rt.volumeExists(bareRow.volume_name)).toBe(false);
+  });
 
   it("backs up every agent before an update", async () => {
     const tag = `agent-platform-test-backup:${testRun}`;

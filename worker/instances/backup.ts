@@ -202,6 +202,12 @@ export async function runBackupJob(id: string) {
     await failBackup(id, "the agent has no instance");
     return { failed: "no instance" };
   }
+  // Docker would create a missing volume for the copy's helper: an empty backup, and a volume
+  // nobody removes. An instance never started (or whose state is gone) has nothing to copy.
+  if (!(await rt().volumeExists(row.volume_name))) {
+    await failBackup(id, "the agent's state volume does not exist (never started, or removed)");
+    return { failed: "no state volume" };
+  }
   const done = await withBackupLock(id, async () =>
     storeBackup(await withInstanceLock(row.id, () => copyBackup(id, row))),
   );
