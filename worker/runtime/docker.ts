@@ -208,23 +208,23 @@ export class DockerRuntime implements AgentRuntime {
     }
   }
 
-  async imageId(image: string): Promise<string | undefined> {
+  /** The image's inspect, or undefined when the engine has no such image. */
+  async #inspectImage(image: string) {
     try {
-      return (await call(() => this.docker.getImage(image).inspect())).Id;
+      return await call(() => this.docker.getImage(image).inspect());
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       throw error;
     }
   }
 
+  async imageId(image: string): Promise<string | undefined> {
+    return (await this.#inspectImage(image))?.Id;
+  }
+
   async controlUiRoot(image: string): Promise<string | undefined> {
-    try {
-      const { Config } = await call(() => this.docker.getImage(image).inspect());
-      return Config?.Labels?.[GATEWAY_IMAGE_LABELS.controlUiRoot] || undefined;
-    } catch (error) {
-      if (statusOf(error) === 404) return undefined;
-      throw error;
-    }
+    const labels = (await this.#inspectImage(image))?.Config?.Labels;
+    return labels?.[GATEWAY_IMAGE_LABELS.controlUiRoot] || undefined;
   }
 
   async create(spec: ContainerSpec): Promise<string> {
