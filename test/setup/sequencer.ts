@@ -16,8 +16,11 @@ import { gatewayBuildPending } from "./gateway-build.ts";
 // tail (decision 0182). The rest keep vitest's order (the last run's durations, else the
 // larger file first).
 
-// Files that start from the older OpenClaw build (GATEWAY_OLD_BUILD_STATUS, decision 0161) go
-// last while that build, which follows the current one, is still running.
+// Files that start from the older OpenClaw build (GATEWAY_OLD_BUILD_STATUS, decision 0161) wait
+// for that build, which follows the current one, while it is still running. They go among the
+// gateway files once half of those files' recorded seconds are scheduled before them, when the
+// older build has long ended: put last, a long one was the run's tail, one core idle for minutes
+// (decision 0188).
 
 const texts = new Map<string, Promise<string>>();
 const textOf = (file: string) => {
@@ -46,12 +49,25 @@ export default class GatewaysFirstSequencer extends BaseSequencer {
     const older = await Promise.all(sorted.map((spec) => needsOlderBuild(spec.moduleId)));
     const waitsForOlder = (i: number) =>
       older[i] && gatewayBuildPending("GATEWAY_OLD_BUILD_STATUS");
-    const gateways = sorted
-      .filter((_, i) => first[i] && !waitsForOlder(i))
-      .sort((a, b) => secondsOf(b.moduleId) - secondsOf(a.moduleId));
+    const gateways = withDeferred(
+      sorted
+        .filter((_, i) => first[i] && !waitsForOlder(i))
+        .sort((a, b) => secondsOf(b.moduleId) - secondsOf(a.moduleId)),
+      sorted.filter((_, i) => first[i] && waitsForOlder(i)),
+    );
     const others = sorted.filter((_, i) => !first[i]);
-    const last = sorted.filter((_, i) => first[i] && waitsForOlder(i));
-    const ordered = gatewayBuildPending() ? [...others, ...gateways] : [...gateways, ...others];
-    return [...ordered, ...last];
+    return gatewayBuildPending() ? [...others, ...gateways] : [...gateways, ...others];
   }
+}
+
+/** `files` (longest first) with `deferred` after the first half of their recorded seconds. */
+function withDeferred(files: TestSpecification[], deferred: TestSpecification[]) {
+  if (deferred.length === 0) return files;
+  const half = files.reduce((sum, spec) => sum + secondsOf(spec.moduleId), 0) / 2;
+  let scheduled = 0;
+  const at = files.findIndex((spec) => {
+    scheduled += secondsOf(spec.moduleId);
+    return scheduled >= half;
+  });
+  return [...files.slice(0, at + 1), ...deferred, ...files.slice(at + 1)];
 }
