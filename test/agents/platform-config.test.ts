@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { storeChannelCredential } from "../../app/server/agents/channels.server.ts";
 import { getInstance, type InstanceRow } from "../../app/server/agents/instances.server.ts";
 import {
   authenticateInstanceToken,
@@ -59,6 +60,25 @@ it("keeps the gateway's token when the patch is refused, and replaces it once ap
       gateway: { controlUi: { enabled: true } },
       models: { providers: { platform: { baseUrl: "http://platform.test/api/ai/v1" } } },
     });
+  } finally {
+    client.close();
+  }
+});
+
+it("turns on the plugins of the channels the user set up, and only those", async () => {
+  const pluginEntries = () => (fake.state.config as { plugins?: unknown }).plugins;
+  const { client } = await connectPaired(row, FAKE_GATEWAY_ADDRESS);
+  try {
+    await applyPlatformConfig(client, row);
+    expect(pluginEntries()).toEqual({
+      entries: { discord: { enabled: false }, whatsapp: { enabled: false } },
+    });
+    await storeChannelCredential(row.user_id, "chatapp3", { token: "linked-by-qr" });
+    await applyPlatformConfig(client, row);
+    expect(pluginEntries()).toEqual({
+      entries: { discord: { enabled: false }, whatsapp: { enabled: true } },
+    });
+    expect(fake.state.config).toMatchObject({ channels: { whatsapp: { enabled: true } } });
   } finally {
     client.close();
   }

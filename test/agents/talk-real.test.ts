@@ -19,6 +19,7 @@ import { flushRecords, runTurn } from "../../app/server/agents/talk.server.ts";
 import { generateDeviceIdentity } from "../../app/server/openclaw/device-identity.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import { STATE_DIR } from "../../worker/instances/engine.ts";
 import { connectPaired } from "../../worker/instances/pairing.ts";
 import { giveCredits } from "../ai/support.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
@@ -141,6 +142,14 @@ describeDocker("talking to an agent (real gateway)", () => {
     const second = await postAgent({ message: "And again" });
     timings.secondChatMs = Date.now() - t;
     expect(second.json).toMatchObject({ sessionId, reply: REPLY });
+    // No channel is set up, so no channel plugin was loaded for the turns' tools: OpenClaw
+    // copied none into the state (WhatsApp's was ~80 MB there; decision 0189).
+    const captures = await bench!.rt.exec(instance.container_name, [
+      "sh",
+      "-c",
+      `find ${STATE_DIR}/tmp -name package.json | wc -l`,
+    ]);
+    expect(captures).toMatchObject({ exitCode: 0, stdout: "0\n" });
 
     const full = await getAgent(`?action=session&sessionId=${encodeURIComponent(sessionId)}`);
     expect(full.status).toBe(200);

@@ -1,4 +1,8 @@
-import { channelSettings, channelsPatch } from "../../app/server/agents/channels.server.ts";
+import {
+  channelPluginEntries,
+  channelSettings,
+  channelsPatch,
+} from "../../app/server/agents/channels.server.ts";
 import { INGRESS_ORIGIN } from "../../app/server/agents/control-ui-device.server.ts";
 import { PLATFORM_HEARTBEAT } from "../../app/server/agents/heartbeat.server.ts";
 import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
@@ -27,9 +31,10 @@ import { connectPaired } from "./pairing.ts";
  * The version of what `gatewayConfig` gives a gateway. Bump it when a change must reach the
  * gateways that exist: reconcile re-applies the platform's part to every running gateway of an
  * older version (once; one config reload each). 1: before the Control UI; 2: with it; 3: the
- * Control UI served from the image in place (decision 0187).
+ * Control UI served from the image in place (decision 0187); 4: the channel plugins of channels
+ * the user has not set up turned off (decision 0189).
  */
-export const PLATFORM_CONFIG_VERSION = 3;
+export const PLATFORM_CONFIG_VERSION = 4;
 
 /** Records that the instance's gateway has the platform's current config part. */
 async function recordConfigVersion(instanceId: string): Promise<void> {
@@ -90,6 +95,8 @@ export function gatewayConfig(options: {
     session: { dmScope: "per-channel-peer" },
     // Skill folders arrive as archives the platform checked (app/server/skills, decision 0111).
     skills: { install: { allowUploadedArchives: true } },
+    // No channel set up yet: its plugin stays unloaded (applyChannels turns it on).
+    plugins: { entries: channelPluginEntries({}) },
     models: {
       mode: "merge",
       providers: {
@@ -195,6 +202,7 @@ export async function applyPlatformConfig(
   // The network's gateway IP only when no endpoint URL is configured (it names the endpoint).
   const gatewayIp = env().RUNTIME_PLATFORM_AI_URL ? undefined : (await ensureNetwork()).gatewayIp;
   const token = await issueInstanceToken(row.user_id, row.id);
+  const channels = await channelSettings(row.user_id);
   const config = {
     ...gatewayConfig({
       aiBaseUrl: await platformAiBaseUrl(gatewayIp),
@@ -202,9 +210,10 @@ export async function applyPlatformConfig(
       model: row.model ?? env().RUNTIME_DEFAULT_MODEL,
       controlUiRoot: await rt().controlUiRoot(instanceImage(row)),
     }),
-    // The user's messaging channels (and their plugins' enablement) survive repair and pool
-    // adoption.
-    ...channelsPatch(await channelSettings(row.user_id)),
+    // The user's messaging channels, and their plugins on (the others off), survive repair
+    // and pool adoption.
+    ...channelsPatch(channels),
+    plugins: { entries: channelPluginEntries(channels) },
   };
   try {
     await patchConfig(client, config);

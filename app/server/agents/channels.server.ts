@@ -131,6 +131,21 @@ export function channelsConfig(settings: Partial<Record<Channel, ChannelSetting>
 const PLUGIN_CHANNELS = ["discord", "whatsapp"];
 
 /**
+ * `plugins.entries` for every plugin channel: on where the user set the channel up, off
+ * elsewhere. Installed and not named, OpenClaw loads such a plugin for its agent tools at a
+ * gateway's first turn anyway, and copies it with its dependencies into the state first
+ * (WhatsApp: ~80 MB and ~5 CPU-seconds, then ~2 more per turn; decision 0189).
+ */
+export function channelPluginEntries(
+  settings: Partial<Record<Channel, ChannelSetting>>,
+): Record<string, { enabled: boolean }> {
+  const configured = Object.keys(channelsConfig(settings));
+  return Object.fromEntries(
+    PLUGIN_CHANNELS.map((id) => [id, { enabled: configured.includes(id) }]),
+  );
+}
+
+/**
  * The config patch for these channels: `channels`, plus `plugins.entries.<id>.enabled` for the
  * plugin channels among them (OpenClaw wants an external channel plugin enabled explicitly).
  * Empty when there are no channels.
