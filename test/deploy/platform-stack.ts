@@ -157,17 +157,21 @@ export async function deployPlatformStack(
     DOCKER_GID: gid,
   });
 
+  // Healthy replicas first: one the swarm has just started elsewhere (a drained node's) runs
+  // before its server listens, and the routing mesh would not send it requests yet either.
   const webContainers = async () => {
-    const found: Array<{ docker: Docker; id: string }> = [];
+    const found: Array<{ docker: Docker; id: string; healthy: boolean }> = [];
     for (const node of cluster.nodes) {
       const list = await node.docker
         .listContainers({
           filters: { label: [`com.docker.swarm.service.name=${STACK}_web`], status: ["running"] },
         })
         .catch(() => []);
-      for (const c of list) found.push({ docker: node.docker, id: c.Id });
+      for (const c of list) {
+        found.push({ docker: node.docker, id: c.Id, healthy: c.Status.includes("(healthy)") });
+      }
     }
-    return found;
+    return found.sort((a, b) => Number(b.healthy) - Number(a.healthy));
   };
   const engines = new Map(
     cluster.nodes.map((n) => [n.docker, new DockerRuntime({ host: n.host })]),
