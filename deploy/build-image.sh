@@ -144,7 +144,6 @@ add_native_code "$MODULES_DIR/node_modules" -o -path '*/native/bin/*'
 stage_libs "$SYS_DIR" "$MODULES_DIR"
 # sys/ at / and the production node_modules at /app/node_modules/, owned by root, in one
 # imported layer (import_root).
-rm -f "$BASE_CTX/Dockerfile" "$BASE_CTX/.dockerignore"
 BASE_LAYOUT=(-C "$SYS_DIR" . -C "$BASE_CTX" app/node_modules)
 BASE_HASH="$(
   {

@@ -190,7 +190,7 @@ IMAGE_NODE_VERSION="$("$NODE_BIN" --version)"
 
 # --- 2. stage the system rootfs (small: node, libraries, busybox, /etc) ---------------------
 t="$(now)"
-rm -rf "$SYS_DIR" "$BASE_CTX/home-node" "$BASE_CTX/Dockerfile" "$BASE_CTX/.dockerignore"
+rm -rf "$SYS_DIR"
 mkdir -p "$SYS_DIR"/{bin,sbin,etc,lib64,lib/x86_64-linux-gnu,usr/bin,usr/sbin,usr/local/bin,opt,var,etc/ssl/certs}
 install -d -m 1777 "$SYS_DIR/tmp" "$SYS_DIR/var/tmp"
 install -d -m 0755 "$SYS_DIR/home" "$SYS_DIR/root"
