@@ -73,10 +73,11 @@ async function putToSleep(mode: "auto" | "stop" = "auto"): Promise<"frozen" | "s
   try {
     // "busy": a worker pass (reconcile, sweep) holds the instance's lock for a moment; the
     // periodic pass would try again next time, so does the test.
-    const outcome = await waitFor(
+    // Any other outcome (not picked at all: undefined) ends the wait, to fail on the next line.
+    const { outcome } = await waitFor(
       async () => {
         const result = (await sleepIdleInstances())[instance.id];
-        return result === "busy" ? undefined : result;
+        return result === "busy" ? undefined : { outcome: result };
       },
       { timeoutMs: 120_000, intervalMs: 500, what: "the instance's lock, held by a worker pass" },
     );

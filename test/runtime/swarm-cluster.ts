@@ -5,6 +5,7 @@ import Docker from "dockerode";
 import { waitFor } from "../helpers/wait-for.ts";
 import { seedImages } from "./seed-images.ts";
 import {
+  claimRunDir,
   cleanSwarmLeftovers,
   SWARM_NODES_DIR,
   SWARM_PREFIX,
@@ -188,7 +189,7 @@ export async function startSwarmCluster(
     seeded: string[];
   }> = [];
   try {
-    mkdirSync(SWARM_RUN_DIR, { recursive: true });
+    claimRunDir();
     ip("netns", "add", ns("hub"));
     ip("-n", ns("hub"), "link", "set", "lo", "up");
     ip("-n", ns("hub"), "link", "add", "br0", "type", "bridge");

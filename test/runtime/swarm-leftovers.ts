@@ -1,11 +1,21 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmSync, statfsSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statfsSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 
 // What a multi-node test swarm leaves behind when its run dies: dockerd processes (found by the
 // pid files under the node folders, and only when their command line names that data root), the
-// network namespaces named with this checkout's prefix, and node folders on tmpfs. Node
+// network namespaces named with this checkout's prefix, mounts a dockerd left below the run
+// folder (bind mounts of its overlay networks' namespaces, which make removing it fail with
+// EBUSY), and node folders on tmpfs, whose pages hold memory, then swap, until removed. Node
 // built-ins only: `.ci/run` runs this file directly (`node test/runtime/swarm-leftovers.ts`)
 // before the tests.
 
@@ -67,20 +77,85 @@ export function ourNamespaces(): string[] {
     .filter((n) => n.startsWith(`${SWARM_PREFIX}-`));
 }
 
-export async function cleanSwarmLeftovers(): Promise<{ stopped: number; namespaces: number }> {
-  let stopped = 0;
-  if (existsSync(SWARM_NODES_DIR)) {
-    for (const node of readdirSync(SWARM_NODES_DIR)) {
-      const pidfile = path.join(SWARM_NODES_DIR, node, "dockerd.pid");
-      if (!existsSync(pidfile)) continue;
-      const pid = Number(readFileSync(pidfile, "utf8").trim());
-      if (Number.isInteger(pid) && pid > 1 && alive(pid)) {
-        await stopPid(pid, path.join(SWARM_NODES_DIR, node, "data"));
-        stopped++;
-      }
-      rmSync(pidfile, { force: true });
+/** Mount points at or below `dir`, deepest first (mountinfo escapes spaces and such as \\ooo). */
+export function mountsBelow(dir: string, mountinfo = readFileSync("/proc/self/mountinfo", "utf8")) {
+  const decode = (p: string) =>
+    p.replace(/\\([0-7]{3})/g, (_, octal: string) =>
+      String.fromCharCode(Number.parseInt(octal, 8)),
+    );
+  return mountinfo
+    .split("\n")
+    .map((line) => decode(line.split(" ")[4] ?? ""))
+    .filter((m) => m === dir || m.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+}
+
+/** Removes a folder after detaching whatever is still mounted in it. */
+export function removeTree(dir: string): void {
+  for (const mount of mountsBelow(dir)) {
+    try {
+      execFileSync("umount", ["-l", mount], { stdio: "ignore" });
+    } catch {
+      // unmounted meanwhile
     }
   }
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** Which checkout a run folder belongs to, so another checkout can tell an orphan. */
+const OWNER_FILE = "checkout";
+export function claimRunDir(): void {
+  mkdirSync(SWARM_RUN_DIR, { recursive: true });
+  writeFileSync(path.join(SWARM_RUN_DIR, OWNER_FILE), process.cwd());
+}
+
+async function stopNodes(nodesDir: string): Promise<number> {
+  let stopped = 0;
+  if (!existsSync(nodesDir)) return 0;
+  for (const node of readdirSync(nodesDir)) {
+    const pidfile = path.join(nodesDir, node, "dockerd.pid");
+    if (!existsSync(pidfile)) continue;
+    const pid = Number(readFileSync(pidfile, "utf8").trim());
+    if (Number.isInteger(pid) && pid > 1 && alive(pid)) {
+      await stopPid(pid, path.join(nodesDir, node, "data"));
+      stopped++;
+    }
+    rmSync(pidfile, { force: true });
+  }
+  return stopped;
+}
+
+/**
+ * Run folders and tmpfs node folders of checkouts that no longer exist (a clean clone in a
+ * temporary folder whose run died): nobody else would ever remove them.
+ */
+export async function cleanOrphans(): Promise<number> {
+  let removed = 0;
+  for (const name of readdirSync("/tmp")) {
+    const prefix = /^(aps[0-9a-f]{4})$/.exec(name)?.[1];
+    if (!prefix || prefix === SWARM_PREFIX) continue;
+    let owner: string;
+    try {
+      owner = readFileSync(path.join("/tmp", name, OWNER_FILE), "utf8");
+    } catch {
+      continue; // not claimed: cannot tell whose it is
+    }
+    if (existsSync(owner)) continue;
+    const nodesDir = `/dev/shm/${prefix}-swarm-nodes`;
+    await stopNodes(nodesDir);
+    removeTree(path.join("/tmp", name));
+    removeTree(nodesDir);
+    removed++;
+  }
+  return removed;
+}
+
+export async function cleanSwarmLeftovers(): Promise<{
+  stopped: number;
+  namespaces: number;
+  orphans: number;
+}> {
+  const stopped = await stopNodes(SWARM_NODES_DIR);
   const namespaces = ourNamespaces();
   for (const ns of namespaces) {
     try {
@@ -89,14 +164,15 @@ export async function cleanSwarmLeftovers(): Promise<{ stopped: number; namespac
       // already gone
     }
   }
-  rmSync(SWARM_RUN_DIR, { recursive: true, force: true });
-  if (SWARM_NODES_ON_TMPFS) rmSync(SWARM_NODES_DIR, { recursive: true, force: true });
-  return { stopped, namespaces: namespaces.length };
+  removeTree(SWARM_RUN_DIR);
+  if (SWARM_NODES_ON_TMPFS) removeTree(SWARM_NODES_DIR);
+  const orphans = await cleanOrphans();
+  return { stopped, namespaces: namespaces.length, orphans };
 }
 
 if (import.meta.main) {
-  const { stopped, namespaces } = await cleanSwarmLeftovers();
+  const { stopped, namespaces, orphans } = await cleanSwarmLeftovers();
   process.stdout.write(
-    `test swarm leftovers: ${stopped} dockerd stopped, ${namespaces} namespaces removed\n`,
+    `test swarm leftovers: ${stopped} dockerd stopped, ${namespaces} namespaces removed, ${orphans} orphaned checkouts' folders removed\n`,
   );
 }
