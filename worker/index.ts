@@ -1,10 +1,12 @@
 import { closeDb, db, resolveDatabaseUrl } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
+import { sendJob } from "../app/server/platform/jobs.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
 import { onStopSignal } from "../app/server/platform/supervisor.server.ts";
 import { migrate } from "../db/migrate.ts";
 import { ensureNetwork } from "./instances/engine.ts";
 import { startEngineWatch } from "./instances/engine-watch.ts";
+import { poolSize } from "./instances/pool-size.ts";
 import { startRecorder } from "./instances/recorder.ts";
 import { startSampler } from "./instances/sampler.ts";
 import { startSleepWatch } from "./instances/sleep-watch.ts";
@@ -23,6 +25,14 @@ const stopSleepWatch = startSleepWatch();
 ensureNetwork().catch((error: unknown) =>
   logger().warn({ err: error }, "gateways' network not ready at start"),
 );
+// The warm pool fills now, not at its cron's next minute: a new installation's (or a restarted
+// worker's) first provisioning adopts a gateway instead of booting one. Workers starting
+// together send one each; the fill's advisory lock lets one of them run.
+if (poolSize() > 0) {
+  sendJob("fill-pool", {}).catch((error: unknown) =>
+    logger().warn({ err: error }, "warm pool fill not queued at start"),
+  );
+}
 
 onStopSignal((signal) => {
   logger().info({ signal }, "worker stopping: finishing in-flight jobs");
