@@ -101,6 +101,26 @@ describeDocker("a worker dies or stops mid-provision", () => {
     await cleanupTestObjects(rt);
   }, 60_000);
 
+  it("a starting worker fills its warm pool at once, not at the fill's next cron minute", async () => {
+    // First in the file, so no earlier worker's cron has queued a fill, and this worker's cron
+    // never fires: only its start can have queued the fill.
+    spawnWorker({ RUNTIME_POOL_SIZE: "1", RUNTIME_POOL_CRON: "0 0 1 1 *" });
+    const pooled = await waitFor(
+      async () =>
+        (await db()<{ id: string; state: string }[]>`select id, state from gateway_pool`)[0],
+      { timeoutMs: 20_000, intervalMs: 100, what: "a pooled gateway started by the new worker" },
+    );
+    expect(pooled.state).toBe("starting");
+    const jobs = await (await getBoss()).findJobs("fill-pool", {});
+    expect(jobs).toHaveLength(1);
+    // Its boot is not this test's: stopped here, before the next test's worker starts.
+    const worker = workers.splice(0)[0];
+    worker?.kill("SIGKILL");
+    if (worker) await exited(worker);
+    await cleanupTestObjects(rt);
+    await db()`delete from gateway_pool`;
+  });
+
   it("kill -9: the job is retried within seconds, one gateway runs, no helper is left", async () => {
     const userId = `usr_crash_${testRun}`.replace(/-/g, "_");
     await ensureUser(userId);
@@ -154,25 +174,6 @@ describeDocker("a worker dies or stops mid-provision", () => {
     await expect(holder.inspect()).rejects.toMatchObject({ statusCode: 404 });
     expect(await ofInstance(instance.id)).toEqual([]);
   }, 400_000);
-
-  it("a starting worker fills its warm pool at once, not at the fill's next cron minute", async () => {
-    // The cron never fires here: only the worker's start can have queued the fill.
-    spawnWorker({ RUNTIME_POOL_SIZE: "1", RUNTIME_POOL_CRON: "0 0 1 1 *" });
-    const pooled = await waitFor(
-      async () =>
-        (await db()<{ id: string; state: string }[]>`select id, state from gateway_pool`)[0],
-      { timeoutMs: 20_000, intervalMs: 100, what: "a pooled gateway started by the new worker" },
-    );
-    expect(pooled.state).toBe("starting");
-    const jobs = await (await getBoss()).findJobs("fill-pool", {});
-    expect(jobs).toHaveLength(1);
-    // Its boot is not this test's: stopped here, before the next test's worker starts.
-    const worker = workers.splice(0)[0];
-    worker?.kill("SIGKILL");
-    if (worker) await exited(worker);
-    await cleanupTestObjects(rt);
-    await db()`delete from gateway_pool`;
-  });
 
   it("SIGTERM mid-provision: the worker releases its job at the end of its grace period", async () => {
     const userId = `usr_stop_${testRun}`.replace(/-/g, "_");
