@@ -263,6 +263,29 @@ describeDocker("Docker driver", () => {
     expect(await rt.volumeExists(volume)).toBe(false);
   });
 
+  it("waits for a removal another caller started, so the volume it held can be removed next", async () => {
+    // As a volume helper's own clean-up races the teardown that removes its holders: the
+    // second removal used to return on Docker's 409 "already in progress" while the first was
+    // still under way, and the volume's removal then failed "in use" (4 times in 5 here).
+    for (let i = 0; i < 3; i++) {
+      const volume = `agent-${testRun}-held-${i}`;
+      await rt.ensureVolume(volume, testLabels());
+      const holder = await rt.docker.createContainer({
+        Image: GATEWAY_IMAGE,
+        Entrypoint: ["sleep", "3600"],
+        Labels: testLabels(),
+        HostConfig: { Mounts: [{ Type: "volume", Source: volume, Target: "/x" }] },
+      });
+      await holder.start();
+      const first = rt.remove(holder.id);
+      await rt.remove(holder.id);
+      expect(await rt.inspect(holder.id)).toBeUndefined();
+      await rt.removeVolume(volume);
+      expect(await rt.volumeExists(volume)).toBe(false);
+      await first;
+    }
+  });
+
   it("reads where an image keeps its Control UI, from the image's label", async () => {
     const root = await rt.controlUiRoot(GATEWAY_IMAGE);
     expect(root).toBeTruthy();

@@ -21,6 +21,8 @@ import {
 // user-defined bridge network and no published port (or one on 127.0.0.1 only).
 
 const ENGINE_DOWN = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET", "EPIPE"]);
+/** How long `remove` waits for a removal another caller started (seconds for a gateway). */
+const REMOVAL_WAIT_MS = 30_000;
 
 function statusOf(error: unknown): number | undefined {
   return (error as { statusCode?: number }).statusCode;
@@ -392,7 +394,18 @@ export class DockerRuntime implements AgentRuntime {
       await call(() => this.docker.getContainer(id).remove({ force: true, v: true }));
     } catch (error) {
       const status = statusOf(error);
-      if (status !== 404 && status !== 409) throw error; // gone, or removal already in progress
+      if (status === 404) return;
+      if (status !== 409) throw error;
+      // Another removal of it is under way (a volume helper's own clean-up, another worker):
+      // done only once it is gone, or removing the volume it holds next fails "in use" (a
+      // teardown then waited out its job's 30-60 s retry).
+      const deadline = Date.now() + REMOVAL_WAIT_MS;
+      while (await this.inspect(id)) {
+        if (Date.now() > deadline) {
+          throw new Error(`container ${id} is still being removed after ${REMOVAL_WAIT_MS} ms`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
     }
   }
 
