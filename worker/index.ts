@@ -28,11 +28,10 @@ ensureNetwork().catch((error: unknown) =>
 // The warm pool fills now, not at its cron's next minute: a new installation's (or a restarted
 // worker's) first provisioning adopts a gateway instead of booting one. Workers starting
 // together send one each; the fill's advisory lock lets one of them run.
-if (poolSize() > 0) {
-  sendJob("fill-pool", {}).catch((error: unknown) =>
-    logger().warn({ err: error }, "warm pool fill not queued at start"),
-  );
-}
+// (In a promise: a runtime that cannot be set up fails the fill, not the worker's start.)
+Promise.resolve()
+  .then(() => (poolSize() > 0 ? sendJob("fill-pool", {}) : undefined))
+  .catch((error: unknown) => logger().warn({ err: error }, "warm pool fill not queued at start"));
 
 onStopSignal((signal) => {
   logger().info({ signal }, "worker stopping: finishing in-flight jobs");
