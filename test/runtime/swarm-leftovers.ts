@@ -35,8 +35,10 @@ export const SWARM_NODES_ON_TMPFS = (() => {
     return false;
   }
 })();
+/** A checkout's node folders on tmpfs, by its prefix. */
+const tmpfsNodesDir = (prefix: string) => `/dev/shm/${prefix}-swarm-nodes`;
 export const SWARM_NODES_DIR = SWARM_NODES_ON_TMPFS
-  ? `/dev/shm/${SWARM_PREFIX}-swarm-nodes`
+  ? tmpfsNodesDir(SWARM_PREFIX)
   : path.resolve(".data", "swarm-nodes");
 /** Sockets and exec roots: short paths (a unix socket path must stay under 108 bytes). */
 export const SWARM_RUN_DIR = `/tmp/${SWARM_PREFIX}`;
@@ -141,10 +143,12 @@ export async function cleanOrphans(): Promise<number> {
       continue; // not claimed: cannot tell whose it is
     }
     if (existsSync(owner)) continue;
-    const nodesDir = `/dev/shm/${prefix}-swarm-nodes`;
+    const nodesDir = tmpfsNodesDir(prefix);
     await stopNodes(nodesDir);
-    removeTree(path.join("/tmp", name));
+    // The run folder (with its owner file) last: a removal that fails leaves it to tell the
+    // next run whose the rest was.
     removeTree(nodesDir);
+    removeTree(path.join("/tmp", name));
     removed++;
   }
   return removed;
@@ -164,8 +168,8 @@ export async function cleanSwarmLeftovers(): Promise<{
       // already gone
     }
   }
-  removeTree(SWARM_RUN_DIR);
   if (SWARM_NODES_ON_TMPFS) removeTree(SWARM_NODES_DIR);
+  removeTree(SWARM_RUN_DIR);
   const orphans = await cleanOrphans();
   return { stopped, namespaces: namespaces.length, orphans };
 }
