@@ -128,21 +128,14 @@ export async function linkPluginRoot(stateDir: string, openclawDir: string): Pro
 }
 
 /** Runs gateway/link-plugins.mjs on an install folder (peer links, gateway-plugins.txt). */
-function linkPlugins(dir: string): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(repo, "gateway/link-plugins.mjs"), dir], {
-      stdio: ["ignore", "inherit", "inherit"],
-    });
-    child.once("error", reject);
-    child.once("exit", (code) =>
-      code === 0 ? resolve() : reject(new Error(`link-plugins.mjs exited with ${code}`)),
-    );
-  });
-}
+const linkPlugins = (dir: string) =>
+  run(process.execPath, repo, [path.join(repo, "gateway/link-plugins.mjs"), dir]);
 
 /**
  * Installs the pinned OpenClaw and its channel plugins from gateway/package-lock.json (~60 s,
- * npm registry); an install from an older lockfile is replaced.
+ * npm registry); an install from an older lockfile is replaced. The install is made in a folder
+ * of its own beside `dir` and renamed into place when complete, so an interrupted install (or
+ * two at once into one shared folder) never leaves a half-installed copy that looks current.
  */
 export async function installOpenclaw(
   log: (line: string) => void,
@@ -150,28 +143,43 @@ export async function installOpenclaw(
 ): Promise<string> {
   const found = resolveOpenclaw(PINNED_OPENCLAW);
   if (found && upToDate(found)) return found;
-  await mkdir(dir, { recursive: true });
-  for (const file of ["package.json", "package-lock.json"]) {
-    await copyFile(path.join(repo, "gateway", file), path.join(dir, file));
+  const partial = `${dir}.partial-${process.pid}-${Date.now()}`;
+  await mkdir(partial, { recursive: true });
+  try {
+    for (const file of ["package.json", "package-lock.json"]) {
+      await copyFile(path.join(repo, "gateway", file), path.join(partial, file));
+    }
+    log(`installing OpenClaw ${PINNED_OPENCLAW} for the process driver into ${dir}`);
+    await run(process.platform === "win32" ? "npm.cmd" : "npm", partial, [
+      // Not `npm ci`: it refuses lockfiles whose bundled dependencies (the channel plugins ship
+      // theirs) npm itself resolves differently; plain `npm install` follows the lockfile.
+      "install",
+      "--no-audit",
+      "--no-fund",
+      "--loglevel=error",
+    ]);
+    await linkPlugins(partial);
+    if (!existsSync(path.join(partial, "node_modules/openclaw/openclaw.mjs"))) {
+      throw new Error("OpenClaw install finished but openclaw.mjs is missing");
+    }
+    const installed = path.join(dir, "node_modules/openclaw");
+    // Another process may have completed the same install meanwhile: theirs stays.
+    if (existsSync(installed) && upToDate(installed)) return installed;
+    await rm(dir, { recursive: true, force: true });
+    await rename(partial, dir);
+    return installed;
+  } finally {
+    await rm(partial, { recursive: true, force: true });
   }
-  log(`installing OpenClaw ${PINNED_OPENCLAW} for the process driver into ${dir}`);
-  const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-  await new Promise<void>((resolve, reject) => {
-    // Not `npm ci`: it refuses lockfiles whose bundled dependencies (the channel plugins ship
-    // theirs) npm itself resolves differently; plain `npm install` follows the lockfile.
-    const child = spawn(npm, ["install", "--no-audit", "--no-fund", "--loglevel=error"], {
-      cwd: dir,
-      stdio: ["ignore", "inherit", "inherit"],
-    });
+}
+
+/** Runs `command args` in `cwd`, its output on ours; rejects on a non-zero exit. */
+function run(command: string, cwd: string, args: string[]): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn(command, args, { cwd, stdio: ["ignore", "inherit", "inherit"] });
     child.once("error", reject);
     child.once("exit", (code) =>
-      code === 0 ? resolve() : reject(new Error(`npm install exited with ${code}`)),
+      code === 0 ? resolve() : reject(new Error(`${command} ${args[0]} exited with ${code}`)),
     );
   });
-  await linkPlugins(dir);
-  const installed = path.join(dir, "node_modules/openclaw");
-  if (!existsSync(path.join(installed, "openclaw.mjs"))) {
-    throw new Error("OpenClaw install finished but openclaw.mjs is missing");
-  }
-  return installed;
 }
