@@ -145,8 +145,15 @@ describeDocker("the agent's Control UI", () => {
       const token = gatewayTokenOf(instance);
       expect(frames.some((f) => f.includes(token) || f.includes("deviceToken"))).toBe(false);
       expect(await contentOf(page)).not.toContain(token);
-      // One device paired for this socket, by the platform, with no approval step.
-      await expect.poll(controlUiDevices).toHaveLength(1);
+      // One device paired for this socket, by the platform, with no approval step. (Once, in a
+      // clean-clone CI run, the list stayed empty for the default 20 s while the page was
+      // connected: the page's socket events are reported with the failure to tell why.)
+      await expect
+        .poll(controlUiDevices, { timeout: 60_000 })
+        .toHaveLength(1)
+        .catch((error: Error) => {
+          throw new Error(`${error.message}\n${seen.slice(-20).join("\n")}`);
+        });
 
       const box = page.locator("textarea").first();
       await box.waitFor({ timeout: 60_000 });
