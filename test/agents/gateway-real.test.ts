@@ -27,9 +27,9 @@ import {
   waitFor,
 } from "../runtime/docker-support.ts";
 
-// The real OpenClaw gateway in a container: provision (volume, config, container, pairing by
-// `devices approve` inside the container, /healthz), then the control protocol over the
-// bridge network: hello-ok version, health, config.get/config.patch; then reset-memory,
+// The real OpenClaw gateway in a container: provision (volume, config, container, pairing
+// approved over the gateway's loopback inside the container, /healthz), then the control
+// protocol over the bridge network: hello-ok version, health, config.get/config.patch; then reset-memory,
 // stop/start with a client that reconnects by itself, and repair, with their timings. (Each
 // boot costs ~20 CPU-seconds; an image update boots the gateway in state-real.test.ts.)
 

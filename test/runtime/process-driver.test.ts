@@ -22,7 +22,7 @@ import { mswServer } from "../msw/server.ts";
 import { gatewayBuildFinished } from "../setup/gateway-build.ts";
 
 // The process driver with the real pinned OpenClaw gateway as a local process (no Docker):
-// provision (config written into the state folder, own loopback port, pairing by the CLI),
+// provision (config written into the state folder, own loopback port, pairing approved over it),
 // the control protocol, stats, stop/start, teardown. Installs OpenClaw under .data/openclaw
 // once when neither that nor the image build's copy exists.
 

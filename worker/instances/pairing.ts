@@ -13,6 +13,7 @@ import {
 import { GatewayRequestError } from "../../app/server/openclaw/errors.server.ts";
 import { seal, unseal } from "../../app/server/platform/crypto.server.ts";
 import { rt } from "./engine.ts";
+import { loopbackApproveCommand } from "./loopback-approve.ts";
 
 // The platform's operator connection to a gateway: an Ed25519 device identity per instance,
 // paired once (the gateway asks, the platform approves inside the container).
@@ -47,22 +48,20 @@ function retryable(error: GatewayRequestError): boolean {
   );
 }
 
-/** `openclaw devices approve` inside the container (the CLI reaches the gateway on loopback). */
+/** Approves the request inside the container, over the gateway's loopback (loopback-approve.ts). */
 async function approvePairing(container: string, requestId: string): Promise<void> {
-  const result = await rt().exec(
-    container,
-    ["node", "openclaw.mjs", "devices", "approve", requestId],
-    { timeoutMs: 60_000 },
-  );
+  const result = await rt().exec(container, loopbackApproveCommand(requestId), {
+    timeoutMs: 60_000,
+  });
   if (result.exitCode !== 0) {
-    throw new Error(`devices approve failed: ${(result.stderr || result.stdout).slice(0, 500)}`);
+    throw new Error(`device approval failed: ${(result.stderr || result.stdout).slice(0, 500)}`);
   }
 }
 
 /**
  * Connects as the platform's operator device, pairing it first when the gateway does not know
- * it: the gateway answers NOT_PAIRED with a requestId, which `openclaw devices approve` inside
- * the container approves (the CLI reaches the gateway over loopback with the instance token).
+ * it: the gateway answers NOT_PAIRED with a requestId, which a script inside the container
+ * approves over the gateway's loopback with the instance token (loopback-approve.ts).
  */
 export async function connectWithPairing(target: {
   container: string;
