@@ -4,7 +4,7 @@ import { PROTOCOL_VERSION } from "../../app/server/openclaw/client.server.ts";
 // gives a connection from loopback that presents its token full operator scopes, so a small
 // script run there with `node -e` approves the request over the control protocol: what
 // `openclaw devices approve` does, without loading OpenClaw's CLI (~1.5 CPU-seconds per pairing,
-// against ~0.05 for this). It reads the token and port from the gateway's own environment, so
+// against ~0.1 for this). It reads the token and port from the gateway's own environment, so
 // no secret is on its command line. No dependency: Node's global WebSocket.
 
 const script = `
