@@ -84,6 +84,11 @@ describeDocker("the agent's Control UI", () => {
       user: USER,
       agent: AGENT,
       appEnv: { AGENTS_DOMAIN: "agents.localhost" },
+      // Provisioned as the platform does by default, with its dry run: a gateway fresh from
+      // boot sometimes ends its very first run in an error (talk.e2e.ts), and the UI's chat
+      // below is sent straight to the gateway, with no platform retry. Seen once in CI: no
+      // reply within 120 s.
+      env: { RUNTIME_COLD_WARMUP: "on" },
     });
     app = stack.app;
     agentUrl = `http://${AGENT}.agents.localhost:${new URL(app.url).port}/`;
