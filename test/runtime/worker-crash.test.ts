@@ -33,10 +33,13 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const rt = new DockerRuntime({ maxCpus: 1 });
 const workers: ChildProcess[] = [];
 
+/** Each worker's log (stdout: one JSON line per entry, warnings and errors). */
+const logs = new Map<ChildProcess, string[]>();
+
 function spawnWorker(extra: Record<string, string> = {}): ChildProcess {
   const child = spawn(process.execPath, [path.join(root, "worker/index.ts")], {
     cwd: root,
-    stdio: ["ignore", "ignore", "inherit"],
+    stdio: ["ignore", "pipe", "inherit"],
     env: {
       ...process.env,
       LOG_LEVEL: "warn",
@@ -48,6 +51,9 @@ function spawnWorker(extra: Record<string, string> = {}): ChildProcess {
     },
   });
   workers.push(child);
+  const lines: string[] = [];
+  logs.set(child, lines);
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => lines.push(chunk));
   return child;
 }
 
@@ -192,6 +198,12 @@ describeDocker("a worker dies or stops mid-provision", () => {
     // Released (retry, taken again at once by the next worker), not left active until expiry.
     expect(job?.state).toBe("retry");
     expect(stopMs).toBeLessThan(10_000);
+    // A clean stop: the handler that outlived the grace period is not logged as an error.
+    const errors = (logs.get(worker) ?? [])
+      .join("")
+      .split("\n")
+      .filter((l) => l.includes('"level":50'));
+    expect(errors).toEqual([]);
     spawnWorker();
     await waitFor(async () => (await provisionJob(instance.id))?.state === "completed", {
       timeoutMs: 240_000,

@@ -238,6 +238,8 @@ export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]["sche
 export const jobNames = Object.keys(jobCatalog) as JobName[];
 
 let boss: Promise<PgBoss> | undefined;
+/** Instances whose stop has begun (see the error handler in `create`). */
+const stopping = new WeakSet<PgBoss>();
 
 export interface BossOptions {
   /** Workers run pg-boss maintenance and schedules; the web only sends. */
@@ -258,7 +260,19 @@ function create({ role }: BossOptions): Promise<PgBoss> {
     useListenNotify: role === "worker",
     application_name: `agent-platform-boss:${role}`,
   });
-  instance.on("error", (error) => logger().error({ err: error }, "pg-boss error"));
+  instance.on("error", (error) => {
+    // A job still running when the grace period ends is failed back to its queue before the
+    // pool closes (pg-boss's stop); its handler's own completion afterwards finds the pool
+    // closed. That is a clean shutdown, not an error.
+    if (stopping.has(instance) && /connection is not opened/.test(String(error?.message))) {
+      logger().info(
+        { err: error },
+        "job outlived the stop's grace period; it was failed back to its queue",
+      );
+      return;
+    }
+    logger().error({ err: error }, "pg-boss error");
+  });
   return instance.start().then(async (started) => {
     await createQueues(started);
     return started;
@@ -286,7 +300,10 @@ export function getBoss(options: BossOptions = { role: "web" }): Promise<PgBoss>
 export async function stopBoss(options: { graceful: boolean; timeout?: number }): Promise<void> {
   const current = boss;
   boss = undefined;
-  if (current) await (await current).stop({ ...options, close: true });
+  if (!current) return;
+  const instance = await current;
+  stopping.add(instance);
+  await instance.stop({ ...options, close: true });
 }
 
 /** Creates pg-boss's schema and the catalog's queues (migrations and test templates). */
