@@ -265,8 +265,10 @@ function create({ role }: BossOptions): Promise<PgBoss> {
     // pool closes (pg-boss's stop); its handler's own completion afterwards finds the pool
     // closed. That is a clean shutdown, not an error.
     if (stopping.has(instance) && /connection is not opened/.test(String(error?.message))) {
+      // pg-boss names the job's queue on the error it raises.
+      const queue = "queue" in error && typeof error.queue === "string" ? error.queue : undefined;
       logger().info(
-        { err: error },
+        { queue },
         "job outlived the stop's grace period; it was failed back to its queue",
       );
       return;
