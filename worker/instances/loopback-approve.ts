@@ -1,4 +1,9 @@
-import { PROTOCOL_VERSION } from "../../app/server/openclaw/client.server.ts";
+import {
+  CLIENT_ID,
+  CLIENT_MODE,
+  PLATFORM,
+  PROTOCOL_VERSION,
+} from "../../app/server/openclaw/client.server.ts";
 
 // Approving a device's pairing from inside the gateway's container (decision 0192). The gateway
 // gives a connection from loopback that presents its token full operator scopes, so a small
@@ -24,7 +29,7 @@ ws.onmessage = (m) => {
   if (f.type === "event" && f.event === "connect.challenge") {
     send("connect", "connect", {
       minProtocol: ${PROTOCOL_VERSION}, maxProtocol: ${PROTOCOL_VERSION},
-      client: { id: "gateway-client", version: "1.0.0", platform: "linux", mode: "backend" },
+      client: { id: ${JSON.stringify(CLIENT_ID)}, version: "1.0.0", platform: ${JSON.stringify(PLATFORM)}, mode: ${JSON.stringify(CLIENT_MODE)} },
       role: "operator", scopes: ["operator.admin", "operator.pairing"],
       caps: [], commands: [], permissions: {}, auth: { token },
     });

@@ -16,9 +16,9 @@ import {
 // network a token alone gives no scopes, so the device is paired once at provisioning.
 
 export const PROTOCOL_VERSION = 4;
-const CLIENT_ID = "gateway-client";
-const CLIENT_MODE = "backend";
-const PLATFORM = "linux";
+export const CLIENT_ID = "gateway-client";
+export const CLIENT_MODE = "backend";
+export const PLATFORM = "linux";
 export const OPERATOR_SCOPES = [
   "operator.read",
   "operator.write",

@@ -264,7 +264,7 @@ function create({ role }: BossOptions): Promise<PgBoss> {
     // A job still running when the grace period ends is failed back to its queue before the
     // pool closes (pg-boss's stop); its handler's own completion afterwards finds the pool
     // closed. That is a clean shutdown, not an error.
-    if (stopping.has(instance) && /connection is not opened/.test(String(error?.message))) {
+    if (stopping.has(instance) && error.message.includes("connection is not opened")) {
       // pg-boss names the job's queue on the error it raises.
       const queue = "queue" in error && typeof error.queue === "string" ? error.queue : undefined;
       logger().info(
