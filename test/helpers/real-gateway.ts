@@ -46,6 +46,8 @@ export interface GatewayBenchOptions {
   routes?: Record<string, RouteModule>;
   /** Called with the server before it listens (e.g. to attach the live agent socket). */
   onServer?: (server: Server) => void;
+  /** Called with each answered request's path and status (e.g. to count the AI endpoint's 402s). */
+  onResponse?: (path: string, status: number) => void;
 }
 
 /** Prepares the file's network, runtime, AI provider and platform routes (once per file). */
@@ -79,6 +81,7 @@ export async function startGatewayBench(options: GatewayBenchOptions): Promise<G
       params: {},
       context: { remoteAddress: req.socket.remoteAddress },
     });
+    options.onResponse?.(path, response.status);
     await sendResponse(res, response, req.method === "HEAD");
   });
   options.onServer?.(server);
