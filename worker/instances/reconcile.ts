@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import {
   getInstance,
   type InstancePatch,
@@ -27,6 +28,33 @@ import { queueWarmUp } from "./warm-up.ts";
 
 const BACKOFF_BASE_MS = 10_000;
 const BACKOFF_MAX_MS = 10 * 60_000;
+/** How long after an exit by SIGKILL the engine may still flag it as an OOM kill. */
+const OOM_FLAG_WAIT_MS = 2_000;
+
+/**
+ * The container as it ended. Docker records an exit and its OOM kill as two events, so a
+ * container that just died by SIGKILL (137) may not carry the OOM flag yet; it is read again
+ * until the flag comes or OOM_FLAG_WAIT_MS after its end (a restart now would clear the flag,
+ * and the kill would be recorded as a plain exit).
+ */
+async function settledExit(info: ContainerInfo | undefined): Promise<ContainerInfo | undefined> {
+  if (!info || info.running || info.oomKilled || info.exitCode !== 137 || !info.finishedAt) {
+    return info;
+  }
+  const ended = new Date(info.finishedAt).getTime();
+  // Bounded by this process's clock too: an engine's clock may be ahead of ours.
+  const deadline = Math.min(ended + OOM_FLAG_WAIT_MS, Date.now() + OOM_FLAG_WAIT_MS);
+  let seen = info;
+  while (Date.now() < deadline) {
+    await delay(100);
+    const again = await rt().inspect(seen.id);
+    if (!again || again.running || again.oomKilled || again.finishedAt !== seen.finishedAt) {
+      return again;
+    }
+    seen = again;
+  }
+  return seen;
+}
 
 /** Why a container that should run does not, as a row patch (each exit counted once). */
 function downPatch(row: InstanceRow, info: ContainerInfo | undefined): InstancePatch {
@@ -76,7 +104,7 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
   if (!row.container_id) return "not provisioned";
   // Under the instance's lock: a one-shot of this instance is a dead job's leftover.
   await removeInstanceLeftovers(row.id);
-  const info = await rt().inspect(row.container_name);
+  let info = await rt().inspect(row.container_name);
   if (row.desired_state === "stopped") {
     if (isUp(info)) await rt().stop(info.id, 10);
     await observe(row);
@@ -91,7 +119,11 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
     await observe(row);
     return "resumed after an unfinished backup copy";
   }
-  if (!info?.running) return heal(row, info);
+  if (!info?.running) {
+    info = await settledExit(info);
+    // Running again meanwhile (the engine's restart policy): observed as any running gateway.
+    if (!info?.running) return heal(row, info);
+  }
   const seen = await observe(row);
   if (seen.health === "healthy" && row.crash_restarts > 0) {
     await updateInstance(row.id, { crash_restarts: 0, next_restart_at: null });
