@@ -37,7 +37,10 @@ const OOM_FLAG_WAIT_MS = 2_000;
  * until the flag comes or OOM_FLAG_WAIT_MS after its end (a restart now would clear the flag,
  * and the kill would be recorded as a plain exit).
  */
-async function settledExit(info: ContainerInfo | undefined): Promise<ContainerInfo | undefined> {
+async function settledExit(
+  name: string,
+  info: ContainerInfo | undefined,
+): Promise<ContainerInfo | undefined> {
   if (!info || info.running || info.oomKilled || info.exitCode !== 137 || !info.finishedAt) {
     return info;
   }
@@ -47,7 +50,7 @@ async function settledExit(info: ContainerInfo | undefined): Promise<ContainerIn
   let seen = info;
   while (Date.now() < deadline) {
     await delay(100);
-    const again = await rt().inspect(seen.id);
+    const again = await rt().inspect(name);
     if (!again || again.running || again.oomKilled || again.finishedAt !== seen.finishedAt) {
       return again;
     }
@@ -120,7 +123,7 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
     return "resumed after an unfinished backup copy";
   }
   if (!info?.running) {
-    info = await settledExit(info);
+    info = await settledExit(row.container_name, info);
     // Running again meanwhile (the engine's restart policy): observed as any running gateway.
     if (!info?.running) return heal(row, info);
   }
