@@ -3,9 +3,9 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import { env } from "../../app/server/platform/env.server.ts";
 import { type ContainerInfo, limitsForPlan } from "../runtime/index.ts";
 import {
+  ensureGatewayNetwork,
   ensureNetwork,
   gatewayAddress,
   isUp,
@@ -46,6 +46,7 @@ async function imageFor(row: InstanceRow, options: ContainerOptions) {
 }
 
 async function createContainer(row: InstanceRow, image: string): Promise<string> {
+  const network = await ensureGatewayNetwork(row.container_name, row.id);
   return rt().create({
     instanceId: row.id,
     userId: row.user_id,
@@ -54,7 +55,7 @@ async function createContainer(row: InstanceRow, image: string): Promise<string>
     hostname: row.container_name,
     volume: row.volume_name,
     volumeTarget: STATE_DIR,
-    network: env().RUNTIME_NETWORK,
+    network,
     limits: limitsForPlan(row.plan),
     env: { OPENCLAW_GATEWAY_TOKEN: gatewayTokenOf(row) },
     labels: ownerLabels(row.id),

@@ -71,7 +71,8 @@ export const isUp = (info: ContainerInfo | undefined): info is ContainerInfo =>
 const ensuring = new Map<string, Promise<{ gatewayIp: string | undefined }>>();
 
 /**
- * The gateways' network (created when missing); its gateway IP is how containers reach us.
+ * The shared network (created when missing); its gateway IP is how containers reach us (from
+ * their own networks too: it is an address of this host).
  * Concurrent calls in one process share one attempt: Docker 20.10's CheckDuplicate is racy,
  * and two creates at once left two networks of one name ("network … is ambiguous").
  */
@@ -87,6 +88,35 @@ export function ensureNetwork(): Promise<{ gatewayIp: string | undefined }> {
     ensuring.set(name, attempt);
   }
   return attempt;
+}
+
+/** The network of the gateway named `containerName`, alone on it (decision 0195). */
+export const gatewayNetworkName = (containerName: string) => `${containerName}-net`;
+
+/** The role label of a gateway's own network (reconcile sweeps those left without one). */
+export const GATEWAY_NETWORK_ROLE = "gateway-network";
+
+/**
+ * Creates the gateway's own network when missing and returns the network its container joins:
+ * that one, or the shared one where the driver has no isolated networks (process, swarm).
+ */
+export async function ensureGatewayNetwork(
+  containerName: string,
+  instanceId?: string,
+): Promise<string> {
+  const runtime = rt();
+  if (!runtime.ensureIsolatedNetwork) return env().RUNTIME_NETWORK;
+  const name = gatewayNetworkName(containerName);
+  await runtime.ensureIsolatedNetwork(name, {
+    ...ownerLabels(instanceId),
+    [LABELS.role]: GATEWAY_NETWORK_ROLE,
+  });
+  return name;
+}
+
+/** Removes the gateway's own network (after its container; a missing one is fine). */
+export async function removeGatewayNetwork(containerName: string): Promise<void> {
+  await rt().removeNetwork?.(gatewayNetworkName(containerName));
 }
 
 export const log = () => logger().child({ area: "instances" });

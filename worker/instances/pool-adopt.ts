@@ -9,7 +9,7 @@ import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { limitsForPlan } from "../runtime/index.ts";
-import { log, rt } from "./engine.ts";
+import { log, removeGatewayNetwork, rt } from "./engine.ts";
 import { applyPlatformConfig, PLATFORM_CONFIG_VERSION } from "./gateway-config.ts";
 import { connectPooled, POOL_LIMITS, type PoolRow, poolNodes, sameLimits } from "./pool.ts";
 import { poolSize } from "./pool-size.ts";
@@ -118,6 +118,7 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
     await revokeInstanceTokens(row.id);
     await rt().remove(pooled.container_name);
     await rt().removeVolume(pooled.volume_name);
+    await removeGatewayNetwork(pooled.container_name);
     return undefined;
   }
 }

@@ -10,7 +10,15 @@ import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { NoCapacityError } from "../runtime/index.ts";
-import { deploymentLabels, ensureNetwork, gatewayAddress, log, rt, STATE_DIR } from "./engine.ts";
+import {
+  deploymentLabels,
+  ensureGatewayNetwork,
+  ensureNetwork,
+  gatewayAddress,
+  log,
+  rt,
+  STATE_DIR,
+} from "./engine.ts";
 import {
   gatewayConfig,
   PLATFORM_CONFIG_VERSION,
@@ -165,6 +173,7 @@ async function createPooledContainer(
       controlUiRoot: await rt().controlUiRoot(pooled.image),
     }),
   );
+  const network = await ensureGatewayNetwork(pooled.name, pooled.id);
   const containerId = await rt().create({
     instanceId: pooled.id,
     userId: "pool",
@@ -173,7 +182,7 @@ async function createPooledContainer(
     hostname: pooled.name,
     volume: pooled.volume,
     volumeTarget: STATE_DIR,
-    network: env().RUNTIME_NETWORK,
+    network,
     limits: POOL_LIMITS,
     env: { OPENCLAW_GATEWAY_TOKEN: pooled.token },
     labels,

@@ -3,7 +3,7 @@ import { deviceIdentityFromPrivateKey } from "../../app/server/openclaw/device-i
 import { unseal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { isClusterRuntime, limitsForPlan, type ResourceLimits } from "../runtime/index.ts";
-import { gatewayAddress, rt } from "./engine.ts";
+import { gatewayAddress, removeGatewayNetwork, rt } from "./engine.ts";
 import { connectWithPairing } from "./pairing.ts";
 
 // Warm pool (RUNTIME_POOL_SIZE, 0 = off): gateways started, healthy and paired before anyone
@@ -65,6 +65,7 @@ export async function discardPooled(id: string, name: string): Promise<void> {
   await revokeInstanceTokens(id);
   await rt().remove(name);
   await rt().removeVolume(`${name}-state`);
+  await removeGatewayNetwork(name);
   await db()`delete from gateway_pool where id = ${id}`;
 }
 

@@ -11,6 +11,7 @@ import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/
 import { ensureContainer } from "./container.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, isUp, log, rt } from "./engine.ts";
 import { PLATFORM_CONFIG_VERSION, reapplyConfig } from "./gateway-config.ts";
+import { isolateGateway, removeOrphanNetworks } from "./gateway-networks.ts";
 import { removeDeadJobLeftovers, removeInstanceLeftovers } from "./leftovers.ts";
 import { tryInstanceLock } from "./lock.ts";
 import { recordClusterNodes } from "./nodes.ts";
@@ -108,6 +109,7 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
   // Under the instance's lock: a one-shot of this instance is a dead job's leftover.
   await removeInstanceLeftovers(row.id);
   let info = await rt().inspect(row.container_name);
+  if (info && (await isolateGateway(info, row.id))) info = await rt().inspect(row.container_name);
   if (row.desired_state === "stopped") {
     if (isUp(info)) await rt().stop(info.id, 10);
     await observe(row);
@@ -145,10 +147,15 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
   return "ok";
 }
 
+/** The container names instances and pooled gateways own. */
+async function knownContainerNames(rows: InstanceRow[]): Promise<Set<string>> {
+  return new Set([...rows.map((r) => r.container_name), ...(await pooledContainerNames())]);
+}
+
 /** Removes this deployment's gateway containers that no instance or pooled gateway owns. */
 async function removeOrphans(rows: InstanceRow[]): Promise<string[]> {
   const byId = new Set(rows.map((r) => r.id));
-  const known = new Set([...rows.map((r) => r.container_name), ...(await pooledContainerNames())]);
+  const known = await knownContainerNames(rows);
   const orphans: string[] = [];
   for (const c of await rt().list({
     [LABELS.managed]: "1",
@@ -196,6 +203,11 @@ export async function reconcileAll() {
   // The network (and, on a laptop, the relay to a web on loopback) after a worker restart.
   if (rows.length) await step("ensuring the gateways' network", ensureNetwork, undefined);
   const orphans = await step("removing orphans", () => removeOrphans(rows), []);
+  const networks = await step(
+    "removing orphan networks",
+    async () => removeOrphanNetworks(await knownContainerNames(rows)),
+    [],
+  );
   const leftovers = await step("removing dead jobs' one-shots", removeDeadJobLeftovers, []);
   // Before the instances: an interrupted restore's instance goes back to its old volume.
   const restores = await step("recovering interrupted restores", recoverInterruptedRestores, []);
@@ -207,6 +219,7 @@ export async function reconcileAll() {
   return {
     instances: results,
     orphansRemoved: orphans,
+    networksRemoved: networks,
     leftoversRemoved: leftovers,
     restoresRecovered: restores,
     storageMeasured,

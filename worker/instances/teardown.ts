@@ -8,7 +8,7 @@ import { backupStore } from "../../app/server/platform/backup-store.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { LABELS } from "../runtime/index.ts";
 import { takePendingBeforeTeardown } from "./backup.ts";
-import { deploymentLabels, rt } from "./engine.ts";
+import { deploymentLabels, removeGatewayNetwork, rt } from "./engine.ts";
 import { withInstanceLock } from "./lock.ts";
 
 // teardown-instance: a deleted user's instance, or a deleted last agent's, goes entirely
@@ -42,6 +42,7 @@ async function removeInstance(row: TeardownTarget, removedIds: string[]) {
     for (const holder of await rt().volumeHolders(volume)) await rt().remove(holder.id);
     await rt().removeVolume(volume);
   }
+  await removeGatewayNetwork(row.container_name);
   const revoked = await revokeInstanceTokens(row.id);
   await deleteInstanceRecord(row.id);
   await db()`delete from instance_teardowns where instance_id = ${row.id}`;

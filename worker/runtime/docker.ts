@@ -1,6 +1,15 @@
 import { finished, PassThrough } from "node:stream";
 import Docker from "dockerode";
 import {
+  ensureIsolatedBridge,
+  ensureSharedBridge,
+  listNetworks,
+  moveContainer,
+  removeNetwork,
+  type SubnetPool,
+  subnetPool,
+} from "./docker-networks.ts";
+import {
   type AgentRuntime,
   type ContainerInfo,
   type ContainerSpec,
@@ -18,7 +27,8 @@ import {
 // The Docker driver (dockerode over the engine's socket). Hardening applied to every gateway
 // container: Init (Node as PID 1 ignores SIGTERM), all capabilities dropped, no-new-privileges,
 // a pids limit, memory and CPU from the plan, a named volume for state, a stable hostname, a
-// user-defined bridge network and no published port (or one on 127.0.0.1 only).
+// bridge network of its own (docker-networks.ts) and no published port (or one on 127.0.0.1
+// only).
 
 const ENGINE_DOWN = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET", "EPIPE"]);
 /** How long `remove` waits for a removal another caller started (seconds for a gateway). */
@@ -93,7 +103,12 @@ export interface DockerDriverOptions {
   host?: string;
   /** Upper bound on a container's CPUs (tests keep gateways at 1). */
   maxCpus?: number;
+  /** The range gateways' own networks are cut from, /28 each (RUNTIME_TENANT_SUBNETS). */
+  tenantSubnets?: string;
 }
+
+/** RUNTIME_TENANT_SUBNETS' default: 4,096 networks of 16 addresses (decision 0195). */
+export const DEFAULT_TENANT_SUBNETS = "10.213.0.0/16";
 
 /**
  * `docker pause`, tried again while the kernel refuses the freeze: a process being forked in the
@@ -116,6 +131,7 @@ export class DockerRuntime implements AgentRuntime {
   readonly driver = "docker" as const;
   readonly docker: Docker;
   readonly maxCpus: number | undefined;
+  readonly tenantSubnets: SubnetPool;
   #engine: Promise<{ NCPU: number; CgroupVersion?: string; SwapLimit?: boolean }> | undefined;
 
   constructor(options: DockerDriverOptions = {}) {
@@ -125,6 +141,7 @@ export class DockerRuntime implements AgentRuntime {
         : { socketPath: options.socketPath || engineSocket() },
     );
     this.maxCpus = options.maxCpus;
+    this.tenantSubnets = subnetPool(options.tenantSubnets ?? DEFAULT_TENANT_SUBNETS);
   }
 
   async ping(): Promise<void> {
@@ -145,32 +162,29 @@ export class DockerRuntime implements AgentRuntime {
     return Math.min(wanted, cpus ?? wanted, this.maxCpus ?? wanted);
   }
 
-  async ensureNetwork(
+  ensureNetwork(
     name: string,
     labels: Record<string, string> = {},
   ): Promise<{ gatewayIp: string | undefined }> {
-    const read = async () => {
-      const info = await this.docker.getNetwork(name).inspect();
-      return { gatewayIp: info.IPAM?.Config?.[0]?.Gateway as string | undefined };
-    };
-    try {
-      return await call(read);
-    } catch (error) {
-      if (statusOf(error) !== 404) throw error;
-    }
-    try {
-      await call(() =>
-        this.docker.createNetwork({
-          Name: name,
-          Driver: "bridge",
-          CheckDuplicate: true,
-          Labels: { ...labels, [LABELS.managed]: "1" },
-        }),
-      );
-    } catch (error) {
-      if (statusOf(error) !== 409) throw error; // created by a concurrent worker
-    }
-    return call(read);
+    return ensureSharedBridge(this.docker, call, name, labels);
+  }
+
+  async ensureIsolatedNetwork(name: string, labels: Record<string, string>): Promise<void> {
+    await ensureIsolatedBridge(this.docker, call, name, labels, this.tenantSubnets);
+  }
+
+  removeNetwork(name: string): Promise<void> {
+    return removeNetwork(this.docker, call, name);
+  }
+
+  listNetworks(
+    labels: Record<string, string>,
+  ): Promise<Array<{ name: string; createdAt: string }>> {
+    return listNetworks(this.docker, call, labels);
+  }
+
+  moveToNetwork(container: string, from: string, to: string): Promise<void> {
+    return moveContainer(this.docker, call, container, from, to);
   }
 
   async ensureVolume(name: string, labels: Record<string, string>): Promise<void> {
@@ -444,6 +458,7 @@ export class DockerRuntime implements AgentRuntime {
       finishedAt: c.State.FinishedAt?.startsWith("0001") ? undefined : c.State.FinishedAt,
       labels: c.Config.Labels ?? {},
       address,
+      networks: Object.keys(networks),
       ports,
       hostname: c.Config.Hostname,
       limits: {

@@ -29,7 +29,13 @@ export function processRuntime(root = path.resolve(env().DATA_DIR, "runtime")): 
  * (selectRuntime).
  */
 export function getRuntime(): AgentRuntime {
-  const { RUNTIME_DRIVER, RUNTIME_MAX_CPUS, SWARM_NODE_ENGINES, RUNTIME_PLATFORM_AI_URL } = env();
+  const {
+    RUNTIME_DRIVER,
+    RUNTIME_MAX_CPUS,
+    RUNTIME_TENANT_SUBNETS,
+    SWARM_NODE_ENGINES,
+    RUNTIME_PLATFORM_AI_URL,
+  } = env();
   if (RUNTIME_DRIVER === "swarm" && !RUNTIME_PLATFORM_AI_URL) {
     // On an overlay network no address of this host is the platform's: name it.
     throw new Error(
@@ -41,7 +47,7 @@ export function getRuntime(): AgentRuntime {
       ? processRuntime()
       : RUNTIME_DRIVER === "swarm"
         ? new SwarmRuntime({ maxCpus: RUNTIME_MAX_CPUS, nodeEngines: SWARM_NODE_ENGINES })
-        : new DockerRuntime({ maxCpus: RUNTIME_MAX_CPUS });
+        : new DockerRuntime({ maxCpus: RUNTIME_MAX_CPUS, tenantSubnets: RUNTIME_TENANT_SUBNETS });
   return runtime;
 }
 
@@ -55,7 +61,10 @@ export async function selectRuntime(): Promise<{ runtime: AgentRuntime; reason: 
   if (RUNTIME_DRIVER !== "auto") {
     return { runtime: getRuntime(), reason: `RUNTIME_DRIVER=${RUNTIME_DRIVER}` };
   }
-  const docker = new DockerRuntime({ maxCpus: env().RUNTIME_MAX_CPUS });
+  const docker = new DockerRuntime({
+    maxCpus: env().RUNTIME_MAX_CPUS,
+    tenantSubnets: env().RUNTIME_TENANT_SUBNETS,
+  });
   try {
     await docker.ping();
     runtime = docker;

@@ -78,6 +78,8 @@ export interface ContainerInfo {
   labels: Record<string, string>;
   /** The container's address on its network (reach the gateway there). */
   address: string | undefined;
+  /** The networks it is attached to, by name (the Docker driver). */
+  networks?: string[];
   /** The cluster node the instance is pinned to (the Swarm driver). */
   node?: string;
   /** host:port of the gateway when the driver chooses the port (the process driver). */
@@ -125,10 +127,29 @@ export interface AgentRuntime {
   readonly driver: "docker" | "process" | "swarm";
   /** Throws RuntimeUnavailableError when the engine does not answer. */
   ping(): Promise<void>;
+  /**
+   * The shared network (created when missing) and its gateway address: where the host (the AI
+   * endpoint's relay) answers containers. On a driver that isolates gateways no gateway joins it.
+   */
   ensureNetwork(
     name: string,
     labels?: Record<string, string>,
   ): Promise<{ gatewayIp: string | undefined }>;
+  /**
+   * A network for one gateway alone, created when missing: nothing on it reaches another
+   * tenant's network, and no other container can take an address on it (decision 0195).
+   * Drivers without it put gateways on the shared network: the process driver (no network at
+   * all) and, for now, the Swarm driver's overlay.
+   */
+  ensureIsolatedNetwork?(name: string, labels: Record<string, string>): Promise<void>;
+  /** Removes a network (a missing one is fine; one with containers on it throws). */
+  removeNetwork?(name: string): Promise<void>;
+  /** The networks carrying every given label (createdAt: ISO 8601). */
+  listNetworks?(
+    labels: Record<string, string>,
+  ): Promise<Array<{ name: string; createdAt: string }>>;
+  /** Attaches a container to `to` and detaches it from `from`, running or not. */
+  moveToNetwork?(container: string, from: string, to: string): Promise<void>;
   /**
    * Creates the volume when missing. `placement` says what the instance it belongs to will
    * reserve: a multi-node driver places a new state volume (and so the instance) by it, on

@@ -172,8 +172,14 @@ const schema = z.object({
   AGENT_GATEWAY_IMAGE: z.string().default("agent-gateway:2026.9.6"),
   // OpenClaw versions no instance is created on or updated to (comma-separated, decision 0161).
   GATEWAY_BLOCKED_VERSIONS: z.string().default(""),
-  /** User-defined bridge network the gateways join (created when missing). */
+  /** The shared bridge whose gateway address the containers reach the platform at (created
+   * when missing); each gateway sits on a network of its own (decision 0195). */
   RUNTIME_NETWORK: z.string().default("agent-platform"),
+  /** The IPv4 range the gateways' own networks are cut from, /28 each (Docker driver). */
+  RUNTIME_TENANT_SUBNETS: z
+    .string()
+    .regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/, "an IPv4 range such as 10.213.0.0/16")
+    .default("10.213.0.0/16"),
   /** The platform's OpenAI-compatible endpoint as seen from a container; default: the
    * network's gateway address and PORT (the web must listen there, see README). */
   RUNTIME_PLATFORM_AI_URL: optionalUrl,

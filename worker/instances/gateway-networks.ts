@@ -1,0 +1,56 @@
+import { env } from "../../app/server/platform/env.server.ts";
+import { type ContainerInfo, LABELS } from "../runtime/index.ts";
+import {
+  deploymentLabels,
+  ensureGatewayNetwork,
+  GATEWAY_NETWORK_ROLE,
+  gatewayNetworkName,
+  log,
+  rt,
+} from "./engine.ts";
+
+// Reconcile's part of the gateways' own networks (decision 0195): a gateway made before them,
+// still on the shared network, moves onto its own; a network whose gateway is gone goes.
+
+/** A network younger than this may belong to a gateway being created (a pool fill's at most). */
+const ORPHAN_NETWORK_AFTER_MS = 20 * 60_000;
+
+/**
+ * Moves a gateway that is still on the shared network onto a network of its own (it keeps
+ * running: it listens on every interface). Returns whether it moved; the caller reads its new
+ * address.
+ */
+export async function isolateGateway(info: ContainerInfo, instanceId: string): Promise<boolean> {
+  const runtime = rt();
+  const shared = env().RUNTIME_NETWORK;
+  if (!runtime.moveToNetwork || !info.networks?.includes(shared)) return false;
+  const own = await ensureGatewayNetwork(info.name, instanceId);
+  if (own === shared) return false;
+  await runtime.moveToNetwork(info.id, shared, own);
+  log().info({ instanceId, network: own }, "moved a gateway off the shared network");
+  return true;
+}
+
+/** Removes this deployment's gateway networks whose container no instance or pool row names. */
+export async function removeOrphanNetworks(containerNames: Set<string>): Promise<string[]> {
+  const runtime = rt();
+  if (!runtime.listNetworks || !runtime.removeNetwork) return [];
+  const known = new Set([...containerNames].map(gatewayNetworkName));
+  const networks = await runtime.listNetworks({
+    [LABELS.role]: GATEWAY_NETWORK_ROLE,
+    ...deploymentLabels(),
+  });
+  const removed: string[] = [];
+  for (const { name, createdAt } of networks) {
+    if (known.has(name)) continue;
+    if (Date.now() - new Date(createdAt).getTime() < ORPHAN_NETWORK_AFTER_MS) continue;
+    try {
+      await runtime.removeNetwork(name);
+      removed.push(name);
+    } catch (error) {
+      log().warn({ err: error, network: name }, "an orphan gateway network could not be removed");
+    }
+  }
+  if (removed.length) log().warn({ networks: removed }, "reconcile removed orphan networks");
+  return removed;
+}
