@@ -43,6 +43,8 @@ async function stop(row: InstanceRow): Promise<ActionResult> {
   await updateInstance(row.id, {
     observed_state: "stopped",
     health: "unknown",
+    // A stopped container's address is the engine's to give away (decision 0195).
+    gateway_address: null,
     observed_at: new Date(),
   });
   return { ok: true, status: "stopped" };
@@ -64,7 +66,7 @@ async function restart(row: InstanceRow): Promise<ActionResult> {
   await updateInstance(row.id, {
     observed_state: "starting",
     health: "unknown",
-    gateway_address: gatewayAddress(now) ?? wanted.gateway_address,
+    gateway_address: gatewayAddress(now) ?? null,
     started_at: now?.startedAt ? new Date(now.startedAt) : wanted.started_at,
     observed_at: new Date(),
   });

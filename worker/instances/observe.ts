@@ -2,7 +2,7 @@ import { type InstanceRow, updateInstance } from "../../app/server/agents/instan
 import { finishBootRun, provisioningUnderWay } from "../../app/server/agents/progress.server.ts";
 import { gatewayHealthy } from "../../app/server/openclaw/health.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
-import { gatewayAddress, rt } from "./engine.ts";
+import { gatewayAddress, isUp, rt } from "./engine.ts";
 
 /**
  * Whether the gateway answers /healthz: a quick probe, then a patient one. A booting gateway
@@ -55,7 +55,9 @@ export async function observe(row: InstanceRow): Promise<InstanceRow> {
   const seen = await updateInstance(row.id, {
     container_id: info.id,
     ...state,
-    gateway_address: address ?? row.gateway_address,
+    // Only a container that is up holds its address: a stopped one's is the engine's to give
+    // away, and no credential may follow it there (decision 0195).
+    gateway_address: isUp(info) ? (address ?? null) : null,
     started_at: info.startedAt ? new Date(info.startedAt) : row.started_at,
     observed_at: new Date(),
   });

@@ -1,5 +1,6 @@
 import { recordMessages } from "../../app/server/agents/agent-messages.server.ts";
 import { agentOfSessionKey } from "../../app/server/agents/agents.server.ts";
+import { onGatewayEndpointChange } from "../../app/server/agents/gateway-endpoints.server.ts";
 import { type HistoryMessage, messagesOfHistory } from "../../app/server/agents/history.server.ts";
 import {
   gatewayTokenOf,
@@ -68,7 +69,18 @@ const keyOf = (row: InstanceRow) =>
 export class ChatRecorder {
   readonly #watched = new Map<string, Watched>();
   #timer: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
   #refreshing = false;
+
+  /** Drops the connection to a gateway whose endpoint changed (decision 0195); the next
+   * refresh opens one to the new endpoint if the instance still runs. */
+  #drop(instanceId: string | undefined): void {
+    for (const [id, w] of this.#watched) {
+      if (instanceId !== undefined && id !== instanceId) continue;
+      w.client.close();
+      this.#watched.delete(id);
+    }
+  }
 
   /** Opens connections to newly running instances and closes those that went away. */
   async refresh(): Promise<void> {
@@ -137,6 +149,10 @@ export class ChatRecorder {
   start(everyMs: number): this {
     const tick = () =>
       this.refresh().catch((error) => log().warn({ err: error }, "recorder refresh failed"));
+    this.#unsubscribe = onGatewayEndpointChange((id) => {
+      this.#drop(id);
+      void tick();
+    });
     void tick();
     this.#timer = setInterval(tick, everyMs);
     this.#timer.unref();
@@ -145,8 +161,8 @@ export class ChatRecorder {
 
   stop(): void {
     if (this.#timer) clearInterval(this.#timer);
-    for (const w of this.#watched.values()) w.client.close();
-    this.#watched.clear();
+    this.#unsubscribe?.();
+    this.#drop(undefined);
   }
 
   get watching(): number {

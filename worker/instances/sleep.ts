@@ -105,6 +105,9 @@ export async function sleepInstance(row: InstanceRow, idleSince = new Date()): P
     await unmarkAsleep(row.id);
     throw error;
   }
+  // A stopped sleeper's address is the engine's to give away (decision 0195); a frozen one
+  // keeps its own, and wake.ts records the address it wakes on either way.
+  if (how === "stopped") await updateInstance(row.id, { gateway_address: null });
   // Read after the stop: while the gateway polls, a second getUpdates would answer 409. A frozen
   // gateway's poll can still be open (up to 30 s): Telegram ends one of the two with 409. If it
   // is this read, the watcher wakes on any waiting update (at worst one the gateway had read but

@@ -1,15 +1,27 @@
 import type { GatewayClient } from "../openclaw/client.server.ts";
 import {
+  closeGatewayClient,
+  closeGatewayClients,
   connectGateway,
   gatewayUnavailable,
   toDomainError,
 } from "../openclaw/connections.server.ts";
 import { unseal } from "../platform/crypto.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { onGatewayEndpointChange } from "./gateway-endpoints.server.ts";
 import { gatewayTokenOf, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
 
 // A user's gateway as the web reaches it: the instance row gives the address, token and the
 // device key the worker paired; openclaw/connections.server.ts keeps the connection.
+
+let watching = false;
+
+/** Cached clients go the moment their gateway's endpoint changes (decision 0195). */
+function dropClientsOnChange() {
+  if (watching) return;
+  watching = true;
+  onGatewayEndpointChange((id) => (id ? closeGatewayClient(id) : closeGatewayClients()));
+}
 
 /**
  * A connected client of the instance's gateway; 502 when it is not running or not paired (or
@@ -19,13 +31,16 @@ export async function gatewayClientFor(
   row: InstanceRow,
   options: { patientMs?: number } = {},
 ): Promise<GatewayClient> {
-  if (!row.gateway_address || !row.device_private_key_sealed || !row.paired_at) {
+  if (!row.device_private_key_sealed || !row.paired_at) {
     throw gatewayUnavailable("the instance is not provisioned yet");
   }
   if (row.observed_state === "sleeping") {
     throw gatewayUnavailable("the agent is asleep: send it a message to wake it");
   }
+  // Cleared whenever the container is not up (decision 0195): nothing to connect to.
+  if (!row.gateway_address) throw gatewayUnavailable("the agent is not running");
   const sealedDeviceKey = row.device_private_key_sealed;
+  dropClientsOnChange();
   return connectGateway(
     {
       id: row.id,

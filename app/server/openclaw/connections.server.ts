@@ -121,6 +121,12 @@ export function toDomainError(error: unknown): Error {
   return error as Error;
 }
 
+/** Closes the gateway's cached client, if any (its endpoint changed or it went). */
+export function closeGatewayClient(id: string): void {
+  clients.get(id)?.client.close();
+  clients.delete(id);
+}
+
 /** Closes every cached client (tests, shutdown). */
 export function closeGatewayClients(): void {
   for (const { client } of clients.values()) client.close();
