@@ -11,13 +11,13 @@ export const { loader, action } = apiRoute({
   POST: endpoint({
     summary: "Sign in with email and password (JSON or form body)",
     description:
-      "Sets the session cookie. 401 for an unknown email or a wrong password alike; 429 with Retry-After after repeated failures for one email.",
+      "Sets the session cookie. 401 for an unknown email or a wrong password alike; 429 with Retry-After after repeated failures for one email (5 in 15 minutes) or from one client address (20 in 15 minutes; an IPv6 client by its /64), before any password is checked.",
     auth: "none",
     body: signInSchema,
     handler: async ({ request, body, ip }) => {
       assertSameOrigin(request);
       try {
-        const user = await signInWithCredentials(request, body);
+        const user = await signInWithCredentials(request, body, ip);
         const session = await createSession(user.id, {
           ip,
           userAgent: request.headers.get("user-agent") ?? undefined,

@@ -10,7 +10,7 @@ export const { loader, action } = apiRoute({
   POST: endpoint({
     summary: "Register with email and password",
     description:
-      "Bot detection (403) and a per-IP limit (429) apply. A referral code naming an existing user credits both users once. Emits user.created. Signs the new user in (session cookie), except for a request a browser marks as cross-site.",
+      "Bot detection (403) and a per-IP limit (429) apply. A referral code naming an existing user credits both users once the new email is verified (at most 20 paid referrals per referrer). Emits user.created. Signs the new user in (session cookie), except for a request a browser marks as cross-site.",
     auth: "none",
     rateLimit: "register",
     status: 201,

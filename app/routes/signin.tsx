@@ -46,9 +46,10 @@ export const action = /* @__PURE__ */ formAction({
   access: anyone,
   fields: ["email", "password"],
   handler: async ({ request, context, value }) => {
-    const user = await signInWithCredentials(request, value);
+    const ip = clientIp(request, context.remoteAddress);
+    const user = await signInWithCredentials(request, value, ip);
     const session = await createSession(user.id, {
-      ip: clientIp(request, context.remoteAddress),
+      ip,
       userAgent: request.headers.get("user-agent") ?? undefined,
     });
     return redirect(safeRedirect(value.redirectTo), {

@@ -2,11 +2,18 @@ import { describe, expect, it } from "vitest";
 import * as register from "../../app/routes/api.register.ts";
 import * as user from "../../app/routes/api.user.ts";
 import * as signupPage from "../../app/routes/signup.tsx";
-import { creditBalance, REFERRAL_CREDITS } from "../../app/server/accounts/credits.server.ts";
+import {
+  creditBalance,
+  MICRO_USD_PER_CREDIT,
+  payReferral,
+  REFERRAL_CREDITS,
+  REFERRALS_PAID_PER_REFERRER,
+} from "../../app/server/accounts/credits.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { rateLimitScopes } from "../../app/server/platform/rate-limit.server.ts";
 import { call } from "../helpers/api.ts";
 import { cookieOf, registerUser, uniqueEmail } from "./helpers.ts";
+import { verifyEmailByResetLink } from "./verify-email.ts";
 
 describe("POST /api/register", () => {
   it("creates the user: 201 {id, email, name}, name defaulting to the email, argon2id hash", async () => {
@@ -101,23 +108,106 @@ describe("POST /api/register", () => {
     expect((await registerUser({}, { remoteAddress: "203.0.113.51" })).status).toBe(201);
   });
 
-  it("credits both users once for a referral code naming an existing user", async () => {
+  it("counts an IPv6 client by its /64: rotating its addresses does not renew the budget", async () => {
+    const { points } = rateLimitScopes.register;
+    for (let i = 0; i < points; i++) {
+      const ok = await registerUser(
+        {},
+        { remoteAddress: `2001:db8:f00:1::${(i + 1).toString(16)}` },
+      );
+      expect(ok.status).toBe(201);
+    }
+    const rotated = await registerUser({}, { remoteAddress: "2001:db8:f00:1:dead:beef::1" });
+    expect(rotated.status).toBe(429);
+    expect((await registerUser({}, { remoteAddress: "2001:db8:f00:2::1" })).status).toBe(201);
+  });
+
+  const codeOf = async (userId: string) => {
+    const [row] = await db()<{ code: string }[]>`
+      select referral_code as code from users where id = ${userId}`;
+    return row!.code;
+  };
+
+  it("credits both users once the referred account's email is verified, exactly once", async () => {
     const referrer = await registerUser();
-    const [{ referral_code: code }] = (await db()`
-      select referral_code from users where id = ${referrer.json.id}`) as unknown as [
-      { referral_code: string },
-    ];
-    const referred = await registerUser({ referralCode: code.toLowerCase() });
+    const code = await codeOf(referrer.json.id);
+    const email = uniqueEmail("referred");
+    const referred = await registerUser({ email, referralCode: code.toLowerCase() });
     expect(referred.status).toBe(201);
+    // Registering proves no mailbox: nothing is paid yet.
+    expect(await creditBalance(referred.json.id)).toBe(0);
+    expect(await creditBalance(referrer.json.id)).toBe(0);
+
+    await verifyEmailByResetLink(email);
     expect(await creditBalance(referred.json.id)).toBe(REFERRAL_CREDITS);
     expect(await creditBalance(referrer.json.id)).toBe(REFERRAL_CREDITS);
-    // A second referral pays the referrer again (another new user), never twice for one pair.
-    const second = await registerUser({ referralCode: code });
+
+    // A second verification, and a retried payment, pay nothing more.
+    await verifyEmailByResetLink(email);
+    await db().begin((t) => payReferral(t, referred.json.id));
+    expect(await creditBalance(referred.json.id)).toBe(REFERRAL_CREDITS);
+    expect(await creditBalance(referrer.json.id)).toBe(REFERRAL_CREDITS);
+
+    // Another referred account pays the referrer again once it is verified.
+    const secondEmail = uniqueEmail("referred-2");
+    const second = await registerUser({ email: secondEmail, referralCode: code });
+    expect(await creditBalance(referrer.json.id)).toBe(REFERRAL_CREDITS);
+    await verifyEmailByResetLink(secondEmail);
     expect(await creditBalance(referrer.json.id)).toBe(2 * REFERRAL_CREDITS);
     expect(await creditBalance(second.json.id)).toBe(REFERRAL_CREDITS);
-    const { grantReferralCredits } = await import("../../app/server/accounts/credits.server.ts");
-    await db().begin((t) => grantReferralCredits(t, second.json.id, referrer.json.id));
-    expect(await creditBalance(referrer.json.id)).toBe(2 * REFERRAL_CREDITS);
+  });
+
+  it("pays a referrer for at most REFERRALS_PAID_PER_REFERRER referrals, even when two are verified at once", async () => {
+    const referrer = await registerUser();
+    const code = await codeOf(referrer.json.id);
+    // The referrer has already been paid for all but one of the cap.
+    const paid = REFERRALS_PAID_PER_REFERRER - 1;
+    for (let i = 0; i < paid; i++) {
+      await db()`
+        insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
+        values (${`led_cap_${i}`}, ${referrer.json.id}, ${REFERRAL_CREDITS * MICRO_USD_PER_CREDIT},
+                'referral', ${`referred:usr_earlier_${i}`})`;
+    }
+    const a = await registerUser({ referralCode: code });
+    const b = await registerUser({ referralCode: code });
+    await db()`update users set email_verified = true where id in ${db()([a.json.id, b.json.id])}`;
+    // A pays and holds its transaction open; B verifies meanwhile and waits on a lock (which one
+    // depends on the code under test). B must then find the cap reached, not count the places
+    // A had not committed yet.
+    let commitA = () => {};
+    let aPaid = false;
+    const first = db().begin(async (t) => {
+      await payReferral(t, a.json.id);
+      aPaid = true;
+      await new Promise<void>((resolve) => {
+        commitA = resolve;
+      });
+    });
+    await expect.poll(() => aPaid).toBe(true);
+    let bDone = false;
+    const secondPaid = db()
+      .begin((t) => payReferral(t, b.json.id))
+      .finally(() => {
+        bDone = true;
+      });
+    await expect
+      .poll(
+        async () =>
+          bDone ||
+          (
+            await db()`select 1 from pg_stat_activity
+                        where datname = current_database() and wait_event_type = 'Lock'`
+          ).length > 0,
+      )
+      .toBe(true);
+    commitA();
+    await Promise.all([first, secondPaid]);
+    expect(await creditBalance(referrer.json.id)).toBe(
+      REFERRALS_PAID_PER_REFERRER * REFERRAL_CREDITS,
+    );
+    // A took the last place; B stays unpaid (neither side).
+    expect(await creditBalance(a.json.id)).toBe(REFERRAL_CREDITS);
+    expect(await creditBalance(b.json.id)).toBe(0);
   });
 
   it("ignores a well-formed referral code that names nobody", async () => {

@@ -13,7 +13,15 @@ import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import { userForWallet } from "../../app/server/identity/siwe.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { purgeAuditLog } from "../../worker/jobs/purge-audit-log.ts";
-import { as, cookieOf, newUser, registerUser, signInUser } from "../accounts/helpers.ts";
+import {
+  as,
+  cookieOf,
+  newUser,
+  registerUser,
+  signInUser,
+  uniqueEmail,
+} from "../accounts/helpers.ts";
+import { verifyEmailByResetLink } from "../accounts/verify-email.ts";
 import { subscribe } from "../agents/support.ts";
 import { getPage } from "../ops/support.ts";
 
@@ -189,8 +197,10 @@ describe("audit log", () => {
     const u = await newUser();
     const [row] = await db()<{ code: string }[]>`
       select referral_code as code from users where id = ${u.id}`;
-    const referred = await registerUser({ referralCode: row!.code });
+    const referredEmail = uniqueEmail("referred");
+    const referred = await registerUser({ email: referredEmail, referralCode: row!.code });
     expect(referred.status).toBe(201);
+    await verifyEmailByResetLink(referredEmail); // a referral pays once the email is proven
 
     await db()`update users set email_verified = true where id = ${u.id}`;
     await signInWithOAuth("oauth2", {

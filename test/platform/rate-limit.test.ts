@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { limitByIp } from "../../app/server/accounts/pages.server.ts";
 import { apiRoute, endpoint } from "../../app/server/api.server.ts";
+import { limitedAddress } from "../../app/server/platform/address-key.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import {
   attempt,
@@ -116,5 +118,60 @@ describe("rate-limited routes", () => {
       headers: { "x-forwarded-for": "10.0.0.250" },
     });
     expect(res.status).toBe(429);
+  });
+});
+
+describe("the address a per-IP limit counts (docs/decisions/0196)", () => {
+  it("is an IPv4 address as is, an IPv6 one by its /64, an IPv4-mapped one as its IPv4", () => {
+    expect(limitedAddress("203.0.113.5")).toBe("203.0.113.5");
+    expect(limitedAddress("2001:db8:1:2::1")).toBe("2001:db8:1:2::/64");
+    expect(limitedAddress("2001:0DB8:0001:0002:ffff:1:2:3")).toBe("2001:db8:1:2::/64");
+    expect(limitedAddress("2001:db8::")).toBe("2001:db8:0:0::/64");
+    expect(limitedAddress("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+    expect(limitedAddress("::ffff:192.0.2.1")).toBe("192.0.2.1");
+    expect(limitedAddress("::ffff:c000:201")).toBe("192.0.2.1");
+    expect(limitedAddress("1::ffff:192.0.2.1")).toBe("1:0:0:0::/64"); // not a mapped address
+    expect(limitedAddress("unknown")).toBe("unknown");
+  });
+
+  const limited = apiRoute({
+    POST: endpoint({
+      summary: "x",
+      auth: "none",
+      rateLimit: "reset-password",
+      handler: () => ({ ok: true }),
+    }),
+  });
+  const post = (remoteAddress: string) => call(limited, "/x", { method: "POST", remoteAddress });
+
+  it("an API route's per-IP budget holds across a rotating IPv6 /64, not across /64s", async () => {
+    const { points } = rateLimitScopes["reset-password"];
+    for (let i = 0; i < points; i++) {
+      expect((await post(`2001:db8:aa:1:${i.toString(16)}::1`)).status).toBe(200);
+    }
+    expect((await post("2001:db8:aa:1:ffff:ffff:ffff:ffff")).status).toBe(429);
+    expect((await post("2001:db8:aa:2::1")).status).toBe(200);
+  });
+
+  it("an IPv4-mapped IPv6 client shares its IPv4 address's budget", async () => {
+    const { points } = rateLimitScopes["reset-password"];
+    for (let i = 0; i < points; i++) {
+      const spelled = ["203.0.113.20", "::ffff:203.0.113.20", "::ffff:cb00:7114"][i % 3]!;
+      expect((await post(spelled)).status).toBe(200);
+    }
+    expect((await post("203.0.113.20")).status).toBe(429);
+    expect((await post("::ffff:cb00:7114")).status).toBe(429);
+  });
+
+  it("a page action's per-IP limit (limitByIp) holds across a rotating IPv6 /64", async () => {
+    const { points } = rateLimitScopes["forgot-password"];
+    const request = new Request("http://localhost/forgot-password", { method: "POST" });
+    for (let i = 0; i < points; i++) {
+      await limitByIp(request, { remoteAddress: `2001:db8:bb:7::${i + 1}` }, "forgot-password");
+    }
+    await expect(
+      limitByIp(request, { remoteAddress: "2001:db8:bb:7:1:2:3:4" }, "forgot-password"),
+    ).rejects.toMatchObject({ status: 429 });
+    await limitByIp(request, { remoteAddress: "2001:db8:bb:8::1" }, "forgot-password");
   });
 });

@@ -10,6 +10,32 @@ import { db } from "../platform/db.server.ts";
 /** What a referral is worth, to the new user and to the referrer each. */
 export const REFERRAL_CREDITS = 5;
 export const MICRO_USD_PER_CREDIT = 1_000_000;
+/**
+ * Referrals one referrer is paid for, ever; later referred accounts still register, unpaid
+ * (neither side), so one code cannot mint credit without end. docs/decisions/0196
+ */
+export const REFERRALS_PAID_PER_REFERRER = 20;
+
+/**
+ * Pays `userId`'s referral, inside the caller's transaction, once the account's email is
+ * verified: registering proves no mailbox, so a referral paid at sign-up could be farmed with
+ * made-up addresses. Called wherever an email becomes verified; paying twice is impossible (the
+ * ledger's uniqueness), so a second verification or a retry is a no-op. Within the referrer's
+ * cap only; the referrer's referrals are serialised so two at once cannot both take the last
+ * place.
+ */
+export async function payReferral(t: postgres.TransactionSql, userId: string): Promise<void> {
+  const [row] = await t<{ referred_by: string | null; email_verified: boolean }[]>`
+    select referred_by, email_verified from users where id = ${userId}`;
+  if (!row?.referred_by || !row.email_verified) return;
+  const referrerId = row.referred_by;
+  await t`select pg_advisory_xact_lock(hashtext(${`referrals:${referrerId}`}))`;
+  const [paid] = await t<{ n: number }[]>`
+    select count(*)::int as n from credit_ledger
+    where user_id = ${referrerId} and reason = 'referral' and reference like 'referred:%'`;
+  if ((paid?.n ?? 0) >= REFERRALS_PAID_PER_REFERRER) return;
+  await grantReferralCredits(t, userId, referrerId);
+}
 
 /** Credits both sides of a referral; the ledger's uniqueness makes a second call a no-op. */
 export async function grantReferralCredits(

@@ -7,6 +7,7 @@ import { randomToken, sha256 } from "../platform/ids.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { forgive } from "../platform/rate-limit.server.ts";
 import { credentialCache } from "./credential-cache.server.ts";
+import { payReferral } from "./credits.server.ts";
 import { emitEvent } from "./events.server.ts";
 import { publicUser, toUser, type UserRow } from "./model.server.ts";
 import { countPasswordAttempt, failureKey, verifyPassword } from "./passwords.server.ts";
@@ -113,6 +114,8 @@ export async function confirmEmailChange(token: string) {
       throw error;
     }
     const changed = toUser(row as UserRow);
+    // The new address is proven: a referral waiting for a verified email is paid (once).
+    await payReferral(t, changed.id);
     await recordAudit(
       {
         action: "email.changed",

@@ -12,7 +12,10 @@ export interface User {
   hasPassword: boolean;
   referralCode: string;
   createdAt: Date;
-  /** Operator of this platform (the row's flag or OPERATOR_EMAILS); never in the public API. */
+  /**
+   * Operator of this platform (the row's flag, or a *verified* email in OPERATOR_EMAILS); never
+   * in the public API.
+   */
   isOperator: boolean;
   suspendedAt: Date | null;
   /**
@@ -49,7 +52,9 @@ export const toUser = (r: UserRow): User => ({
   hasPassword: r.password_hash !== null,
   referralCode: r.referral_code,
   createdAt: r.created_at,
-  isOperator: r.is_operator || operatorEmails().has(r.email.toLowerCase()),
+  // A listed address counts only once its mailbox is proven: anyone can register any address
+  // (docs/decisions/0196).
+  isOperator: r.is_operator || (r.email_verified && operatorEmails().has(r.email.toLowerCase())),
   suspendedAt: r.suspended_at,
   ...(r.assigned_plan !== undefined ? { assignedPlan: r.assigned_plan } : {}),
 });

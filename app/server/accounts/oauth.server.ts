@@ -5,6 +5,7 @@ import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
+import { payReferral } from "./credits.server.ts";
 import { toUser, type User, type UserRow } from "./model.server.ts";
 import { revokeUnprovenAccess } from "./takeover.server.ts";
 import { createUser, findUserByEmail } from "./users.server.ts";
@@ -214,6 +215,7 @@ export async function signInWithOAuth(
         // authenticators) stops working. docs/decisions/0017-oauth.md
         const revoked = await revokeUnprovenAccess(existing.id, t);
         await t`update users set email_verified = true, updated_at = now() where id = ${existing.id}`;
+        await payReferral(t, existing.id);
         user = toUser({ ...existing, email_verified: true, password_hash: null });
         logger().info(
           { userId: user.id, provider, revoked },

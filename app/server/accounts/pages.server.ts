@@ -1,4 +1,5 @@
 import { redirect } from "@remix-run/node";
+import { addressKey } from "../platform/address-key.server.ts";
 import { clientIp } from "../platform/client-ip.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { consume, type RateLimitScope } from "../platform/rate-limit.server.ts";
@@ -56,7 +57,7 @@ export async function limitByIp(
   context: { remoteAddress?: string | undefined },
   scope: RateLimitScope,
 ): Promise<void> {
-  const decision = await consume(scope, `ip:${clientIp(request, context.remoteAddress)}`);
+  const decision = await consume(scope, addressKey(clientIp(request, context.remoteAddress)));
   if (decision.allowed) return;
   throw new DomainError(
     429,

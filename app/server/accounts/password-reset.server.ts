@@ -4,6 +4,7 @@ import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { randomToken, sha256 } from "../platform/ids.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
+import { payReferral } from "./credits.server.ts";
 import { revokeUnprovenAccess } from "./takeover.server.ts";
 import { findUserByEmail, setPassword } from "./users.server.ts";
 
@@ -66,6 +67,7 @@ export async function resetPassword(token: string, password: string): Promise<vo
     if (user && !user.email_verified) {
       await revokeUnprovenAccess(row.user_id, t);
       await t`update users set email_verified = true where id = ${row.user_id}`;
+      await payReferral(t, row.user_id);
     }
     await setPassword(row.user_id, password, t);
     // Any other outstanding links of this user stop working too.

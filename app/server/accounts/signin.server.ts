@@ -1,8 +1,9 @@
 import { Authenticator } from "remix-auth";
 import { FormStrategy } from "remix-auth-form";
+import { addressKey } from "../platform/address-key.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
-import { forgive } from "../platform/rate-limit.server.ts";
+import { attempt, forgive, refund } from "../platform/rate-limit.server.ts";
 import { toUser, type User } from "./model.server.ts";
 import { countPasswordAttempt, failureKey, verifyPassword } from "./passwords.server.ts";
 import { findUserByEmail } from "./users.server.ts";
@@ -12,7 +13,11 @@ import { findUserByEmail } from "./users.server.ts";
 // unknown email is verified against a dummy argon2 hash). Each attempt for one email is counted
 // before its password is checked; beyond 5 within 15 minutes (failed ones, or a burst sent at
 // once) attempts answer 429 with Retry-After until the window ends — a correct password
-// included, so guessing cannot go on at full speed; a success clears the count.
+// included, so guessing cannot go on at full speed; a success clears the count. Attempts from
+// one client address (an IPv6 client by its /64) are counted too, before the email's, whatever
+// the email: beyond 20 failures within 15 minutes the address gets 429 without any password
+// being checked, so spraying many accounts from one place costs no argon2 either; a success
+// gives its point back (docs/decisions/0196).
 
 export const INVALID_CREDENTIALS = "Invalid email or password";
 
@@ -62,11 +67,27 @@ authenticator.use(
   "credentials",
 );
 
-/** Runs the credentials strategy on a form built from already-parsed fields. */
-export function signInWithCredentials(
+export const TOO_MANY_FROM_ADDRESS =
+  "Too many failed sign-in attempts from your network; try again later";
+
+/**
+ * Runs the credentials strategy on a form built from already-parsed fields, for a client at
+ * `ip` (the route's client address): 429 with `retryAfter` once the address's budget is spent.
+ */
+export async function signInWithCredentials(
   request: Request,
   fields: { email: string; password: string },
-) {
+  ip: string,
+): Promise<User> {
+  const key = addressKey(ip);
+  const wait = await attempt("signin-address", key);
+  if (wait > 0) throw new DomainError(429, TOO_MANY_FROM_ADDRESS, { retryAfter: wait });
+  const user = await authenticate(request, fields);
+  await refund("signin-address", key);
+  return user;
+}
+
+function authenticate(request: Request, fields: { email: string; password: string }) {
   const form = new URLSearchParams(fields);
   return authenticator.authenticate(
     "credentials",

@@ -7,7 +7,7 @@ import { newId, randomAlphanumeric } from "../platform/ids.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { forgive } from "../platform/rate-limit.server.ts";
 import { credentialCache } from "./credential-cache.server.ts";
-import { grantReferralCredits } from "./credits.server.ts";
+import { payReferral } from "./credits.server.ts";
 import { emitEvent } from "./events.server.ts";
 import { publicUser, toUser, type User, type UserRow } from "./model.server.ts";
 import {
@@ -58,8 +58,9 @@ async function isFirstAccount(t: postgres.TransactionSql): Promise<boolean> {
 }
 
 /**
- * Creates a user (and, with a referral code naming an existing user, credits both once), and
- * emits `user.created` in the same transaction. 409 when the email is taken.
+ * Creates a user (remembering the referrer a referral code names: both are credited once the
+ * email is verified, `payReferral`), and emits `user.created` in the same transaction. 409 when
+ * the email is taken.
  */
 export async function createUser(input: NewUser, tx?: postgres.TransactionSql): Promise<User> {
   const passwordHash = input.password ? await hashPassword(input.password) : null;
@@ -89,7 +90,8 @@ export async function createUser(input: NewUser, tx?: postgres.TransactionSql): 
       throw error;
     }
     const user = toUser(row!);
-    if (referrer) await grantReferralCredits(t, user.id, referrer.id);
+    // Paid now only when the email is already proven (an OAuth sign-up), else on verification.
+    if (referrer) await payReferral(t, user.id);
     await emitEvent(t, "user.created", eventUser(user));
     await recordAudit(
       {

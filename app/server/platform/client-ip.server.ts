@@ -21,7 +21,10 @@ function trusted(): BlockList {
   return list;
 }
 
-const normalise = (ip: string) => (ip.startsWith("::ffff:") ? ip.slice(7) : ip);
+// "::ffff:192.0.2.1" is the IPv4 client 192.0.2.1; the hex spelling (::ffff:c000:201) stays as
+// it is here (stripping its prefix would leave no address) and is mapped by the limit key.
+const normalise = (ip: string) =>
+  ip.startsWith("::ffff:") && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip;
 
 function isTrusted(ip: string): boolean {
   const family = isIP(ip);

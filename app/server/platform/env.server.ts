@@ -195,7 +195,8 @@ const schema = z.object({
   /** How long provisioning and updates wait for a gateway's /healthz. */
   GATEWAY_HEALTH_TIMEOUT_MS: z.coerce.number().int().min(1000).default(180_000),
   /** pg-boss cron of the reconcile job (desired vs observed state of every instance). */
-  // Comma-separated emails of operators besides the first account and those granted in /ops.
+  // Comma-separated emails of operators besides the first account and those granted in /ops;
+  // an address counts once its account has verified it (docs/decisions/0196).
   OPERATOR_EMAILS: z.string().default(""),
   RECONCILE_CRON: z.string().default("* * * * *"),
   /** The pass that removes Control UI devices a dead web process left paired (decision 0170). */

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ActionFunctionArgs, LoaderFunctionArgs } from "@remix-run/node";
 import type { z } from "zod";
+import { addressKey } from "./address-key.server.ts";
 import { type AuditActor, withAuditScope } from "./audit.server.ts";
 import { clientIp } from "./client-ip.server.ts";
 import { DomainError, domainErrorStatus } from "./errors.server.ts";
@@ -344,9 +345,10 @@ async function answer<A extends AuthModes<A>>(
     const auth = await authorize(request, spec.auth);
     caller = auth;
     if (spec.rateLimit) {
-      // user-or-ip scopes count per user once the caller is known, per client IP otherwise.
+      // user-or-ip scopes count per user once the caller is known, per client address (an
+      // IPv6 client by its /64) otherwise.
       const scope = rateLimitScopes[spec.rateLimit];
-      const key = scope.key === "user-or-ip" && caller ? `user:${caller.user.id}` : `ip:${ip}`;
+      const key = scope.key === "user-or-ip" && caller ? `user:${caller.user.id}` : addressKey(ip);
       const decision = await consume(spec.rateLimit, key);
       extraHeaders = { ...extraHeaders, ...decision.headers };
       if (!decision.allowed) {

@@ -27,6 +27,9 @@ export const rateLimitScopes = {
   // Failed sign-ins per email address (consumed on failure only, cleared on success):
   // docs/decisions/0010-accounts-and-sign-in.md
   "signin-failures": { points: 5, duration: 15 * 60, key: "account" },
+  // Failed password sign-ins per client address (an IPv6 client by its /64), whatever the email:
+  // counted before the check, a success refunds its point. docs/decisions/0196
+  "signin-address": { points: 20, duration: 15 * 60, key: "ip" },
 } as const satisfies Record<
   string,
   { points: number; duration: number; key: "ip" | "user-or-ip" | "account" }
@@ -193,6 +196,14 @@ export async function attempt(scope: RateLimitScope, key: string): Promise<numbe
     logger().error({ err: rejection, scope }, "rate limiter unavailable; request allowed");
     return 0;
   }
+}
+
+/** Gives back the point an `attempt` took (the attempt succeeded), leaving the rest counted. */
+export async function refund(scope: RateLimitScope, key: string): Promise<void> {
+  leases.delete(`${scope}\u0000${key}`);
+  await limiter(scope)
+    .reward(key, 1)
+    .catch((error: unknown) => logger().error({ err: error, scope }, "rate limiter unavailable"));
 }
 
 /** Forgets `key`'s counter in `scope`. */
