@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { assertSameOrigin } from "../server/accounts/auth.server.ts";
 import { publicUser } from "../server/accounts/model.server.ts";
-import { safeRedirect } from "../server/accounts/pages.server.ts";
+import { AFTER_SIGN_IN } from "../server/accounts/pages.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
 import { apiRoute, endpoint } from "../server/api.server.ts";
 import { signInWithWallet } from "../server/identity/siwe.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 import { json } from "../server/platform/http.server.ts";
+import { safeRedirect } from "../server/platform/safe-redirect.server.ts";
 
 // Missing fields are 401 (the contract), not the builder's 400: every field is optional here.
 const body = z
@@ -37,7 +38,7 @@ export const { loader, action } = apiRoute({
         ip,
         userAgent: request.headers.get("user-agent") ?? undefined,
       });
-      const url = safeRedirect(body.callbackUrl);
+      const url = safeRedirect(body.callbackUrl, AFTER_SIGN_IN);
       if ((request.headers.get("content-type") ?? "").includes("form-urlencoded")) {
         return new Response(null, {
           status: 302,

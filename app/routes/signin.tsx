@@ -7,11 +7,12 @@ import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { WalletSignIn } from "../components/wallet-sign-in.tsx";
 import { signInSchema } from "../schemas/accounts.ts";
 import { isConfigured, oauthProviders, providerLabels } from "../server/accounts/oauth.server.ts";
-import { anyone, pageSession, safeRedirect } from "../server/accounts/pages.server.ts";
+import { AFTER_SIGN_IN, anyone, pageSession } from "../server/accounts/pages.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
 import { signInWithCredentials } from "../server/accounts/signin.server.ts";
 import { clientIp } from "../server/platform/client-ip.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
+import { safeRedirect } from "../server/platform/safe-redirect.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Sign in — Agent Platform" }];
 
@@ -26,7 +27,7 @@ const oauthErrors: Record<string, string> = {
 
 export async function loader({ request }: LoaderFunctionArgs) {
   const url = new URL(request.url);
-  const redirectTo = safeRedirect(url.searchParams.get("redirectTo"));
+  const redirectTo = safeRedirect(url.searchParams.get("redirectTo"), AFTER_SIGN_IN);
   if (await pageSession(request)) throw redirect(redirectTo);
   return {
     redirectTo,
@@ -52,7 +53,7 @@ export const action = /* @__PURE__ */ formAction({
       ip,
       userAgent: request.headers.get("user-agent") ?? undefined,
     });
-    return redirect(safeRedirect(value.redirectTo), {
+    return redirect(safeRedirect(value.redirectTo, AFTER_SIGN_IN), {
       headers: { "Set-Cookie": session.setCookie },
     });
   },

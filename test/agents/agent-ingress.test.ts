@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { createServer, type IncomingHttpHeaders, request, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { gzipSync } from "node:zlib";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { loader as openLoader } from "../../app/routes/agents.$id.open.ts";
 import { createSession, revokeAllSessions } from "../../app/server/accounts/sessions.server.ts";
@@ -55,6 +55,20 @@ function startGateway(): Promise<string> {
     req.on("end", () => {
       seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, bytes });
       if (req.url === "/slow") return; // never answers
+      if (req.url?.startsWith("/__openclaw__/canvas/")) {
+        // An agent-written canvas file, with the headers a hostile gateway would like to send.
+        res.writeHead(200, {
+          "Content-Type": "text/html",
+          "Content-Security-Policy": "default-src *",
+          "X-Content-Type-Options": "sniff-away",
+          "Set-Cookie": "__session=forged; Path=/",
+          "Service-Worker-Allowed": "/",
+          "Access-Control-Allow-Origin": "https://evil.example",
+          "Access-Control-Allow-Credentials": "true",
+        });
+        res.end("<script>fetch('/api/keys', {method: 'POST'})</script>");
+        return;
+      }
       if (req.url === "/page") {
         // Compressed when the client allows it, as a gateway behind compression middleware.
         if (/gzip/.test(String(req.headers["accept-encoding"] ?? ""))) {
@@ -298,6 +312,41 @@ describe("host form", () => {
     expect(res.headers["x-frame-options"]).toBe("DENY");
   });
 
+  it("serves a canvas file on the agent's host in a CSP sandbox", async () => {
+    const cookie = await signInOnHost();
+    const canvas = await fetchVia("/__openclaw__/canvas/board.html", {
+      host: hostOf(ownerAgent),
+      cookie,
+      accept: "text/html",
+    });
+    expect(canvas.status).toBe(200);
+    expect(canvas.headers["content-security-policy"]).toBe("sandbox");
+    expect(canvas.headers["x-content-type-options"]).toBe("nosniff");
+    expect(canvas.headers["set-cookie"]).toBeUndefined();
+  });
+
+  it("sends the owner after the hand-off only to a path on the agent's host", async () => {
+    for (const next of [
+      "/\\evil.example",
+      "//evil.example",
+      "https://evil.example",
+      "/%5Cevil.example",
+      "/\t/evil.example",
+      "javascript:alert(1)",
+    ]) {
+      const url = await handoffUrl(next);
+      const res = await fetchVia(url.pathname + url.search, { host: hostOf(ownerAgent) });
+      expect(res.status, next).toBe(303);
+      expect(res.headers.location, next).toBe("/");
+    }
+    // A target stored before the check (or altered in the table) is checked again on the way out.
+    const url = await handoffUrl("/fine");
+    await db()`update agent_ingress_handoffs set next_path = ${"/\\evil.example"}
+      where used_at is null`;
+    const res = await fetchVia(url.pathname + url.search, { host: hostOf(ownerAgent) });
+    expect(res.headers.location).toBe("/");
+  });
+
   it("refuses a replayed, expired or foreign-host hand-off token", async () => {
     const url = await handoffUrl();
     const first = await fetchVia(url.pathname + url.search, { host: hostOf(ownerAgent) });
@@ -397,7 +446,93 @@ describe("host form", () => {
   });
 });
 
+/** The path form is served only on installations without agents' own hosts (decision 0200). */
+function withoutAgentsDomain() {
+  beforeEach(() => {
+    delete process.env.AGENTS_DOMAIN;
+    resetEnvCache();
+  });
+  afterEach(() => {
+    process.env.AGENTS_DOMAIN = DOMAIN;
+    resetEnvCache();
+  });
+}
+
 describe("path form", () => {
+  withoutAgentsDomain();
+
+  it("answers 404 when AGENTS_DOMAIN is set: the host form is then the only one", async () => {
+    process.env.AGENTS_DOMAIN = DOMAIN;
+    resetEnvCache();
+    // A fresh session: the host form's tests signed the owner out everywhere.
+    const cookie = (await createSession(owner)).setCookie.split(";")[0] as string;
+    for (const path of [
+      `/agents/${ownerAgent}/ui/`,
+      `/agents/${ownerAgent}/ui/__openclaw__/canvas/a.html`,
+      `/agents/${ownerAgent}/ui`,
+    ]) {
+      const res = await fetchVia(path, { host: "localhost:3000", cookie });
+      expect(res.status, path).toBe(404);
+      expect(res.body).toBe(JSON.stringify({ error: "Agent not found" }));
+    }
+    const socket = await openSocket(`/agents/${ownerAgent}/ui/ws`, {
+      host: "localhost:3000",
+      cookie,
+      origin: APP,
+    });
+    expect(socket).toEqual({ status: 404 });
+    expect(seen).toHaveLength(0);
+    // Without it, the same request is the owner's Control UI.
+    delete process.env.AGENTS_DOMAIN;
+    resetEnvCache();
+    const served = await fetchVia(`/agents/${ownerAgent}/ui/`, { host: "localhost:3000", cookie });
+    expect(served.status).toBe(200);
+  });
+
+  it("serves the gateway's other content in a CSP sandbox, without its cookies or CORS", async () => {
+    const cookie = (await createSession(owner)).setCookie.split(";")[0] as string;
+    const canvas = await fetchVia(`/agents/${ownerAgent}/ui/__openclaw__/canvas/board.html`, {
+      host: "localhost:3000",
+      cookie,
+      accept: "text/html",
+    });
+    expect(canvas.status).toBe(200);
+    expect(canvas.body).toContain("<script>");
+    // The platform's headers replace the gateway's, whatever their spelling.
+    expect(canvas.headers["content-security-policy"]).toBe("sandbox");
+    expect(canvas.headers["x-content-type-options"]).toBe("nosniff");
+    expect(canvas.headers["x-frame-options"]).toBe("DENY");
+    expect(canvas.headers["set-cookie"]).toBeUndefined();
+    expect(canvas.headers["service-worker-allowed"]).toBeUndefined();
+    expect(canvas.headers["access-control-allow-origin"]).toBeUndefined();
+    expect(canvas.headers["access-control-allow-credentials"]).toBeUndefined();
+    // A form posted to any gateway path is answered in the sandbox too.
+    const posted = await fetchVia(
+      `/agents/${ownerAgent}/ui/chat`,
+      { host: "localhost:3000", cookie, origin: APP },
+      { method: "POST", body: Buffer.from("x") },
+    );
+    expect(posted.headers["content-security-policy"]).toBe("sandbox");
+    // The Control UI's own page, files and in-app routes are not sandboxed (they run the app).
+    for (const path of ["/", "/assets/index-1.js", "/favicon.svg", "/chat", "/sessions/abc"]) {
+      const ui = await fetchVia(`/agents/${ownerAgent}/ui${path}`, {
+        host: "localhost:3000",
+        cookie,
+      });
+      expect(ui.status, path).toBe(200);
+      expect(ui.headers["content-security-policy"], path).toBeUndefined();
+      expect(ui.headers["x-content-type-options"], path).toBe("nosniff");
+    }
+    // A path that climbs out of the UI's folders is not the UI's.
+    for (const path of ["/assets/..%2F__openclaw__/canvas/x.html", "/media/x.svg", "/api/x"]) {
+      const other = await fetchVia(`/agents/${ownerAgent}/ui${path}`, {
+        host: "localhost:3000",
+        cookie,
+      });
+      expect(other.headers["content-security-policy"], path).toBe("sandbox");
+    }
+  });
+
   it("signs in with the platform session, redirects a visitor, refuses a stranger", async () => {
     const cookie = (await createSession(owner)).setCookie.split(";")[0] as string;
     const bare = await fetchVia(`/agents/${ownerAgent}/ui`, { host: "localhost:3000", cookie });
@@ -500,6 +635,8 @@ describe("path form", () => {
 });
 
 describe("limits", () => {
+  withoutAgentsDomain();
+
   it("refuses bodies over the limit, times out a silent gateway, caps connections", async () => {
     web.close();
     await startWeb({ maxBodyBytes: 1024, responseTimeoutMs: 200, perAgent: 1, perUser: 5 });

@@ -1,4 +1,10 @@
-import { createPublicKey, generateKeyPairSync, type KeyObject, sign } from "node:crypto";
+import {
+  createHash,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  sign,
+} from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Readable } from "node:stream";
@@ -12,7 +18,9 @@ import * as backupsRoute from "../../app/routes/api.agents.$id.backups.ts";
 import * as cloneRoute from "../../app/routes/api.agents.$id.clone.ts";
 import * as importRoute from "../../app/routes/api.agents.$id.import.ts";
 import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
+import { RECORDS_VERSION } from "../../app/server/agents/backup-records.server.ts";
 import { insertPendingBackup } from "../../app/server/agents/backups.server.ts";
+import { channelCredentialFlags } from "../../app/server/agents/channels.server.ts";
 import { deleteAgent } from "../../app/server/agents/delete-agent.server.ts";
 import { setGatewayVersionPolicy } from "../../app/server/agents/gateway-versions.server.ts";
 import {
@@ -534,6 +542,177 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
       { name: string }[]
     >`select name from agents where id = ${target.id}`;
     expect(agentRow?.name).toBe("Keeper");
+  }, 300_000);
+
+  it("an export leaves channel credentials behind and names them; an import brings none, also from a hand-made archive", async () => {
+    const TELEGRAM = "123:bot-token-secret"; // the owner's chatapp1, stored in beforeAll
+    const DISCORD = "discord-bot-token-secret";
+    const WHATSAPP = "whatsapp-noise-key-secret";
+    const secrets = [TELEGRAM, DISCORD, WHATSAPP];
+    await db()`insert into channel_credentials (user_id, channel, sealed)
+      values (${owner.id}, 'chatapp2', ${seal(DISCORD)}) on conflict do nothing`;
+    // The gateway's state as it is with Telegram, Discord and a linked WhatsApp.
+    const config = JSON.stringify({
+      gateway: { mode: "local" },
+      channels: {
+        telegram: { enabled: true, botToken: TELEGRAM },
+        discord: { enabled: true, token: DISCORD },
+        whatsapp: { enabled: true },
+      },
+    });
+    const state = "/home/node/.openclaw";
+    await rt.exec(row.container_name, [
+      "sh",
+      "-c",
+      `mkdir -p ${state}/credentials/whatsapp/default &&
+       printf '%s' '${config}' > ${state}/openclaw.json &&
+       printf '%s' '${config}' > ${state}/openclaw.json.bak &&
+       printf '%s' '{"noiseKey":"${WHATSAPP}"}' > ${state}/credentials/whatsapp/default/creds.json`,
+    ]);
+    const backup = await takeBackup();
+    const exported = await bytesOf(
+      exportRoute,
+      `${base(agentId)}/${backup.id}/export`,
+      { id: agentId, backupId: backup.id },
+      owner,
+    );
+    expect(exported.status).toBe(200);
+    const entries = await untar(exported.bytes);
+    const manifest = JSON.parse(entries.get("manifest.json")?.toString() ?? "{}");
+    expect(manifest.channelsToReconnect).toEqual(["chatapp1", "chatapp2", "chatapp3"]);
+    const payload = await untar(entries.get("payload.tar") as Buffer);
+    for (const secret of secrets) {
+      expect(exported.bytes.includes(Buffer.from(secret)), secret).toBe(false);
+    }
+    expect(JSON.parse(payload.get("records.json")?.toString() ?? "{}").channels).toEqual([]);
+    expect(JSON.parse(payload.get("state/openclaw.json")?.toString() ?? "{}")).toEqual({
+      gateway: { mode: "local" },
+    });
+    expect([...payload.keys()].filter((n) => /credentials|openclaw\.json\./.test(n))).toEqual([]);
+    // The backup itself keeps them: a restore of one's own agent brings its channels back.
+    const download = await bytesOf(
+      downloadRoute,
+      "/x",
+      { id: agentId, backupId: backup.id },
+      owner,
+    );
+    const kept = await untar(download.bytes);
+    expect(JSON.parse(kept.get("records.json")?.toString() ?? "{}").channels).toHaveLength(2);
+
+    // Another account imports it: no token arrives, in its records or its gateway's volume.
+    const other = await agentUser("solo");
+    const target = await createAgentRecord(other.id, { name: "Heir", model: "m" });
+    const otherRow = await ensureInstanceRecord(other.id);
+    await ensureContainer(otherRow);
+    const importInto = (bytes: Buffer) =>
+      asUser(other, importRoute, `/api/agents/${target.id}/import`, {
+        method: "POST",
+        params: { id: target.id },
+        rawBody: bytes,
+        headers: { "content-type": "application/x-tar" },
+      });
+    const leftInVolume = async () => {
+      const current = (await getInstance(otherRow.id)) as InstanceRow;
+      const found = await rt.exec(current.container_name, [
+        "sh",
+        "-c",
+        `grep -rl ${secrets.map((x) => `-e '${x}'`).join(" ")} ${state} ; ls ${state}/credentials 2>&1 ; true`,
+      ]);
+      return found.stdout;
+    };
+    const expectNoCredentials = async () => {
+      const rows = await db()`select channel from channel_credentials where user_id = ${other.id}`;
+      expect(rows).toEqual([]);
+      expect(await channelCredentialFlags(other.id)).toEqual({
+        chatapp1: false,
+        chatapp2: false,
+        chatapp3: false,
+      });
+      expect(await leftInVolume()).toMatch(/^ls: .*No such file or directory\n$/);
+    };
+    const imported = await importInto(exported.bytes);
+    expect(imported.status, imported.text).toBe(200);
+    await expectNoCredentials();
+
+    // A hand-made archive (signed by a platform this one trusts) that carries them anyway:
+    // records with tokens sealed under this installation's key, and the gateway's files.
+    const { privateKey: maker } = generateKeyPairSync("ed25519");
+    const makerKey = Buffer.from(
+      createPublicKey(maker).export({ format: "der", type: "spki" }).subarray(-32),
+    ).toString("base64url");
+    const records = {
+      version: RECORDS_VERSION,
+      agent: {
+        id: "agt_handmade",
+        name: "Smuggler",
+        gateway_agent_id: "main",
+        model: "m",
+        tier: "solo",
+        config: {},
+      },
+      activeSession: null,
+      channels: [
+        { channel: "chatapp1", sealed: seal(TELEGRAM), details: {} },
+        { channel: "chatapp2", sealed: seal(DISCORD), details: {} },
+      ],
+      messages: [],
+    };
+    const owned = { uid: 1000, gid: 1000 };
+    const payloadTar = pack();
+    payloadTar.entry({ name: "records.json", mode: 0o600 }, JSON.stringify(records));
+    payloadTar.entry({ name: "state", type: "directory", mode: 0o700, ...owned });
+    payloadTar.entry({ name: "state/openclaw.json", mode: 0o600, ...owned }, config);
+    payloadTar.entry({ name: "state/credentials", type: "directory", mode: 0o700, ...owned });
+    payloadTar.entry({
+      name: "state/credentials/whatsapp",
+      type: "directory",
+      mode: 0o700,
+      ...owned,
+    });
+    payloadTar.entry(
+      { name: "state/credentials/whatsapp/creds.json", mode: 0o600, ...owned },
+      `{"noiseKey":"${WHATSAPP}"}`,
+    );
+    payloadTar.finalize();
+    const payloadChunks: Buffer[] = [];
+    for await (const chunk of payloadTar) payloadChunks.push(chunk as Buffer);
+    const payloadBytes = Buffer.concat(payloadChunks);
+    const handMade = {
+      format: manifest.format,
+      version: 1,
+      createdAt: new Date().toISOString(),
+      agent: { name: "Smuggler", model: "m" },
+      payload: {
+        bytes: payloadBytes.length,
+        sha256: createHash("sha256").update(payloadBytes).digest("hex"),
+      },
+      signer: makerKey,
+    };
+    const manifestBytes = Buffer.from(JSON.stringify(handMade));
+    const archive = pack();
+    archive.entry({ name: "manifest.json" }, manifestBytes);
+    archive.entry(
+      { name: "manifest.sig" },
+      Buffer.from(sign(null, manifestBytes, maker).toString("base64url")),
+    );
+    archive.entry({ name: "payload.tar" }, payloadBytes);
+    archive.finalize();
+    const archiveChunks: Buffer[] = [];
+    for await (const chunk of archive) archiveChunks.push(chunk as Buffer);
+    process.env.EXPORT_TRUSTED_KEYS = makerKey;
+    resetEnvCache();
+    try {
+      const smuggled = await importInto(Buffer.concat(archiveChunks));
+      expect(smuggled.status, smuggled.text).toBe(200);
+    } finally {
+      delete process.env.EXPORT_TRUSTED_KEYS;
+      resetEnvCache();
+    }
+    const [renamed] = await db()<
+      { name: string }[]
+    >`select name from agents where id = ${target.id}`;
+    expect(renamed?.name).toBe("Smuggler"); // the archive was imported …
+    await expectNoCredentials(); // … without a token
   }, 300_000);
 
   it("backs up an agent before its deletion; the backup stays listable and exportable, not restorable", async () => {

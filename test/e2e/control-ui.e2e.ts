@@ -18,7 +18,7 @@ import { connectPaired } from "../../worker/instances/pairing.ts";
 import { provision } from "../../worker/instances/provision.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import { describeDocker } from "../runtime/docker-support.ts";
-import { launchBrowser, type RunningApp, takeCspViolations } from "./app.ts";
+import { launchBrowser, type RunningApp, startApp, takeCspViolations } from "./app.ts";
 import { type GatewayStack, REPLY, startGatewayStack, stopGatewayStack } from "./gateway-stack.ts";
 
 // OpenClaw's own Control UI at the agent's address, in Chromium, against a real gateway (host
@@ -184,40 +184,53 @@ describeDocker("the agent's Control UI", () => {
   }, 240_000);
 
   it("the path form on the main origin serves the same UI: connects and chats", async () => {
-    const address = `${app.url}${pathFormPrefix(AGENT)}`;
-    const { context, page, frames, seen } = await openAsOwner(address);
+    // With AGENTS_DOMAIN set the path form is off (decision 0200) …
+    const off = await fetch(`${app.url}${pathFormPrefix(AGENT)}`, {
+      headers: { cookie: await sessionCookieFor(USER) },
+      redirect: "manual",
+    });
+    expect(off.status).toBe(404);
+    // … so it is served by a web of an installation without agents' own hosts (same database;
+    // the session cookie is host-wide, so it reaches this port too).
+    const pathApp = await startApp({ AGENTS_DOMAIN: "" });
     try {
-      await expect
-        .poll(() => frames.some((f) => f.includes('"hello-ok"')), { timeout: 60_000 })
-        .toBe(true)
-        .catch((error: Error) => {
-          throw new Error(`${error.message}\n${seen.slice(-15).join("\n")}`);
-        });
-      // The app's own links stay under the prefix.
-      expect(new URL(page.url()).pathname.startsWith(pathFormPrefix(AGENT))).toBe(true);
-      // Nothing failed, but the owner's avatar: the gateway answers it 404 when the owner has
-      // none (no upload, no Gravatar), and the UI draws initials; whether the UI asks for it
-      // before this line depends on how soon it lists the sessions.
-      const users = `404 ${app.url}${pathFormPrefix(AGENT)}api/users/`;
-      const noAvatar = (s: string) =>
-        s.startsWith(users) && /^[^/?]+\/avatar(\?|$)/.test(s.slice(users.length));
-      expect(seen.filter((s) => /^[45]\d\d /.test(s) && !noAvatar(s))).toEqual([]);
-      // The session from the first test is listed now, and its menu brings hidden text fields.
-      const box = page.locator("textarea:visible").first();
-      await box.waitFor({ timeout: 60_000 });
-      await box.fill("Hello through the path form");
-      await box.press("Enter");
-      // The run's final event came back over this page's socket, and the reply is shown.
-      await expect
-        .poll(() => frames.some((f) => f.includes('"event":"chat"') && f.includes('"final"')), {
-          timeout: 120_000,
-        })
-        .toBe(true);
-      await expect.poll(() => page.getByText(REPLY).count()).toBeGreaterThan(0);
+      const address = `${pathApp.url}${pathFormPrefix(AGENT)}`;
+      const { context, page, frames, seen } = await openAsOwner(address);
+      try {
+        await expect
+          .poll(() => frames.some((f) => f.includes('"hello-ok"')), { timeout: 60_000 })
+          .toBe(true)
+          .catch((error: Error) => {
+            throw new Error(`${error.message}\n${seen.slice(-15).join("\n")}`);
+          });
+        // The app's own links stay under the prefix.
+        expect(new URL(page.url()).pathname.startsWith(pathFormPrefix(AGENT))).toBe(true);
+        // Nothing failed, but the owner's avatar: the gateway answers it 404 when the owner has
+        // none (no upload, no Gravatar), and the UI draws initials; whether the UI asks for it
+        // before this line depends on how soon it lists the sessions.
+        const users = `404 ${pathApp.url}${pathFormPrefix(AGENT)}api/users/`;
+        const noAvatar = (s: string) =>
+          s.startsWith(users) && /^[^/?]+\/avatar(\?|$)/.test(s.slice(users.length));
+        expect(seen.filter((s) => /^[45]\d\d /.test(s) && !noAvatar(s))).toEqual([]);
+        // The session from the first test is listed now, and its menu brings hidden text fields.
+        const box = page.locator("textarea:visible").first();
+        await box.waitFor({ timeout: 60_000 });
+        await box.fill("Hello through the path form");
+        await box.press("Enter");
+        // The run's final event came back over this page's socket, and the reply is shown.
+        await expect
+          .poll(() => frames.some((f) => f.includes('"event":"chat"') && f.includes('"final"')), {
+            timeout: 120_000,
+          })
+          .toBe(true);
+        await expect.poll(() => page.getByText(REPLY).count()).toBeGreaterThan(0);
+      } finally {
+        await context.close();
+      }
+      await expect.poll(controlUiDevices, { timeout: 30_000 }).toEqual([]);
     } finally {
-      await context.close();
+      await pathApp.stop();
     }
-    await expect.poll(controlUiDevices, { timeout: 30_000 }).toEqual([]);
   }, 240_000);
 
   it("a device left paired by a web process that died is removed by the worker's sweep", async () => {

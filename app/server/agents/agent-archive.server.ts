@@ -18,6 +18,7 @@ import {
   verifyBytes,
 } from "../platform/signing.server.ts";
 import { getOwnedAgent } from "./agents.server.ts";
+import { withoutChannelCredentials } from "./archive-credentials.server.ts";
 import { agentRecordsSchema } from "./backup-records.server.ts";
 import {
   type BackupRow,
@@ -29,12 +30,15 @@ import {
   removeBackup,
   requestRestore,
 } from "./backups.server.ts";
+import { CHANNELS } from "./channels.server.ts";
 
 // Agent export and import (decision 0141): a portable, versioned, signed archive of a backup —
 // a tar of manifest.json, manifest.sig (Ed25519 over the manifest's bytes) and payload.tar (the
-// backup's records and state, as a download gives them). The manifest names the payload's size
-// and sha256, so the signature covers the payload. An import checks everything before it
-// changes anything, then goes through the restore path (fresh volume, verified, or nothing).
+// backup's records and state, as a download gives them, less every channel credential). The
+// manifest names the payload's size and sha256, so the signature covers the payload, and the
+// channels to connect again. An import checks everything before it changes anything, leaves out
+// any channel credential a hand-made archive carries, then goes through the restore path (fresh
+// volume, verified, or nothing). Decisions 0141, 0200.
 
 export const ARCHIVE_FORMAT = "agent-platform-agent-export";
 export const ARCHIVE_VERSION = 1;
@@ -47,6 +51,11 @@ const manifestSchema = z.object({
   agent: z.object({ name: z.string(), model: z.string() }),
   payload: z.object({ bytes: z.number().int().min(0), sha256: z.string().regex(/^[0-9a-f]{64}$/) }),
   signer: z.string(),
+  /**
+   * Channels the agent had set up whose credentials stayed behind (decision 0200): connect them
+   * again after an import. Optional: archives made before it do not name them.
+   */
+  channelsToReconnect: z.array(z.enum(CHANNELS)).optional(),
 });
 type Manifest = z.infer<typeof manifestSchema>;
 
@@ -63,12 +72,16 @@ export async function exportBackup(userId: string, agentId: string, backupId: st
   // A deleted agent's backup is exportable too: its name and model then come from the backup.
   const [agent] = await db()<{ name: string; model: string }[]>`
     select name, model from agents where id = ${agentId}`;
+  const storedPath = await tmpFile("stored");
   const payloadPath = await tmpFile("payload");
   try {
     await pipeline(
       Readable.from(openStream(await readStored(row))),
-      createWriteStream(payloadPath),
+      createWriteStream(storedPath, { mode: 0o600 }),
     );
+    // The backup keeps the channel credentials (a restore needs them); the export does not.
+    const channelsToReconnect = await withoutChannelCredentials(storedPath, payloadPath);
+    await rm(storedPath, { force: true });
     const { sha256, bytes } = await digest(createReadStream(payloadPath));
     const manifest: Manifest = {
       format: ARCHIVE_FORMAT,
@@ -77,6 +90,7 @@ export async function exportBackup(userId: string, agentId: string, backupId: st
       agent: agent ?? (await recordedAgent(row)),
       payload: { bytes, sha256 },
       signer: platformPublicKey(),
+      channelsToReconnect,
     };
     const manifestBytes = Buffer.from(JSON.stringify(manifest));
     const archive = pack();
@@ -97,7 +111,7 @@ export async function exportBackup(userId: string, agentId: string, backupId: st
       },
     });
   } catch (error) {
-    await rm(payloadPath, { force: true });
+    await Promise.all([storedPath, payloadPath].map((p) => rm(p, { force: true })));
     throw error;
   }
 }
@@ -225,14 +239,17 @@ export async function importArchive(userId: string, agentId: string, request: Re
   const agent = await getOwnedAgent(userId, agentId);
   const archivePath = await tmpFile("import");
   const payloadPath = await tmpFile("payload");
+  const cleanPath = await tmpFile("clean");
   const sealedPath = await tmpFile("sealed");
   let backup: BackupRow | undefined;
   try {
     await receive(request, archivePath);
     await unpackArchive(archivePath, payloadPath);
+    // Whatever channel credential a hand-made (or older) archive carries stays out.
+    await withoutChannelCredentials(payloadPath, cleanPath);
     backup = await insertPendingBackup(agent, "imported");
     await pipeline(
-      Readable.from(sealStream(createReadStream(payloadPath))),
+      Readable.from(sealStream(createReadStream(cleanPath))),
       createWriteStream(sealedPath, { mode: 0o600 }),
     );
     const { sha256 } = await digest(createReadStream(sealedPath));
@@ -249,6 +266,8 @@ export async function importArchive(userId: string, agentId: string, request: Re
     }
     throw error;
   } finally {
-    await Promise.all([archivePath, payloadPath, sealedPath].map((p) => rm(p, { force: true })));
+    await Promise.all(
+      [archivePath, payloadPath, cleanPath, sealedPath].map((p) => rm(p, { force: true })),
+    );
   }
 }

@@ -3,10 +3,12 @@ import { resolveSession } from "../accounts/sessions.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { randomToken, sha256 } from "../platform/ids.server.ts";
+import { safeRedirect } from "../platform/safe-redirect.server.ts";
 import type { IngressAuthority, IngressVerdict } from "../platform/web/ingress-proxy.server.ts";
 import { isCrossSite, isUnsafeMethod } from "../platform/web/same-origin.server.ts";
 import { agentOrigin, agentsDomain, pathFormPrefix } from "./agent-address.server.ts";
 import { controlUiSocket, INGRESS_ORIGIN } from "./control-ui-device.server.ts";
+import { isControlUiPath } from "./control-ui-paths.server.ts";
 import { gatewayTokenOf, getInstanceByUser } from "./instances.server.ts";
 import { waitWhileStarting } from "./progress.server.ts";
 import { touchActivity } from "./sleep.server.ts";
@@ -18,8 +20,11 @@ import { wakeIfSleeping } from "./wake.server.ts";
 //   host-only on APP_URL's host and never reaches it; the main origin hands the signed-in user
 //   over with a one-time token (60 s, single use, stored hashed) that opens a session cookie for
 //   that host only, tied to the platform session (sign-out everywhere ends it too).
-// - path form, /agents/<id>/ui/ under APP_URL: installations without wildcard DNS; the platform
-//   session itself signs the request in.
+// - path form, /agents/<id>/ui/ under APP_URL: installations without wildcard DNS only (with
+//   AGENTS_DOMAIN set it answers 404: the gateway's pages would run on the platform's origin);
+//   the platform session itself signs the request in.
+// Whatever the gateway serves beyond the Control UI's own files comes in a CSP sandbox
+// (decision 0200), and every redirect target taken from a request goes through safeRedirect.
 // Every request checks that the agent is the signed-in user's (404 otherwise), every open socket
 // is checked again while it lasts.
 
@@ -32,13 +37,22 @@ const INGRESS_SESSION_SECONDS = 12 * 60 * 60;
 const ID = /^(agt|usr)_[a-z0-9_]{1,64}$/;
 const PATH_FORM = /^\/agents\/([^/?#]+)\/ui(\/[^?#]*)?(\?.*)?$/;
 
-// OpenClaw's own app sends its own CSP; these only keep the agent's pages out of frames and from
-// leaking the address (the hand-off token is in a URL once) to other sites.
+// OpenClaw's own app sends its own CSP; these only keep the agent's pages out of frames, from
+// leaking the address (the hand-off token is in a URL once) to other sites and from being sniffed
+// into another type. Lower case: they replace the gateway's own headers of those names.
 const PAGE_HEADERS: OutgoingHttpHeaders = {
-  "X-Frame-Options": "DENY",
-  "Referrer-Policy": "no-referrer",
-  "X-Content-Type-Options": "nosniff",
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+  "x-content-type-options": "nosniff",
 };
+// Anything else the gateway serves (canvas files, media, plugin pages: what the agent or a
+// prompt-injected message wrote) opens in an opaque origin with no script (decision 0200).
+const SANDBOXED_HEADERS: OutgoingHttpHeaders = {
+  ...PAGE_HEADERS,
+  "content-security-policy": "sandbox",
+};
+/** Where the agent's host sends the owner after the hand-off when `next` names nowhere safe. */
+const DEFAULT_NEXT = "/";
 
 type Target =
   | { form: "host"; id: string; rest: string; host: string }
@@ -111,7 +125,7 @@ export async function startHandoff(
 ): Promise<string | undefined> {
   if ((await ownerOf(id)) !== userId) return undefined;
   const origin = agentOrigin(id);
-  const path = next.startsWith("/") && !next.startsWith("//") ? next : "/";
+  const path = safeRedirect(next, DEFAULT_NEXT);
   if (!origin) return `${new URL(env().APP_URL).origin}${pathFormPrefix(id)}${path.slice(1)}`;
   const token = randomToken(32);
   const sql = db();
@@ -217,7 +231,8 @@ async function admitHost(
       `Max-Age=${INGRESS_SESSION_SECONDS}`,
       ...(secure() ? ["Secure"] : []),
     ].join("; ");
-    return redirect(handoff.next, { "Set-Cookie": cookie });
+    // Checked when stored; checked again here, where it becomes a Location.
+    return redirect(safeRedirect(handoff.next, DEFAULT_NEXT), { "Set-Cookie": cookie });
   }
   const userId = await hostSessionUser(req, id);
   if (!userId) {
@@ -230,7 +245,14 @@ async function admitHost(
     return json(401, "Sign in first");
   }
   if (!sameOrigin(req, expected, kind)) return json(403, "Cross-site request refused");
-  return proxyTo(id, userId, rest, kind, async () => (await hostSessionUser(req, id)) === userId);
+  return proxyTo(
+    req,
+    id,
+    userId,
+    rest,
+    kind,
+    async () => (await hostSessionUser(req, id)) === userId,
+  );
 }
 
 async function admitPath(
@@ -258,7 +280,7 @@ async function admitPath(
   if (!sameOrigin(req, app.origin, kind)) return json(403, "Cross-site request refused");
   const userId = session.user.id;
   const sessionId = session.sessionId;
-  const verdict = await proxyTo(id, userId, rest, kind, async () => {
+  const verdict = await proxyTo(req, id, userId, rest, kind, async () => {
     const [row] = await db()`
       select 1 from sessions where id = ${sessionId} and revoked_at is null and expires_at > now()`;
     return row !== undefined;
@@ -302,6 +324,7 @@ export function rebaseControlUiPage(html: string, base: string): string {
 }
 
 async function proxyTo(
+  req: IncomingMessage,
   id: string,
   userId: string,
   path: string,
@@ -326,7 +349,7 @@ async function proxyTo(
     path,
     agentKey: gateway.instanceId,
     userKey: userId,
-    responseHeaders: PAGE_HEADERS,
+    responseHeaders: isControlUiPath(req.method, path) ? PAGE_HEADERS : SANDBOXED_HEADERS,
     // Who the platform signed in, for a gateway that trusts its proxy's identity (decision 0115);
     // it replaces any copy the visitor sent.
     upstreamHeaders: {
@@ -354,6 +377,8 @@ export const agentIngressAuthority: IngressAuthority = {
   async admit(req, kind) {
     const target = ingressTargetOf(req);
     if (!target) return notFound();
+    // With agents' own hosts configured the host form is the only one (decision 0200).
+    if (target.form === "path" && agentsDomain()) return notFound();
     return target.form === "host" ? admitHost(req, target, kind) : admitPath(req, target, kind);
   },
 };

@@ -83,7 +83,8 @@ export async function readAgentRecords(
 /**
  * Puts the records back on the agent: its name, model and configuration (a new revision, so the
  * worker writes it into the gateway), the messages it had (those recorded since are kept), the
- * active session, and the channel credentials as they were sealed.
+ * active session, and — its own records only, not another agent's — the channel credentials as
+ * they were sealed.
  */
 export async function writeAgentRecords(
   agentId: string,
@@ -112,6 +113,9 @@ export async function writeAgentRecords(
       values (${agentId}, ${userId}, ${records.activeSession})
       on conflict (agent_id) do update set session_key = excluded.session_key, updated_at = now()`;
   }
+  // Another agent's records (an import) bring no channel credentials (decision 0200): an export
+  // leaves them out, and these are not trusted to have.
+  if (foreign) return;
   for (const c of records.channels) {
     // Sealed under another installation's key: unusable here, the user enters it again.
     if (!opens(c.sealed)) continue;
