@@ -1,6 +1,7 @@
 import { importArchive } from "../server/agents/agent-archive.server.ts";
 import { agentParams } from "../server/agents/agents.server.ts";
 import { apiRoute, endpoint } from "../server/api.server.ts";
+import { env } from "../server/platform/env.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({
@@ -10,6 +11,8 @@ export const { loader, action } = apiRoute({
     auth: "user",
     rateLimit: "instance",
     params: agentParams,
+    // The archive is the body: up to EXPORT_MAX_BYTES, streamed to a file, never held whole.
+    maxBodyBytes: () => env().EXPORT_MAX_BYTES,
     handler: ({ auth, params, request }) => importArchive(auth.user.id, params.id, request),
   }),
 });

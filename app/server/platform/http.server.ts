@@ -8,6 +8,7 @@ import { DomainError, domainErrorStatus } from "./errors.server.ts";
 import { logger } from "./logger.server.ts";
 import { consume, type RateLimitScope, rateLimitScopes } from "./rate-limit.server.ts";
 import { preReadBody, withRawBody } from "./web/node-http.server.ts";
+import { tooLargeCap, tooLargeMessage } from "./web/request-body.server.ts";
 
 // The one way to write an /api route: declare each method's auth, rate-limit scope and zod
 // schemas; the builder parses, answers bad input with 400 {error}, maps DomainErrors to their
@@ -15,6 +16,7 @@ import { preReadBody, withRawBody } from "./web/node-http.server.ts";
 // The platform knows no credential: `createApiBuilder` takes the app's authorizer, and routes
 // use the bound builder of app/server/api.server.ts.
 
+/** The body cap of every route and page action that declares none (docs/decisions/0197). */
 export const MAX_BODY_BYTES = 1024 * 1024;
 /** Deepest nesting of arrays and objects a JSON body may have (docs/decisions/0095). */
 export const MAX_BODY_DEPTH = 64;
@@ -80,6 +82,12 @@ export interface EndpointSpec<
   body?: BS;
   /** Status of a plain-object result (default 200). */
   status?: number;
+  /**
+   * Largest request body this endpoint takes, in bytes (default MAX_BODY_BYTES); the web server
+   * answers a larger one 413 while it streams, before the handler reads it. A function is read
+   * per request (a cap from the environment).
+   */
+  maxBodyBytes?: number | (() => number);
   /**
    * Every answer carries the platform's own time in `x-overhead-ms`: the handler sets it where
    * it knows better (time spent waiting on a provider is not the platform's); otherwise, errors
@@ -198,7 +206,17 @@ class BadRequest extends Error {
   }
 }
 
-async function readStream(body: ReadableStream<Uint8Array>): Promise<Buffer> {
+/** The body cap of `route`'s endpoint for `method` (the web server applies it). */
+export function bodyCapOf(route: ApiRoute, method: string | undefined): number {
+  return capOf(route[(method === "HEAD" ? "GET" : method) as Method]);
+}
+
+function capOf(spec: AnyEndpoint | undefined): number {
+  const cap = spec?.maxBodyBytes;
+  return cap === undefined ? MAX_BODY_BYTES : typeof cap === "number" ? cap : cap();
+}
+
+async function readStream(body: ReadableStream<Uint8Array>, cap: number): Promise<Buffer> {
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -206,21 +224,30 @@ async function readStream(body: ReadableStream<Uint8Array>): Promise<Buffer> {
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > MAX_BODY_BYTES) {
+    if (size > cap) {
       await reader.cancel();
-      throw new BadRequest(413, "Request body exceeds 1 MiB");
+      throw new BadRequest(413, tooLargeMessage(cap));
     }
     chunks.push(value);
   }
   return Buffer.concat(chunks);
 }
 
-async function readBody(request: Request): Promise<unknown> {
+/**
+ * The request body's exact bytes, at most `cap` of them (413 past it), for handlers that need
+ * the raw body (a signature over it). The web server caps the stream already; this holds when a
+ * route is called any other way.
+ */
+export async function readRawBody(request: Request, cap = MAX_BODY_BYTES): Promise<Buffer> {
   const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) throw new BadRequest(413, "Request body exceeds 1 MiB");
-  if (!request.body) return undefined;
+  if (declared > cap) throw new BadRequest(413, tooLargeMessage(cap));
+  if (!request.body) return Buffer.alloc(0);
   // The server entry may have read it already (node-http.server.ts); else read the stream.
-  const bytes = preReadBody(request) ?? (await readStream(request.body));
+  return preReadBody(request) ?? (await readStream(request.body, cap));
+}
+
+async function readBody(request: Request, cap: number): Promise<unknown> {
+  const bytes = await readRawBody(request, cap);
   if (bytes.byteLength === 0) return undefined;
   const text = bytes.toString("utf8");
   const type = request.headers.get("content-type") ?? "";
@@ -364,7 +391,9 @@ async function answer<A extends AuthModes<A>>(
     const query = spec.query
       ? parse(spec.query, Object.fromEntries(new URL(request.url).searchParams), "query")
       : undefined;
-    const body = spec.body ? parse(spec.body, await readBody(request), "body") : undefined;
+    const body = spec.body
+      ? parse(spec.body, await readBody(request, capOf(spec)), "body")
+      : undefined;
     const actor = caller?.auditActor;
     const result = await withAuditScope({ ip, ...(actor ? { actor } : {}) }, () =>
       spec.handler({
@@ -389,6 +418,9 @@ async function answer<A extends AuthModes<A>>(
     if (error instanceof BadRequest) {
       return withHeaders(plainError(error.status, error.message), extraHeaders);
     }
+    // The web server cut the body off at its cap and has answered 413 already.
+    const cap = tooLargeCap(error);
+    if (cap !== undefined) return withHeaders(plainError(413, tooLargeMessage(cap)), extraHeaders);
     if (error instanceof DomainError) {
       return withHeaders(
         plainError(domainErrorStatus(error), error.message, error.extra),

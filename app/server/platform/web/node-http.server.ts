@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import type { Answer, PlainAnswer } from "../http.server.ts";
+import { declaredLength } from "./request-body.server.ts";
 
 // The Node <-> Fetch bridge of the server entry: small and allocation-light on purpose, since
 // it runs for every request.
@@ -54,10 +55,8 @@ export function withRawBody(response: Response, body: string): Response {
  */
 export function readSmallBody(req: IncomingMessage, max: number): Promise<Buffer> | undefined {
   if (req.method === "GET" || req.method === "HEAD") return undefined; // no body by definition
-  const declared = req.headers["content-length"];
-  if (declared === undefined || req.headers["transfer-encoding"] !== undefined) return undefined;
-  const length = Number(declared);
-  if (!Number.isSafeInteger(length) || length < 0 || length > max) return undefined;
+  const length = declaredLength(req);
+  if (length === undefined || length > max) return undefined;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let ended = false;
@@ -106,13 +105,18 @@ class NodeRequest extends Request {
   }
 }
 
+/**
+ * `body`: the bytes already read, or the (capped) stream to read them from; without one the
+ * request's own stream. `controller` aborts the Request's signal (the server's, when it has
+ * answered for the route).
+ */
 export function toRequest(
   req: IncomingMessage,
   res: ServerResponse,
   origin: string,
-  body?: Buffer,
+  body?: Buffer | ReadableStream<Uint8Array>,
+  controller = new AbortController(),
 ): Request {
-  const controller = new AbortController();
   // Abort only when the client went away mid-response (a DOMException per request is costly).
   res.on("close", () => {
     if (!res.writableFinished) controller.abort();
@@ -122,14 +126,14 @@ export function toRequest(
   for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
   const method = req.method ?? "GET";
   const init: RequestInit & { duplex?: "half" } = { method, headers };
-  if (body) {
+  if (Buffer.isBuffer(body)) {
     init.body = body as Uint8Array<ArrayBuffer>;
   } else if (method !== "GET" && method !== "HEAD") {
-    init.body = Readable.toWeb(req) as ReadableStream<Uint8Array>;
+    init.body = body ?? (Readable.toWeb(req) as ReadableStream<Uint8Array>);
     init.duplex = "half";
   }
   const request = new NodeRequest(new URL(req.url ?? "/", origin), init, controller.signal);
-  if (body) preRead.set(request, body);
+  if (Buffer.isBuffer(body)) preRead.set(request, body);
   return request;
 }
 

@@ -5,13 +5,14 @@ import { type AppLoadContext, createRequestHandler, type ServerBuild } from "@re
 import { withAuditScope } from "../audit.server.ts";
 import { clientIp } from "../client-ip.server.ts";
 import { env } from "../env.server.ts";
-import { API_ANSWER, MAX_BODY_BYTES } from "../http.server.ts";
+import { type Answer, API_ANSWER, API_ROUTE, bodyCapOf, MAX_BODY_BYTES } from "../http.server.ts";
 import { logger } from "../logger.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
 import { crossSitePage } from "./cross-site-page.server.ts";
 import type { Ingress } from "./ingress-proxy.server.ts";
 import { canonicalOriginFor, wrongAddressPage } from "./local-address.server.ts";
 import { readSmallBody, sendResponse, toRequest } from "./node-http.server.ts";
+import { cappedBody, declaredLength, hasBody, tooLargeMessage } from "./request-body.server.ts";
 import { isCrossSite, isUnsafeMethod } from "./same-origin.server.ts";
 import { constantSecurityHeaders, STATIC_PAGE_POLICY } from "./security-headers.server.ts";
 import { serveStatic } from "./static-files.server.ts";
@@ -27,6 +28,8 @@ export interface WebServerOptions {
   /** Every other WebSocket upgrade (the live agent socket); without one, upgrades get 404. */
   upgrade?: (req: IncomingMessage, socket: Socket, head: Buffer) => void;
 }
+
+const CLOSE = { connection: "close" } as const;
 
 /** The app's stylesheet (from the root route's links), for the server's own small pages. */
 function stylesheetOf(build: ServerBuild): string | undefined {
@@ -66,13 +69,30 @@ export function createWebServer({
     const q = url.indexOf("?");
     const pathname = q === -1 ? url : url.slice(0, q);
     const isApi = pathname === "/api" || pathname.startsWith("/api/");
-    if (!isApi && (await serveStatic(root, req, res, pathname, securityHeaders))) return;
+    const match = isApi ? matchApi(pathname) : undefined;
+    // Every body is capped before anything reads it (docs/decisions/0197): the route's own cap
+    // (`maxBodyBytes`), the default for every other route and page action.
+    const withBody = hasBody(req);
+    const cap = !withBody
+      ? 0
+      : match
+        ? bodyCapOf(match.handler[API_ROUTE], req.method)
+        : MAX_BODY_BYTES;
+    if (withBody && (declaredLength(req) ?? 0) > cap) {
+      refuseTooLarge(res, cap); // before a byte of it is read
+      return;
+    }
+    // An answer given before the body was read to its end closes the connection: the rest is
+    // never read (Node would otherwise read and discard it, for as long as the client sends).
+    const closing = () => (withBody && !req.complete ? CLOSE : undefined);
+    const defaults = () => (closing() ? { ...securityHeaders, ...CLOSE } : securityHeaders);
+    if (!isApi && (await serveStatic(root, req, res, pathname, defaults()))) return;
     const canonical = isApi ? undefined : canonicalOriginFor(req.headers.host, env().APP_URL);
     if (canonical) {
       if (req.method === "GET" || req.method === "HEAD") {
-        res.writeHead(308, { ...securityHeaders, location: `${canonical}${url}` });
+        res.writeHead(308, { ...defaults(), location: `${canonical}${url}` });
       } else {
-        res.writeHead(421, refusalHeaders);
+        res.writeHead(421, { ...refusalHeaders, ...closing() });
         res.write(wrongAddressPage(req.headers.host ?? "", canonical, stylesheet));
       }
       res.end();
@@ -88,33 +108,65 @@ export function createWebServer({
         appHost,
       );
       if (crossSite) {
-        res.writeHead(403, refusalHeaders);
+        res.writeHead(403, { ...refusalHeaders, ...closing() });
         res.end(crossSitePage(origin, stylesheet));
         return;
       }
     }
 
     const origin = `http://${req.headers.host ?? "localhost"}`;
-    const match = isApi ? matchApi(pathname) : undefined;
-    // Builder routes read whole bodies of at most MAX_BODY_BYTES anyway: read a small one here,
-    // off the Web-stream path (larger or unsized bodies stream as before and get their 413).
-    let body: Buffer | undefined;
+    // A small declared body for a builder route is read here, off the Web-stream path; every
+    // other body streams through the cap, which answers 413 itself the moment it passes.
+    let body: Buffer | ReadableStream<Uint8Array> | undefined;
+    const controller = new AbortController();
+    let refused = false;
+    if (withBody && req.method !== "GET" && req.method !== "HEAD") {
+      try {
+        body = match ? await readSmallBody(req, Math.min(cap, MAX_BODY_BYTES)) : undefined;
+      } catch {
+        res.destroy(); // the client went away mid-body: nobody to answer
+        return;
+      }
+      body ??= cappedBody(req, cap, () => {
+        refused = true;
+        refuseTooLarge(res, cap);
+        controller.abort(); // the route's work is for nobody now
+      });
+    }
+    const request = toRequest(req, res, origin, body, controller);
+    const context: AppLoadContext = { remoteAddress: req.socket.remoteAddress, build };
+    let response: Answer;
     try {
-      body = match ? await readSmallBody(req, MAX_BODY_BYTES) : undefined;
-    } catch {
-      res.destroy(); // the client went away mid-body: nobody to answer
+      response = match
+        ? // Its plain JSON answers come without a Fetch Response (docs/decisions/0150).
+          await match.handler[API_ANSWER]({ request, params: match.params, context })
+        : // Pages: entries recorded by their actions name the client IP and the session's user.
+          await withAuditScope({ ip: clientIp(request, context.remoteAddress) }, () =>
+            remix(request, context),
+          );
+    } catch (error) {
+      if (refused) return; // the route failed on the body cut off: 413 is out already
+      throw error;
+    }
+    if (refused) return;
+    await sendResponse(res, response, req.method === "HEAD", defaults());
+  }
+
+  /** 413 {error} with the connection closed after it (the rest of the body is never read). */
+  function refuseTooLarge(res: ServerResponse, cap: number) {
+    if (res.headersSent) {
+      res.destroy(); // an answer already under way cannot become a 413: cut it off
       return;
     }
-    const request = toRequest(req, res, origin, body);
-    const context: AppLoadContext = { remoteAddress: req.socket.remoteAddress, build };
-    const response = match
-      ? // Its plain JSON answers come without a Fetch Response (docs/decisions/0150).
-        await match.handler[API_ANSWER]({ request, params: match.params, context })
-      : // Pages: entries recorded by their actions name the client IP and the session's user.
-        await withAuditScope({ ip: clientIp(request, context.remoteAddress) }, () =>
-          remix(request, context),
-        );
-    await sendResponse(res, response, req.method === "HEAD", securityHeaders);
+    const text = JSON.stringify({ error: tooLargeMessage(cap) });
+    res.writeHead(413, {
+      ...securityHeaders,
+      "content-type": "application/json; charset=utf-8",
+      "cache-control": "no-store",
+      "content-length": String(Buffer.byteLength(text)),
+      connection: "close",
+    });
+    res.end(text);
   }
 
   const server = createServer((req, res) => {
