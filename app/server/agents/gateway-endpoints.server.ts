@@ -3,7 +3,7 @@ import { env } from "../platform/env.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { type ChannelListener, listenChannel } from "../platform/pg-channel.server.ts";
 
-// A gateway's address or pairing changed, or its instance went (migration 0104's trigger,
+// A gateway's address changed, or its instance went (migration 0104's trigger,
 // whichever process wrote it): every connection to the old one is dropped at once, so no
 // token is sent to an address the engine may have handed to another container (decision 0195).
 // One LISTEN per process; a handler gets the instance id, or undefined when messages may have

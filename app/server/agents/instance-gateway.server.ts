@@ -1,5 +1,6 @@
 import type { GatewayClient } from "../openclaw/client.server.ts";
 import {
+  cachedGatewayAddresses,
   closeGatewayClient,
   closeGatewayClients,
   connectGateway,
@@ -7,7 +8,9 @@ import {
   toDomainError,
 } from "../openclaw/connections.server.ts";
 import { unseal } from "../platform/crypto.server.ts";
+import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
+import { logger } from "../platform/logger.server.ts";
 import { onGatewayEndpointChange } from "./gateway-endpoints.server.ts";
 import { gatewayTokenOf, getInstanceByUser, type InstanceRow } from "./instances.server.ts";
 
@@ -16,11 +19,28 @@ import { gatewayTokenOf, getInstanceByUser, type InstanceRow } from "./instances
 
 let watching = false;
 
-/** Cached clients go the moment their gateway's endpoint changes (decision 0195). */
+/** After messages may have been missed: the clients whose gateway's address moved close. */
+async function dropMovedClients(): Promise<void> {
+  const held = cachedGatewayAddresses();
+  if (held.length === 0) return;
+  const rows = await db()<{ id: string; gateway_address: string | null }[]>`
+    select id, gateway_address from instances where id = any(${held.map((h) => h.id)}::text[])`;
+  const now = new Map(rows.map((r) => [r.id, r.gateway_address]));
+  for (const { id, address } of held) if (now.get(id) !== address) closeGatewayClient(id);
+}
+
+/** Cached clients go the moment their gateway's address changes (decision 0195). */
 function dropClientsOnChange() {
   if (watching) return;
   watching = true;
-  onGatewayEndpointChange((id) => (id ? closeGatewayClient(id) : closeGatewayClients()));
+  onGatewayEndpointChange((id) => {
+    if (id) closeGatewayClient(id);
+    else
+      dropMovedClients().catch((error: unknown) => {
+        logger().warn({ err: error }, "re-reading gateway addresses failed; closing every client");
+        closeGatewayClients();
+      });
+  });
 }
 
 /**

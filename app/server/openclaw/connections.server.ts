@@ -27,6 +27,7 @@ export interface GatewayEndpoint {
 
 interface Cached {
   key: string;
+  address: string;
   client: GatewayClient;
 }
 
@@ -92,7 +93,7 @@ async function connectCached(endpoint: GatewayEndpoint): Promise<GatewayClient> 
       requestTimeoutMs: 30_000,
       reconnect: true,
     });
-    cached = { key, client };
+    cached = { key, address: endpoint.address, client };
     clients.set(endpoint.id, cached);
   }
   try {
@@ -119,6 +120,11 @@ export function toDomainError(error: unknown): Error {
     return new DomainError(502, `${REFUSED}${error.message}`);
   }
   return error as Error;
+}
+
+/** The gateways the process holds a client of, with the address each was opened to. */
+export function cachedGatewayAddresses(): Array<{ id: string; address: string }> {
+  return [...clients].map(([id, cached]) => ({ id, address: cached.address }));
 }
 
 /** Closes the gateway's cached client, if any (its endpoint changed or it went). */
