@@ -86,6 +86,9 @@ export interface FakeGatewayState {
   interleave?: (state: FakeGatewayState) => void;
   /** How a chat run ends: its reply, or the error OpenClaw reports for it. */
   run: { reply: string } | { error: string };
+  /** While true, a run's end waits in `held` until the test calls it (a turn still running). */
+  hold: boolean;
+  held: Array<() => void>;
 }
 
 export function createFakeGateway() {
@@ -96,6 +99,8 @@ export function createFakeGateway() {
     calls: [],
     staleHashes: 0,
     run: { reply: "Hello from the fake" },
+    hold: false,
+    held: [],
   };
   const hash = () => sha(JSON.stringify(state.config));
   const key = (agentId: string, name: string) => `${agentId}/${name}`;
@@ -193,13 +198,16 @@ export function createFakeGateway() {
             "error" in run
               ? { state: "error", errorMessage: run.error }
               : { state: "final", message: { content: run.reply } };
-          client.send(
-            JSON.stringify({
-              type: "event",
-              event: "chat",
-              payload: { runId: frame.params.idempotencyKey, ...ended },
-            }),
-          );
+          const end = () =>
+            client.send(
+              JSON.stringify({
+                type: "event",
+                event: "chat",
+                payload: { runId: frame.params.idempotencyKey, ...ended },
+              }),
+            );
+          if (state.hold) state.held.push(end);
+          else end();
         }
       } catch (error) {
         client.send(JSON.stringify({ type: "res", id: frame.id, ok: false, error }));
