@@ -12,7 +12,8 @@ import { mswServer } from "../msw/server.ts";
 // A protocol-level fake of the parts of an OpenClaw gateway (2026.9.6) that the heartbeat and
 // memory endpoints and a chat turn use, on msw's WebSocket interception: the connect handshake,
 // config.get / config.patch (merge patch, base hash), agents.files.get / agents.files.set
-// (MEMORY.md, expectedHash conflicts), sessions.create and chat.send (a run's chat events), with
+// (MEMORY.md, expectedHash conflicts), sessions.create, chat.send (a run's chat events) and
+// skills.status, with
 // the errors the real gateway answers. The real gateway is
 // covered by talk-real.test.ts.
 
@@ -89,6 +90,8 @@ export interface FakeGatewayState {
   /** While true, a run's end waits in `held` until the test calls it (a turn still running). */
   hold: boolean;
   held: Array<() => void>;
+  /** What skills.status lists (bundled skills need no marketplace install). */
+  skills: Json[];
 }
 
 export function createFakeGateway() {
@@ -101,6 +104,7 @@ export function createFakeGateway() {
     run: { reply: "Hello from the fake" },
     hold: false,
     held: [],
+    skills: [],
   };
   const hash = () => sha(JSON.stringify(state.config));
   const key = (agentId: string, name: string) => `${agentId}/${name}`;
@@ -131,6 +135,7 @@ export function createFakeGateway() {
   const methods: Record<string, (params: Json) => unknown> = {
     "sessions.create": (params) => ({ key: `agent:${agentOf(params)}:fake-${++sessions}` }),
     "chat.send": (params) => ({ runId: params.idempotencyKey }),
+    "skills.status": () => ({ skills: state.skills }),
     "config.get": () => ({ exists: true, valid: true, hash: hash(), config: state.config }),
     "config.patch": (params) => {
       if (state.staleHashes > 0 || params.baseHash !== hash()) {

@@ -5,6 +5,7 @@ import WebSocket from "ws";
 import * as eventsRoute from "../../app/routes/api.agents.$id.events.ts";
 import * as provisionRoute from "../../app/routes/api.agents.provision.ts";
 import * as signoutRoute from "../../app/routes/api.auth.signout.ts";
+import * as skillRoute from "../../app/routes/api.skills.$name.ts";
 import { createApiKey, deleteApiKey } from "../../app/server/accounts/api-keys.server.ts";
 import { credentialWatchers } from "../../app/server/accounts/credential-watch.server.ts";
 import { resetPassword } from "../../app/server/accounts/password-reset.server.ts";
@@ -220,7 +221,7 @@ describe("the live socket's queue of turns", () => {
 });
 
 describe("the agent's progress event stream ends when its credential goes", () => {
-  async function provisioning() {
+  async function provisioning(paired = false) {
     const id = uniqueUserId("usr_live_sse");
     await subscribe(id, "solo");
     const session = await createSession(id);
@@ -231,10 +232,11 @@ describe("the agent's progress event stream ends when its credential goes", () =
       headers: { cookie },
     });
     expect(res.status).toBe(201);
+    if (paired) await pairedInstanceAt(id);
     return { id, cookie, agentId: res.json.agent.id as string };
   }
 
-  /** The stream's blocks as they come; `ended` resolves when the server ends it. */
+  /** The progress stream's events as they come; `ended` resolves when the server ends it. */
   async function openStream(cookie: string, agentId: string) {
     const abort = new AbortController();
     const response = await eventsRoute.loader({
@@ -245,7 +247,12 @@ describe("the agent's progress event stream ends when its credential goes", () =
       params: { id: agentId },
       context: { remoteAddress: "127.0.0.1" },
     });
+    return readEvents(response);
+  }
+
+  function readEvents(response: Response) {
     expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
     const events: Array<{ event: string; data: Frame }> = [];
     const reader = (response.body as ReadableStream<Uint8Array>)
       .pipeThrough(new TextDecoderStream())
@@ -265,7 +272,7 @@ describe("the agent's progress event stream ends when its credential goes", () =
         }
       }
     })();
-    return { events, ended, abort };
+    return { events, ended };
   }
 
   it("on sign-out: an error event, then the end", async () => {
@@ -291,5 +298,34 @@ describe("the agent's progress event stream ends when its credential goes", () =
     await db()`update agents set user_id = ${other} where id = ${user.agentId}`;
     await stream.ended;
     expect(stream.events.at(-1)).toEqual({ event: "error", data: { error: "credential revoked" } });
+  });
+
+  it("a skill's streamed turn: an error event on sign-out, then the end", async () => {
+    const user = await provisioning(true);
+    fake.state.skills = [{ skillKey: "weather", name: "weather", bundled: true, eligible: true }];
+    fake.state.hold = true; // the turn runs on while the credential goes
+    try {
+      const response = (await skillRoute.action({
+        request: new Request("http://localhost/api/skills/weather", {
+          method: "POST",
+          headers: { cookie: user.cookie, "content-type": "application/json" },
+          body: JSON.stringify({ input: "Rain tomorrow?", stream: true }),
+        }),
+        params: { name: "weather" },
+        context: { remoteAddress: "127.0.0.1" },
+      })) as Response;
+      const stream = readEvents(response);
+      await expect.poll(() => fake.state.held.length).toBe(1);
+      await call(signoutRoute, "/api/auth/signout", {
+        method: "POST",
+        headers: { cookie: user.cookie },
+      });
+      await stream.ended;
+      expect(stream.events).toEqual([{ event: "error", data: { error: "credential revoked" } }]);
+    } finally {
+      fake.state.hold = false;
+      for (const end of fake.state.held.splice(0)) end();
+      fake.state.skills = [];
+    }
   });
 });
