@@ -47,6 +47,11 @@ export type IngressVerdict =
       /** Asked every `recheckMs` while a socket stays open: false closes it (access revoked). */
       stillAllowed?: () => Promise<boolean>;
       /**
+       * Started when a socket is relayed: calling `revoke` closes it at once with 4401
+       * "credential revoked" (the authority watches the credential); returns how to stop it.
+       */
+      watch?: (revoke: () => void) => () => void;
+      /**
        * Rewrites a relayed socket's text messages, per direction (`up`: to the gateway);
        * undefined drops the message.
        */
@@ -95,7 +100,12 @@ export const DEFAULT_INGRESS_LIMITS: IngressLimits = {
 };
 
 /** Close codes of relayed sockets the ingress itself closes (4000–4999: the application's). */
-export const INGRESS_CLOSE = { revoked: 4403, gatewayGone: 1012, idle: 4408 } as const;
+export const INGRESS_CLOSE = {
+  revoked: 4403,
+  credentialRevoked: 4401,
+  gatewayGone: 1012,
+  idle: 4408,
+} as const;
 
 // Connection-level and proxy-level headers the gateway must not see; `cookie` and
 // `authorization` carry the platform's credentials, which stay on the platform's side.
@@ -521,10 +531,14 @@ function relay(
       }, limits.recheckMs)
     : undefined;
   recheck?.unref();
+  const unwatch =
+    verdict.watch?.(() => closeBoth(INGRESS_CLOSE.credentialRevoked, "credential revoked")) ??
+    (() => {});
 
   function closeBoth(code: number, reason: string) {
     clearTimeout(idle);
     clearInterval(recheck);
+    unwatch();
     if (client.readyState === WebSocket.OPEN) client.close(code, reason);
     if (upstream.readyState === WebSocket.OPEN) upstream.close(1000, reason);
     setTimeout(() => {
@@ -594,6 +608,7 @@ function relay(
   client.on("close", (code, reason) => {
     clearTimeout(idle);
     clearInterval(recheck);
+    unwatch();
     if (upstream.readyState === WebSocket.OPEN) {
       upstream.close(sendable(code) ? code : 1000, reason);
     } else upstream.terminate();
@@ -601,6 +616,7 @@ function relay(
   upstream.on("close", (code, reason) => {
     clearTimeout(idle);
     clearInterval(recheck);
+    unwatch();
     // A gateway restart drops its socket: 1012 (service restart) tells the UI to reconnect.
     if (client.readyState === WebSocket.OPEN) {
       client.close(sendable(code) ? code : INGRESS_CLOSE.gatewayGone, reason);
