@@ -254,9 +254,8 @@ describe("the agent's progress event stream ends when its credential goes", () =
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
     const events: Array<{ event: string; data: Frame }> = [];
-    const reader = (response.body as ReadableStream<Uint8Array>)
-      .pipeThrough(new TextDecoderStream())
-      .getReader();
+    if (!response.body) throw new Error("the stream has no body");
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     const ended = (async () => {
       let buffer = "";
       for (;;) {
