@@ -25,9 +25,10 @@ export const { loader, action } = apiRoute({
       if (!body.stream) return runSkill(userId, params.name, body, prepared);
       const encoder = new TextEncoder();
       let stopGuard = () => {};
+      // Ended by the turn, a revoked credential or the client going away: nothing more is sent.
+      let ended = false;
       const stream = new ReadableStream<Uint8Array>({
         async start(controller) {
-          let ended = false;
           const send = (event: string, data: unknown) => {
             if (!ended) controller.enqueue(encoder.encode(sse(event, data)));
           };
@@ -61,6 +62,7 @@ export const { loader, action } = apiRoute({
           }
         },
         cancel() {
+          ended = true;
           stopGuard();
         },
       });
