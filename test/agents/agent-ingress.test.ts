@@ -5,7 +5,11 @@ import { gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { loader as openLoader } from "../../app/routes/agents.$id.open.ts";
-import { createSession, revokeAllSessions } from "../../app/server/accounts/sessions.server.ts";
+import {
+  createSession,
+  revokeAllSessions,
+  revokeSession,
+} from "../../app/server/accounts/sessions.server.ts";
 import { agentAddress } from "../../app/server/agents/agent-address.server.ts";
 import {
   agentIngressAuthority,
@@ -439,7 +443,7 @@ describe("host form", () => {
     await open.first;
     const closed = new Promise<number>((r) => open.ws.once("close", (code) => r(code)));
     await revokeAllSessions(owner);
-    expect(await closed).toBe(4403);
+    expect(await closed).toBe(4401); // "credential revoked" (decision 0198)
     const after = await fetchVia("/", { host: hostOf(ownerAgent), cookie });
     expect(after.status).toBe(303);
     expect(after.headers.location).toContain("/open?");
@@ -631,6 +635,25 @@ describe("path form", () => {
       origin: originOf(ownerAgent),
     });
     expect(cross).toEqual({ status: 403 });
+  });
+
+  it("closes an open socket at once with 4401 when its session is revoked (decision 0198)", async () => {
+    const session = await createSession(stranger);
+    const cookie = session.setCookie.split(";")[0] as string;
+    const [row] = await db()<{ id: string }[]>`
+      select id from sessions where user_id = ${stranger} order by created_at desc limit 1`;
+    const open = await openSocket(`/agents/${strangerAgent}/ui/ws`, {
+      host: "localhost:3000",
+      cookie,
+      origin: APP,
+    });
+    if (!("ws" in open)) throw new Error(`refused: ${open.status}`);
+    await open.first;
+    const closed = new Promise<[number, string]>((r) =>
+      open.ws.once("close", (code, reason) => r([code, String(reason)])),
+    );
+    await revokeSession(stranger, row?.id as string);
+    expect(await closed).toEqual([4401, "credential revoked"]);
   });
 });
 

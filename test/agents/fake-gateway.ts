@@ -12,7 +12,8 @@ import { mswServer } from "../msw/server.ts";
 // A protocol-level fake of the parts of an OpenClaw gateway (2026.9.6) that the heartbeat and
 // memory endpoints and a chat turn use, on msw's WebSocket interception: the connect handshake,
 // config.get / config.patch (merge patch, base hash), agents.files.get / agents.files.set
-// (MEMORY.md, expectedHash conflicts), sessions.create and chat.send (a run's chat events), with
+// (MEMORY.md, expectedHash conflicts), sessions.create, chat.send (a run's chat events) and
+// skills.status, with
 // the errors the real gateway answers. The real gateway is
 // covered by talk-real.test.ts.
 
@@ -86,6 +87,11 @@ export interface FakeGatewayState {
   interleave?: (state: FakeGatewayState) => void;
   /** How a chat run ends: its reply, or the error OpenClaw reports for it. */
   run: { reply: string } | { error: string };
+  /** While true, a run's end waits in `held` until the test calls it (a turn still running). */
+  hold: boolean;
+  held: Array<() => void>;
+  /** What skills.status lists (bundled skills need no marketplace install). */
+  skills: Json[];
 }
 
 export function createFakeGateway() {
@@ -96,6 +102,9 @@ export function createFakeGateway() {
     calls: [],
     staleHashes: 0,
     run: { reply: "Hello from the fake" },
+    hold: false,
+    held: [],
+    skills: [],
   };
   const hash = () => sha(JSON.stringify(state.config));
   const key = (agentId: string, name: string) => `${agentId}/${name}`;
@@ -126,6 +135,7 @@ export function createFakeGateway() {
   const methods: Record<string, (params: Json) => unknown> = {
     "sessions.create": (params) => ({ key: `agent:${agentOf(params)}:fake-${++sessions}` }),
     "chat.send": (params) => ({ runId: params.idempotencyKey }),
+    "skills.status": () => ({ skills: state.skills }),
     "config.get": () => ({ exists: true, valid: true, hash: hash(), config: state.config }),
     "config.patch": (params) => {
       if (state.staleHashes > 0 || params.baseHash !== hash()) {
@@ -193,13 +203,16 @@ export function createFakeGateway() {
             "error" in run
               ? { state: "error", errorMessage: run.error }
               : { state: "final", message: { content: run.reply } };
-          client.send(
-            JSON.stringify({
-              type: "event",
-              event: "chat",
-              payload: { runId: frame.params.idempotencyKey, ...ended },
-            }),
-          );
+          const end = () =>
+            client.send(
+              JSON.stringify({
+                type: "event",
+                event: "chat",
+                payload: { runId: frame.params.idempotencyKey, ...ended },
+              }),
+            );
+          if (state.hold) state.held.push(end);
+          else end();
         }
       } catch (error) {
         client.send(JSON.stringify({ type: "res", id: frame.id, ok: false, error }));

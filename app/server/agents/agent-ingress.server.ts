@@ -1,4 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
+import type { LiveCredential } from "../accounts/credential-watch.server.ts";
 import { resolveSession } from "../accounts/sessions.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
@@ -10,6 +11,7 @@ import { agentOrigin, agentsDomain, pathFormPrefix } from "./agent-address.serve
 import { controlUiSocket, INGRESS_ORIGIN } from "./control-ui-device.server.ts";
 import { isControlUiPath } from "./control-ui-paths.server.ts";
 import { gatewayTokenOf, getInstanceByUser } from "./instances.server.ts";
+import { guardLive } from "./live-access.server.ts";
 import { waitWhileStarting } from "./progress.server.ts";
 import { touchActivity } from "./sleep.server.ts";
 import { wakeIfSleeping } from "./wake.server.ts";
@@ -26,7 +28,8 @@ import { wakeIfSleeping } from "./wake.server.ts";
 // Whatever the gateway serves beyond the Control UI's own files comes in a CSP sandbox
 // (decision 0200), and every redirect target taken from a request goes through safeRedirect.
 // Every request checks that the agent is the signed-in user's (404 otherwise), every open socket
-// is checked again while it lasts.
+// is checked again while it lasts, and closes at once (4401 "credential revoked") when its
+// platform session is revoked or its user suspended (decision 0198).
 
 export const HANDOFF_PATH = "/__ingress/handoff";
 export const INGRESS_COOKIE = "__agent_ingress";
@@ -163,15 +166,19 @@ function cookieOf(req: IncomingMessage, name: string): string | undefined {
 
 const secure = () => env().APP_URL.startsWith("https:");
 
-/** The signed-in user of a host-form request (its host's own session), if any. */
-async function hostSessionUser(req: IncomingMessage, id: string): Promise<string | undefined> {
+/** The signed-in user of a host-form request (its host's own session), and its platform session. */
+async function hostSession(
+  req: IncomingMessage,
+  id: string,
+): Promise<{ userId: string; sessionId: string } | undefined> {
   const token = cookieOf(req, INGRESS_COOKIE);
   if (!token) return undefined;
-  const [row] = await db()<{ user_id: string }[]>`
-    select s.user_id from agent_ingress_sessions x join sessions s on s.id = x.session_id
+  const [row] = await db()<{ user_id: string; session_id: string }[]>`
+    select s.user_id, s.id as session_id
+    from agent_ingress_sessions x join sessions s on s.id = x.session_id
     where x.token_hash = ${sha256(token)} and x.target_id = ${id} and x.expires_at > now()
       and s.revoked_at is null and s.expires_at > now()`;
-  return row?.user_id;
+  return row ? { userId: row.user_id, sessionId: row.session_id } : undefined;
 }
 
 function requestOf(req: IncomingMessage): Request {
@@ -234,8 +241,8 @@ async function admitHost(
     // Checked when stored; checked again here, where it becomes a Location.
     return redirect(safeRedirect(handoff.next, DEFAULT_NEXT), { "Set-Cookie": cookie });
   }
-  const userId = await hostSessionUser(req, id);
-  if (!userId) {
+  const session = await hostSession(req, id);
+  if (!session) {
     if (kind === "http" && (req.method === "GET" || req.method === "HEAD")) {
       // Sign in on the main origin (if needed) and come back through a fresh hand-off.
       return redirect(
@@ -245,14 +252,15 @@ async function admitHost(
     return json(401, "Sign in first");
   }
   if (!sameOrigin(req, expected, kind)) return json(403, "Cross-site request refused");
-  return proxyTo(
-    req,
-    id,
-    userId,
-    rest,
-    kind,
-    async () => (await hostSessionUser(req, id)) === userId,
-  );
+  const { userId, sessionId } = session;
+  const token = sha256(cookieOf(req, INGRESS_COOKIE) ?? "");
+  // The platform session is watched by the guard; the host's own session expires on its own.
+  return proxyTo(req, id, { userId, via: "session", sessionId }, rest, kind, async () => {
+    const [row] = await db()`
+      select 1 from agent_ingress_sessions
+      where token_hash = ${token} and target_id = ${id} and expires_at > now()`;
+    return row !== undefined;
+  });
 }
 
 async function admitPath(
@@ -280,11 +288,8 @@ async function admitPath(
   if (!sameOrigin(req, app.origin, kind)) return json(403, "Cross-site request refused");
   const userId = session.user.id;
   const sessionId = session.sessionId;
-  const verdict = await proxyTo(req, id, userId, rest, kind, async () => {
-    const [row] = await db()`
-      select 1 from sessions where id = ${sessionId} and revoked_at is null and expires_at > now()`;
-    return row !== undefined;
-  });
+  const credential: LiveCredential = { userId, via: "session", sessionId };
+  const verdict = await proxyTo(req, id, credential, rest, kind);
   if (verdict.kind === "proxy") {
     if (session.setCookie) {
       verdict.responseHeaders = { ...verdict.responseHeaders, "Set-Cookie": session.setCookie };
@@ -326,11 +331,12 @@ export function rebaseControlUiPage(html: string, base: string): string {
 async function proxyTo(
   req: IncomingMessage,
   id: string,
-  userId: string,
+  credential: LiveCredential,
   path: string,
   kind: "http" | "upgrade",
-  sessionAlive: () => Promise<boolean>,
+  ingressSessionAlive: () => Promise<boolean> = async () => true,
 ): Promise<IngressVerdict> {
+  const { userId } = credential;
   const owner = await ownerOf(id);
   if (owner !== userId) return notFound();
   // The owner's visit is activity, and wakes a sleeping agent: it waits for the boot as a chat
@@ -363,9 +369,12 @@ async function proxyTo(
     // The Control UI's connect is presented with the gateway's token and a device the platform
     // pairs for this socket (decision 0170).
     ...(control ? { frames: control, onClose: () => control.close() } : {}),
-    // Signed out everywhere, agent deleted or handed to someone else: the socket closes.
+    // Signed out, session revoked, password reset, user suspended: the credentials channel
+    // closes it at once (4401 "credential revoked").
+    watch: (revoke) => guardLive(credential, { ownerId: userId }, revoke),
+    // The host's session expired, agent deleted or handed to someone else: the socket closes.
     stillAllowed: async () =>
-      (await sessionAlive()) &&
+      (await ingressSessionAlive()) &&
       (await ownerOf(id)) === userId &&
       (await gatewayOf(userId))?.address === gateway.address,
   };

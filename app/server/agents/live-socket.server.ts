@@ -2,10 +2,12 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Socket } from "node:net";
 import WebSocket from "ws";
 import { authenticate, isForeignOrigin } from "../accounts/auth.server.ts";
+import { type LiveCredential, liveCredentialOf } from "../accounts/credential-watch.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { consume } from "../platform/rate-limit.server.ts";
+import { guardLive, mayStillUse, REVOKED } from "./live-access.server.ts";
 import { chat } from "./talk.server.ts";
 
 // The live agent socket, ws://<host>/agent/<user_id> (the agents' websocketUrl): the owner,
@@ -17,6 +19,10 @@ import { chat } from "./talk.server.ts";
 // Server → client: {type: "ready", userId} | {type: "delta", id, text} |
 //   {type: "event", id, event, payload} | {type: "final", id, sessionId, reply, timestamp} |
 //   {type: "error", id?, status, error} | {type: "pong"}
+//
+// The socket lives only as long as its credential: it closes with 4401 "credential revoked" on
+// sign-out, a revoked session, a deleted key, a password reset or a suspension
+// (docs/decisions/0198-live-sockets-recheck-their-credential.md).
 
 export const PATH = /^\/agent\/([^/?#]+)\/?$/;
 /** Close codes (4000–4999 are the application's): no credential, foreign page, not yours. */
@@ -27,6 +33,8 @@ export const CLOSE = {
   badMessage: 4400,
 } as const;
 const MAX_MESSAGE_BYTES = 64 * 1024;
+/** Turns a socket may have waiting or running; one more is refused with an error frame. */
+export const MAX_PENDING_TURNS = 8;
 
 const wss = new WebSocket.Server({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
 
@@ -43,7 +51,7 @@ function requestOf(req: IncomingMessage): Request {
 async function admit(
   req: IncomingMessage,
   pathUserId: string,
-): Promise<{ userId: string } | { code: number; reason: string }> {
+): Promise<{ credential: LiveCredential } | { code: number; reason: string }> {
   const request = requestOf(req);
   let auth: Awaited<ReturnType<typeof authenticate>>;
   try {
@@ -57,18 +65,29 @@ async function admit(
     return { code: CLOSE.forbidden, reason: "Cross-site socket refused" };
   }
   if (auth.user.id !== pathUserId) return { code: CLOSE.notFound, reason: "Agent not found" };
-  return { userId: auth.user.id };
+  return { credential: liveCredentialOf(auth) };
 }
 
 function send(ws: WebSocket, frame: Record<string, unknown>): void {
   if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
 }
 
-function serve(ws: WebSocket, userId: string): void {
+function serve(ws: WebSocket, credential: LiveCredential): void {
+  const userId = credential.userId;
+  const target = { ownerId: userId };
+  let revoked = false;
+  const revoke = () => {
+    revoked = true;
+    ws.close(CLOSE.unauthorized, REVOKED);
+  };
+  const stopGuard = guardLive(credential, target, revoke);
+  ws.on("close", stopGuard);
   send(ws, { type: "ready", userId });
   // One turn at a time per socket: the gateway queues a session's turns anyway, and ordered
-  // replies keep the client simple.
+  // replies keep the client simple. Bounded: a client that sends faster than its agent answers
+  // is told so instead of piling up work (and memory) without end.
   let queue = Promise.resolve();
+  let pending = 0;
   ws.on("message", (data) => {
     let frame: {
       type?: string;
@@ -93,8 +112,21 @@ function serve(ws: WebSocket, userId: string): void {
     const sessionId = typeof frame.sessionId === "string" ? frame.sessionId : undefined;
     // Optional: one of the user's agents (404 otherwise); default their first agent.
     const agentId = typeof frame.agentId === "string" ? frame.agentId : undefined;
+    if (pending >= MAX_PENDING_TURNS) {
+      return send(ws, {
+        type: "error",
+        id,
+        status: 429,
+        error: `Too many pending turns: at most ${MAX_PENDING_TURNS} per socket`,
+      });
+    }
+    pending++;
     queue = queue.then(async () => {
       try {
+        if (revoked || ws.readyState !== WebSocket.OPEN) return;
+        // Every turn asks again (the watch closes the socket, this keeps a turn from starting in
+        // the moment before it does).
+        if (!(await mayStillUse(credential, target))) return revoke();
         // The same budget as POST /api/agent and /api/chat (60 turns a minute per user).
         const decision = await consume("chat", `user:${userId}`);
         if (!decision.allowed) {
@@ -122,6 +154,8 @@ function serve(ws: WebSocket, userId: string): void {
           status,
           error: status === 500 ? "Internal server error" : (error as Error).message,
         });
+      } finally {
+        pending--;
       }
     });
   });
@@ -153,7 +187,7 @@ export function liveSocketUpgrade(req: IncomingMessage, socket: Socket, head: Bu
       // statuses of a refused upgrade.
       wss.handleUpgrade(req, socket, head, (ws) => {
         if ("code" in verdict) ws.close(verdict.code, verdict.reason);
-        else serve(ws, verdict.userId);
+        else serve(ws, verdict.credential);
       }),
     (error: unknown) => {
       logger().error({ err: error }, "live socket admission failed");

@@ -1,3 +1,4 @@
+import type { LiveCredential } from "../accounts/credential-watch.server.ts";
 import { onDbClose } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -6,6 +7,7 @@ import { type ChannelListener, listenChannel } from "../platform/pg-channel.serv
 import { shutdownSignal } from "../platform/shutdown.server.ts";
 import { getOwnedAgent } from "./agents.server.ts";
 import { agentStatus, getInstanceByUser } from "./instances.server.ts";
+import { guardLive, REVOKED } from "./live-access.server.ts";
 import { instanceProgress, STARTING_STATUSES } from "./progress.server.ts";
 
 // Pushed progress (issue 25, decision 0158): GET /api/agents/:id/events streams the agent's
@@ -14,6 +16,8 @@ import { instanceProgress, STARTING_STATUSES } from "./progress.server.ts";
 // keeps one LISTEN connection and wakes the streams of that instance, which re-read the progress
 // from the database (the notification carries no data, so a missed one costs only latency: the
 // streams also re-read on every keep-alive, and at once when the listener reconnects).
+// A stream lives only as long as its credential: when it is revoked (or the agent is no longer
+// the user's) an `error` event {error: "credential revoked"} ends it (decision 0198).
 
 export const PROGRESS_CHANNEL = "instance_progress";
 /** Open streams per user and replica; one more answers 429. */
@@ -93,7 +97,12 @@ const frame = (event: string, data: unknown) =>
  * once the agent is no longer starting, and the stream ends. A comment every keep-alive
  * interval holds proxies open. A non-owned agent is 404; too many open streams 429.
  */
-export async function progressEvents(userId: string, agentId: string, signal: AbortSignal) {
+export async function progressEvents(
+  credential: LiveCredential,
+  agentId: string,
+  signal: AbortSignal,
+) {
+  const userId = credential.userId;
   await getOwnedAgent(userId, agentId);
   const open = openPerUser.get(userId) ?? 0;
   if (open >= STREAMS_PER_USER) {
@@ -111,6 +120,7 @@ export async function progressEvents(userId: string, agentId: string, signal: Ab
       let reading: Promise<void> | undefined;
       let again = false;
       let unwatch = () => {};
+      let unguard = () => {};
       const timers: NodeJS.Timeout[] = [];
 
       const close = () => {
@@ -118,6 +128,7 @@ export async function progressEvents(userId: string, agentId: string, signal: Ab
         closed = true;
         for (const t of timers) clearTimeout(t);
         unwatch();
+        unguard();
         signal.removeEventListener("abort", close);
         shutdownSignal().removeEventListener("abort", close);
         openPerUser.set(userId, (openPerUser.get(userId) ?? 1) - 1);
@@ -177,6 +188,11 @@ export async function progressEvents(userId: string, agentId: string, signal: Ab
       timers.push(setTimeout(close, MAX_STREAM_MS));
       signal.addEventListener("abort", close);
       shutdownSignal().addEventListener("abort", close);
+      unguard = guardLive(credential, { ownerId: userId, agentId }, () => {
+        if (closed) return;
+        controller.enqueue(frame("error", { error: REVOKED }));
+        close();
+      });
       // How soon EventSource reconnects when the stream ends early (a restart, the lifetime bound).
       controller.enqueue(encoder.encode("retry: 3000\n\n"));
       void read();

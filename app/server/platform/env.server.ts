@@ -254,6 +254,11 @@ const schema = z.object({
     .enum(["on", "off"])
     .default("on")
     .transform((v) => v === "on"),
+  /**
+   * Backstop interval at which open live sockets and event streams recheck their credential
+   * (a NOTIFY closes them at once; docs/decisions/0198-live-sockets-recheck-their-credential.md).
+   */
+  LIVE_RECHECK_MS: z.coerce.number().int().min(10).default(5_000),
   /** How long POST /api/agents/provision waits for a new instance (warm pool: it is running). */
   AGENT_PROVISION_WAIT_MS: z.coerce.number().int().min(0).default(10_000),
   /** Keep-alive comment (and re-read) interval of the agent event stream (decision 0158). */

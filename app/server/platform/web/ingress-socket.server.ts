@@ -146,10 +146,14 @@ function relay(
       }, limits.recheckMs)
     : undefined;
   recheck?.unref();
+  const unwatch =
+    verdict.watch?.(() => closeBoth(INGRESS_CLOSE.credentialRevoked, "credential revoked")) ??
+    (() => {});
 
   function closeBoth(code: number, reason: string) {
     clearTimeout(idle);
     clearInterval(recheck);
+    unwatch();
     if (client.readyState === WebSocket.OPEN) client.close(code, reason);
     if (upstream.readyState === WebSocket.OPEN) upstream.close(1000, reason);
     setTimeout(() => {
@@ -219,6 +223,7 @@ function relay(
   client.on("close", (code, reason) => {
     clearTimeout(idle);
     clearInterval(recheck);
+    unwatch();
     if (upstream.readyState === WebSocket.OPEN) {
       upstream.close(sendable(code) ? code : 1000, reason);
     } else upstream.terminate();
@@ -226,6 +231,7 @@ function relay(
   upstream.on("close", (code, reason) => {
     clearTimeout(idle);
     clearInterval(recheck);
+    unwatch();
     // A gateway restart drops its socket: 1012 (service restart) tells the UI to reconnect.
     if (client.readyState === WebSocket.OPEN) {
       client.close(sendable(code) ? code : INGRESS_CLOSE.gatewayGone, reason);

@@ -32,6 +32,11 @@ export type IngressVerdict =
       /** Asked every `recheckMs` while a socket stays open: false closes it (access revoked). */
       stillAllowed?: () => Promise<boolean>;
       /**
+       * Started when a socket is relayed: calling `revoke` closes it at once with 4401
+       * "credential revoked" (the authority watches the credential); returns how to stop it.
+       */
+      watch?: (revoke: () => void) => () => void;
+      /**
        * Rewrites a relayed socket's text messages, per direction (`up`: to the gateway);
        * undefined drops the message.
        */
@@ -80,7 +85,12 @@ export const DEFAULT_INGRESS_LIMITS: IngressLimits = {
 };
 
 /** Close codes of relayed sockets the ingress itself closes (4000–4999: the application's). */
-export const INGRESS_CLOSE = { revoked: 4403, gatewayGone: 1012, idle: 4408 } as const;
+export const INGRESS_CLOSE = {
+  revoked: 4403,
+  credentialRevoked: 4401,
+  gatewayGone: 1012,
+  idle: 4408,
+} as const;
 
 /** What the HTTP and WebSocket halves share of one ingress. */
 export interface IngressContext {

@@ -1,0 +1,81 @@
+import {
+  credentialStillValid,
+  type LiveCredential,
+  watchCredential,
+} from "../accounts/credential-watch.server.ts";
+import { db } from "../platform/db.server.ts";
+import { logger } from "../platform/logger.server.ts";
+
+// Whether a connection that outlives its request (the live agent socket, an event stream) may
+// go on: asked when it opens a turn and whenever its credential may have changed
+// (credential-watch). docs/decisions/0198-live-sockets-recheck-their-credential.md
+
+/** What the connection reaches: the agents of `ownerId`, or one of them. */
+export interface LiveTarget {
+  ownerId: string;
+  agentId?: string;
+}
+
+/** The close reason (WebSocket) and `error` (event stream) of a revoked connection. */
+export const REVOKED = "credential revoked";
+
+/**
+ * May this credential still use this agent? The one place that answers it for open
+ * connections: when organisations come, a member's role in the owning organisation is checked
+ * here too (a removed member's sockets then close like a signed-out user's).
+ */
+export async function mayStillUse(credential: LiveCredential, target: LiveTarget) {
+  if (credential.userId !== target.ownerId) return false;
+  if (!(await credentialStillValid(credential))) return false;
+  if (target.agentId === undefined) return true;
+  const [row] = await db()`
+    select 1 from agents where id = ${target.agentId} and user_id = ${target.ownerId}`;
+  return row !== undefined;
+}
+
+/**
+ * Rechecks `mayStillUse` whenever the credential may have changed and calls `onRevoked` once
+ * when it no longer may; the returned function stops it (call it when the connection ends).
+ * A check that fails (the database unreachable) leaves the connection open until the next one.
+ */
+export function guardLive(
+  credential: LiveCredential,
+  target: LiveTarget,
+  onRevoked: () => void,
+): () => void {
+  let stopped = false;
+  let checking = false;
+  let again = false;
+  const check = (): void => {
+    if (stopped) return;
+    // One check at a time; a change during one is checked once more after it.
+    if (checking) {
+      again = true;
+      return;
+    }
+    checking = true;
+    again = false;
+    mayStillUse(credential, target)
+      .then(
+        (ok) => {
+          if (ok || stopped) return;
+          stop();
+          onRevoked();
+        },
+        (error: unknown) => logger().warn({ err: error }, "live connection recheck failed"),
+      )
+      .finally(() => {
+        checking = false;
+        if (again) check();
+      });
+  };
+  const unwatch = watchCredential(credential, check);
+  // A revocation between the connection's admission and this watch would otherwise go unseen
+  // until the backstop.
+  check();
+  function stop() {
+    stopped = true;
+    unwatch();
+  }
+  return stop;
+}
