@@ -26,8 +26,22 @@ let anvil: Anvil;
 let usdc: FiatToken;
 let escrow: Address;
 const openai = createOpenAiFake();
-const PRICE = 10_000n; // ai.completion: 0.01 USD = 10 000 units of a 6-decimal token
+const FEE = 10_000; // ai.completion's row: 0.01 USD a call
 const hello = { messages: [{ role: "user", content: "Say hello" }], model: "openai/gpt-4o" };
+/**
+ * The most a completion of `input` can cost (decision 0199): gpt-4o at OpenAI costs 2.5 micro-USD
+ * a prompt token and 10 a completion token; the prompt is bounded by the request's bytes plus 8
+ * a message and 16 a request, the completion by max_tokens (256 when the input sets none).
+ */
+function worstCase(input: { messages: unknown[]; max_tokens?: number }): number {
+  const body = { ...input, model: "openai/gpt-4o", max_tokens: input.max_tokens ?? 256 };
+  const prompt = Buffer.byteLength(JSON.stringify(body)) + 8 * input.messages.length + 16;
+  return Math.ceil(prompt * 2.5 + body.max_tokens * 10);
+}
+/** What an x402 payment for one completion of `hello` is: the fee and the tokens' worst case. */
+const PRICE = BigInt(FEE + worstCase(hello)); // units of a 6-decimal token = micro-USD
+/** What the fake provider's answer (12 prompt and 7 completion tokens) costs at gpt-4o's prices. */
+const TOKENS = 12 * 2.5 + 7 * 10;
 
 beforeAll(async () => {
   mswServer.use(...openai.handlers);
@@ -44,6 +58,8 @@ beforeEach(() => {
 });
 
 const balance = (address: Address) => chain.balance(address);
+/** Completions the provider was asked for (the catalog's listing is not one). */
+const chatCalls = () => openai.state.calls.filter((c) => c.body !== undefined);
 
 const routeFetch = (sent: Headers[], remoteAddress = "127.0.0.1") =>
   routeModuleFetch(route, sent, remoteAddress);
@@ -81,7 +97,7 @@ describe("POST /api/v1/gateway, paid by x402", () => {
       },
     ]);
     expect(res.json.accepts).toEqual(required.accepts);
-    expect(openai.state.calls).toHaveLength(0);
+    expect(chatCalls()).toHaveLength(0);
   });
 
   it("accepts a payment from an @x402/fetch client, settles it on chain and refuses its replay", async () => {
@@ -96,7 +112,12 @@ describe("POST /api/v1/gateway, paid by x402", () => {
     const body = await res.json();
     expect(res.status, JSON.stringify(body)).toBe(200);
     expect(body.output.content).toBeTruthy();
-    expect(body.payment).toMatchObject({ method: "x402", amount: "10000", payer });
+    expect(body.payment).toMatchObject({
+      method: "x402",
+      priceMicroUsd: Number(PRICE),
+      amount: PRICE.toString(),
+      payer,
+    });
     const receipt = decodePaymentResponseHeader(res.headers.get("PAYMENT-RESPONSE")!);
     expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer });
     expect(receipt.transaction).toBe(body.payment.transaction);
@@ -113,7 +134,7 @@ describe("POST /api/v1/gateway, paid by x402", () => {
 
     // The same PAYMENT-SIGNATURE again: refused, nothing moves, the plugin does not run.
     const signature = sent.find((h) => h.has("payment-signature"))!.get("payment-signature")!;
-    const providerCalls = openai.state.calls.length;
+    const providerCalls = chatCalls().length;
     const replay = await call(route, "/api/v1/gateway", {
       method: "POST",
       body: { plugin: "ai.completion", input: hello },
@@ -122,7 +143,7 @@ describe("POST /api/v1/gateway, paid by x402", () => {
     expect(replay.status).toBe(402);
     expect(replay.json).toMatchObject({ reason: "authorization_already_used" });
     expect(replay.json.error).toMatch(/already used/);
-    expect(openai.state.calls.length).toBe(providerCalls);
+    expect(chatCalls().length).toBe(providerCalls);
     expect(await balance(payer)).toBe(payerBefore - PRICE);
   });
 
@@ -160,14 +181,14 @@ describe("POST /api/v1/gateway, paid by x402", () => {
       expect(body.reason).toBe(reason);
       expect(body.error).toMatch(message);
       expect(res.headers.get("PAYMENT-REQUIRED")).toBeTruthy();
-      expect(openai.state.calls).toHaveLength(0);
+      expect(chatCalls()).toHaveLength(0);
       expect(await balance(payer)).toBe(before);
     },
   );
 });
 
 describe("POST /api/v1/gateway, paid by credits", () => {
-  it("debits exactly the price per call and answers 402 when the credits run out", async () => {
+  it("debits the fee and the metered tokens per call and answers 402 when the credits run out", async () => {
     const user = "usr_gwcredits";
     await giveCredits(user, 25_000);
     const { key } = await createApiKey(user, "gateway");
@@ -178,10 +199,10 @@ describe("POST /api/v1/gateway, paid by credits", () => {
         body: { plugin: "ai.completion", input: hello },
         headers,
       });
-    for (const left of [15_000, 5_000]) {
+    for (const left of [25_000 - FEE - TOKENS, 25_000 - 2 * (FEE + TOKENS)]) {
       const res = await paid();
       expect(res.status, res.text).toBe(200);
-      expect(res.json.payment).toEqual({ method: "credits", priceMicroUsd: 10_000 });
+      expect(res.json.payment).toEqual({ method: "credits", priceMicroUsd: FEE });
       expect(res.json.output.content).toBeTruthy();
       await flushMetering();
       expect(await balanceOf(user)).toBe(left);
@@ -189,10 +210,17 @@ describe("POST /api/v1/gateway, paid by credits", () => {
     const refused = await paid();
     expect(refused.status).toBe(402);
     expect(refused.json.error).toBe("Insufficient credits for this call");
-    expect(await balanceOf(user)).toBe(5_000);
+    expect(await balanceOf(user)).toBe(25_000 - 2 * (FEE + TOKENS));
     const rows = await db()`select amount_micro_usd::int as a from credit_ledger
       where user_id = ${user} and reason = 'gateway'`;
-    expect(rows.map((r) => r.a)).toEqual([-10_000, -10_000]);
+    expect(rows.map((r) => r.a)).toEqual([-FEE, -FEE]);
+    // The tokens went through the AI layer: held, then metered per token to the caller.
+    const usage = await db()`select prompt_tokens, completion_tokens, cost_micro_usd::int as cost,
+      billing_mode from ai_usage where user_id = ${user}`;
+    expect(usage).toEqual([
+      { prompt_tokens: 12, completion_tokens: 7, cost: TOKENS, billing_mode: "credits" },
+      { prompt_tokens: 12, completion_tokens: 7, cost: TOKENS, billing_mode: "credits" },
+    ]);
   });
 
   it("charges the price operators set, and audits the change", async () => {
@@ -203,7 +231,7 @@ describe("POST /api/v1/gateway, paid by credits", () => {
     });
     expect(
       decodePaymentRequiredHeader(res.headers.get("PAYMENT-REQUIRED")!).accepts[0]!.amount,
-    ).toBe("12345");
+    ).toBe(String(12_345 + worstCase(hello)));
     const [entry] = await db()`select actor_id, target, details from audit_log
       where action = 'gateway.price_changed'`;
     expect(entry).toMatchObject({ actor_id: "usr_op", target: "ai.completion" });

@@ -28,6 +28,7 @@ import {
   type Usage,
 } from "./providers/shared.server.ts";
 import { clients, providerSettings } from "./providers.server.ts";
+import { checkParams } from "./request-params.server.ts";
 import { selectModel, type TaskType } from "./selection.server.ts";
 
 // One completion through the layer: resolve the model (or pick one for the task), choose the
@@ -153,7 +154,10 @@ function usageOrCount(body: ChatBody, usage: Usage | null, text: string) {
   };
 }
 
-async function candidatesFor(options: CompleteOptions): Promise<CatalogModel[]> {
+/** The models a call may be served by, in the order they are tried (the first is the choice). */
+export async function candidatesFor(
+  options: Pick<CompleteOptions, "body" | "taskType">,
+): Promise<CatalogModel[]> {
   const catalog = await loadCatalog();
   if (catalog.models.length === 0) throw new DomainError(404, "No models available");
   const requested = options.body.model?.trim();
@@ -204,6 +208,11 @@ export async function withOverhead(
 export async function complete(options: CompleteOptions): Promise<CompleteResult> {
   const { userId, body } = options;
   let candidates = await candidatesFor(options);
+  // Before anything is held or sent: a parameter the platform does not price is refused.
+  checkParams(
+    body,
+    candidates.map((c) => c.provider),
+  );
 
   // Billing mode: the user's own keys for the providers that serve the model, else credits.
   let mode: BillingMode | "none" = "none";

@@ -22,12 +22,15 @@ import {
   settlePayment,
   verifyPayment,
 } from "./x402-facilitator.server.ts";
+import { markFailed, markSettled, reserveAuthorization } from "./x402-reservations.server.ts";
 
 // POST /api/v1/gateway: routes `{plugin, input}` to a plugin and charges its price per call,
 // paid by the caller's credits (API key or session) or by an x402 v2 payment (PAYMENT-SIGNATURE
-// header). Without either: 402 with the payment requirements. An x402 payment is verified
-// before the plugin runs and settled on chain after it answered; the answer carries the
-// settlement receipt (PAYMENT-RESPONSE). docs/decisions/0128-paid-plugin-gateway.md
+// header). Without either: 402 with the payment requirements. An x402 payment is verified and
+// then reserved (one call per authorisation, however many requests carry it) before the plugin
+// runs, and settled on chain after it answered; the answer carries the settlement receipt
+// (PAYMENT-RESPONSE). A completion's tokens are metered to the caller's credits, or included in
+// the x402 price at their worst case. docs/decisions/0128-paid-plugin-gateway.md, 0199
 
 export const PAYMENT_HEADER = "payment-signature";
 export const REQUIRED_HEADER = "PAYMENT-REQUIRED";
@@ -117,7 +120,7 @@ export async function gatewayCall(
   body: GatewayRequest,
   startedAt: number,
 ): Promise<Response> {
-  const price = await pluginPrice(body.plugin);
+  const fee = await pluginPrice(body.plugin);
   const input = parsePluginInput(body.plugin, body.input);
   if (needsAccount(body.plugin) && !caller.userId) {
     throw new DomainError(401, `${body.plugin} needs your API key: it acts on your own agent`);
@@ -126,37 +129,46 @@ export async function gatewayCall(
   const ctx = { userId: caller.userId, signal: request.signal, startedAt };
   const header = request.headers.get(PAYMENT_HEADER);
   // Nobody pays for a call that cannot run (a skill the caller's agent does not have: 404).
-  const run = await preparePlugin(body.plugin, input, ctx);
+  const prepared = await preparePlugin(body.plugin, input, ctx);
+  // Paid up front, the price covers the call's own model tokens at their worst case.
+  const price = fee + prepared.maxUsageMicroUsd;
 
   if (!header && caller.userId) {
+    const userId = caller.userId;
+    // Credits that do not cover the call leave the machine payment: the 402 carries its
+    // requirements, so an x402 client pays (its API key still names the caller's agent).
+    const offerX402 = (error: DomainError) =>
+      paymentRequirements(price).then(
+        (requirements) => paymentRequired(request, body.plugin, requirements, error.message),
+        () => Promise.reject(error),
+      );
     try {
-      await chargeCredits(caller.userId, price, callId, body.plugin);
+      await chargeCredits(userId, fee, callId, body.plugin);
     } catch (error) {
       if (!(error instanceof DomainError) || error.status !== 402) throw error;
-      // Credits that do not cover the call leave the machine payment: the 402 carries its
-      // requirements, so an x402 client pays (its API key still names the caller's agent).
-      const requirements = await paymentRequirements(price).catch(() => Promise.reject(error));
-      return paymentRequired(request, body.plugin, requirements, error.message);
+      return offerX402(error);
     }
     let output: Record<string, unknown>;
     try {
-      output = await run();
+      // The plugin's tokens are held from and metered to the same credits.
+      output = await prepared.run(userId);
     } catch (error) {
-      await refundCredits(caller.userId, price, callId, body.plugin);
+      await refundCredits(userId, fee, callId, body.plugin);
+      if (error instanceof DomainError && error.status === 402) return offerX402(error);
       throw error;
     }
     await recordCall({
       id: callId,
       plugin: body.plugin,
       payment: "credits",
-      userId: caller.userId,
-      price,
+      userId,
+      price: fee,
     });
     return json({
       id: callId,
       plugin: body.plugin,
       output,
-      payment: { method: "credits", priceMicroUsd: price },
+      payment: { method: "credits", priceMicroUsd: fee },
     });
   }
 
@@ -194,14 +206,34 @@ export async function gatewayCall(
     throw new DomainError(503, "The platform cannot settle payments right now (no gas)");
   }
 
+  // One call per authorisation: of the requests carrying it, the one whose reservation wins
+  // runs the plugin; the others are refused as replays before anything runs.
+  if (!(await reserveAuthorization(auth, callId, body.plugin))) {
+    return refuse("authorization_already_used");
+  }
   // The plugin runs first, so a call that fails costs the payer nothing (the authorisation
-  // is never submitted); a payment that then fails to settle gets no output.
-  const output = await run();
-  const settled = await settlePayment(payload, requirements);
+  // is never submitted); a payment that then fails to settle gets no output. Either way the
+  // reservation ends failed: the authorisation never runs a plugin again.
+  let output: Record<string, unknown>;
+  let settled: Awaited<ReturnType<typeof settlePayment>>;
+  try {
+    output = await prepared.run(null);
+  } catch (error) {
+    await markFailed(callId, `plugin: ${(error as Error).message}`);
+    throw error;
+  }
+  try {
+    settled = await settlePayment(payload, requirements);
+  } catch (error) {
+    await markFailed(callId, `settlement: ${(error as Error).message}`);
+    throw error;
+  }
   if (!settled.success) {
     logger().warn({ reason: settled.errorReason, payer: auth.from }, "x402 settlement failed");
+    await markFailed(callId, `settlement: ${settled.errorReason ?? "unknown"}`);
     return refuse(settled.errorReason ?? "invalid_payload");
   }
+  await markSettled(callId, settled.transaction);
   await recordCall({
     id: callId,
     plugin: body.plugin,
