@@ -38,6 +38,7 @@ export const { loader, action } = apiRoute({
     description:
       "Without `action`: the API's versions and endpoints. 404 when the session is unknown or the user has no instance; 502 when the gateway does not answer.",
     auth: "user",
+    permission: "agents.read",
     query: getQuery,
     handler: async ({ auth, query }) => {
       const userId = auth.user.id;
@@ -65,6 +66,7 @@ export const { loader, action } = apiRoute({
     description:
       "`chat` (default): message required, sessionId optional (the active session, or a new one). AI provider keys become the user's own keys in the AI layer; channel tokens are sealed and applied to the gateway.",
     auth: "user",
+    permission: "agents.chat",
     rateLimit: "chat",
     body: postBody,
     handler: async ({ auth, body }) => {

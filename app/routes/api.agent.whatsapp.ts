@@ -15,6 +15,7 @@ export const { loader, action } = apiRoute({
     description:
       "`{configured, linked, connected, account, state, lastError}`. 404 without an instance; 502 when the gateway does not answer.",
     auth: "user",
+    permission: "credentials.manage",
     handler: ({ auth }) => whatsappStatus(auth.user.id),
   }),
   POST: endpoint({
@@ -22,6 +23,7 @@ export const { loader, action } = apiRoute({
     description:
       "`start` (default; `force` relinks): `{linked, qrDataUrl, message}`, the QR as a PNG data URL to scan in WhatsApp → Linked devices. `wait` (`currentQrDataUrl`, `timeoutMs` ≤ 55000): linked, a refreshed QR, or still waiting. 400 when chatapp3 is not set up; 502 naming WhatsApp when its servers cannot be reached or the login fails.",
     auth: "user",
+    permission: "credentials.manage",
     rateLimit: "chat",
     body: z.object({
       action: z.enum(["start", "wait"]).optional(),

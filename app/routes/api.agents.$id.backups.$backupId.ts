@@ -5,6 +5,7 @@ export const { loader, action } = apiRoute({
   DELETE: endpoint({
     summary: "Delete one of the agent's backups",
     auth: "user",
+    permission: "agents.operate",
     rateLimit: "agents",
     params: backupParams,
     handler: ({ auth, params }) => deleteBackup(auth.user.id, params.id, params.backupId),

@@ -8,6 +8,7 @@ export const { loader, action } = apiRoute({
     description:
       "A new agent of the same user with the source's model, tier, configuration, messages and gateway workspace (memory, bootstrap files, workspace skills); name defaults to the source's with ' (copy)'. Counted against the tier limit (402 without an active subscription, 429 at the limit). 201 when cloned; 202 with status 'copying' when the workspace is still being copied after the wait; 409 with why when it could not be copied (no agent is left behind) or the agent has no instance.",
     auth: "user",
+    permission: "agents.provision",
     rateLimit: "agents",
     status: 201,
     params: agentParams,

@@ -10,6 +10,7 @@ export const { loader, action } = apiRoute({
   GET: endpoint({
     summary: "The agent's stored configuration",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "agents",
     params: agentParams,
     handler: ({ auth, params }) => readAgentConfig(auth.user.id, params.id),
@@ -19,6 +20,7 @@ export const { loader, action } = apiRoute({
     description:
       "Any JSON object up to 64 KiB, stored as a new revision; its allow-listed keys are applied to the running gateway (`applied` tells whether that happened within a few seconds).",
     auth: "user",
+    permission: "agents.configure",
     rateLimit: "agents",
     params: agentParams,
     body: agentConfigBody,

@@ -9,6 +9,7 @@ export const { loader, action } = apiRoute({
     description:
       "The archive is checked whole before anything changes: 413 past EXPORT_MAX_BYTES; 400 when it is not an export, of an unknown version, signed by an untrusted platform, altered or truncated. Then it is kept as an `imported` backup and restored (fresh volume, booted and verified): 200 restored, 409 with why when the restore failed (the agent is as it was), 202 when still running.",
     auth: "user",
+    permission: "agents.provision",
     rateLimit: "instance",
     params: agentParams,
     // The archive is the body: up to EXPORT_MAX_BYTES, streamed to a file, never held whole.

@@ -7,6 +7,7 @@ export const { loader, action } = apiRoute({
     summary: "Recent gateway log entries of the agent",
     description: "From the gateway's file log (logs.tail); 502 when the gateway does not answer.",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "agents",
     params: agentParams,
     query: logsQuery,

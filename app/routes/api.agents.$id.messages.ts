@@ -6,6 +6,7 @@ export const { loader, action } = apiRoute({
   GET: endpoint({
     summary: "The agent's recorded messages, newest first",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "agents",
     params: agentParams,
     query: messagesQuery,

@@ -8,6 +8,7 @@ export const { loader, action } = apiRoute({
     description:
       "`status: ok` with the worker's latest sample; `status: mock` (recorded figures, zeros otherwise) when the instance is not running or has no fresh sample.",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "agents",
     params: agentParams,
     handler: ({ auth, params }) => agentStats(auth.user.id, params.id),

@@ -7,6 +7,7 @@ export const { loader, action } = apiRoute({
     summary: "A challenge to sign for an exchange, ens or webauthn verification",
     description: "Valid for 10 minutes, usable once.",
     auth: "user",
+    permission: "agents.configure",
     rateLimit: "agents",
     params: agentParams,
     handler: ({ auth, params }) => agentVerificationChallenge(auth.user.id, params.id),

@@ -11,6 +11,7 @@ export const { loader, action } = apiRoute({
   GET: endpoint({
     summary: "The agent's verification record",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "agents",
     params: agentParams,
     handler: ({ auth, params }) => readAgentVerification(auth.user.id, params.id),
@@ -20,6 +21,7 @@ export const { loader, action } = apiRoute({
     description:
       "exchange, ens and webauthn sign a challenge from POST /api/agents/:id/verify/challenge. 400 when the proof does not check.",
     auth: "user",
+    permission: "agents.configure",
     rateLimit: "agents",
     params: agentParams,
     body: verifyBody,
@@ -28,6 +30,7 @@ export const { loader, action } = apiRoute({
   DELETE: endpoint({
     summary: "Remove the agent's verification",
     auth: "user",
+    permission: "agents.configure",
     rateLimit: "agents",
     params: agentParams,
     handler: ({ auth, params }) => removeAgentVerification(auth.user.id, params.id),

@@ -5,6 +5,7 @@ export const { loader, action } = apiRoute({
   GET: endpoint({
     summary: "List the user's agents",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "agents",
     handler: ({ auth }) => listAgentsView(auth.user.id),
   }),

@@ -36,6 +36,7 @@ export const { loader, action } = apiRoute({
   GET: endpoint({
     summary: "Current plan, subscription status and period, credits, storage and usage",
     auth: "jwt",
+    permission: "billing.read",
     handler: ({ auth }) => billingSummary(auth.user.id),
   }),
   POST: endpoint({

@@ -12,6 +12,7 @@ export const { loader, action } = apiRoute({
   GET: endpoint({
     summary: "The user's sent messages with the agent's replies, newest first",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "chat",
     handler: ({ auth }) => listChatMessages(auth.user.id),
   }),
@@ -19,6 +20,7 @@ export const { loader, action } = apiRoute({
     summary: "Send a message to the user's agent; the response carries its reply",
     description: "400 without a message; 404 without an instance; 502 when the gateway fails.",
     auth: "user",
+    permission: "agents.chat",
     rateLimit: "chat",
     body,
     handler: ({ auth, body }) => {

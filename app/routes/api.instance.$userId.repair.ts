@@ -7,6 +7,7 @@ export const { loader, action } = apiRoute({
     description:
       'Recreates the container from the same volume and re-applies the configuration. 502 {success:false,status:"error"} when Docker or the gateway does not answer, 500 likewise on other failures, 404 when the user has no instance.',
     auth: "user",
+    permission: "agents.operate",
     rateLimit: "instance",
     params: instanceParams,
     handler: ({ params, auth }) => repairInstance(ownUserId(params.userId, auth.user.id)),

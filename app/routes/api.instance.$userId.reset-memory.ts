@@ -11,6 +11,7 @@ export const { loader, action } = apiRoute({
     description:
       'Clears the agents\' sessions and memory file through the gateway. 502 {success:false,status:"error"} when Docker or the gateway does not answer, 500 likewise on other failures, 404 when the user has no instance.',
     auth: "user",
+    permission: "agents.configure",
     rateLimit: "instance",
     params: instanceParams,
     handler: ({ params, auth }) => resetInstanceMemory(ownUserId(params.userId, auth.user.id)),

@@ -7,6 +7,7 @@ export const { loader, action } = apiRoute({
     description:
       'Runs the restart through the worker and waits for it. 502 {success:false,status:"error"} when Docker or the gateway does not answer, 500 likewise on other failures, 404 when the user has no instance.',
     auth: "user",
+    permission: "agents.operate",
     rateLimit: "instance",
     params: instanceParams,
     handler: ({ params, auth }) => restartInstance(ownUserId(params.userId, auth.user.id)),

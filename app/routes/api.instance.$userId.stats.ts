@@ -7,6 +7,7 @@ export const { loader, action } = apiRoute({
     description:
       "From the samples the worker records every few seconds. 404 when the user has no instance.",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "instance",
     params: instanceParams,
     handler: ({ params, auth }) => readInstanceStats(ownUserId(params.userId, auth.user.id)),

@@ -7,6 +7,7 @@ export const { loader, action } = apiRoute({
     description:
       "Status is what the worker last observed (Docker inspect + gateway health). 404 when the user has no instance.",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "instance",
     params: instanceParams,
     handler: ({ params, auth }) => readInstance(ownUserId(params.userId, auth.user.id)),

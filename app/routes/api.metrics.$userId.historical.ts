@@ -8,6 +8,7 @@ export const { loader, action } = apiRoute({
     description:
       "Per UTC hour or day: turns received and answered, response time, success rate, AI calls, tokens, cost (USD), latency and error rate; with totals. `period` 24h, 7d (default), 30d or 90d; `interval` hour (up to 7d) or day. Another user's id is 404.",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "metrics",
     params: metricsParams,
     query: historicalQuery,

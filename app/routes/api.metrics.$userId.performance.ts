@@ -8,6 +8,7 @@ export const { loader, action } = apiRoute({
     description:
       "The instance's latest live sample (CPU, memory, pids, network, uptime), and the last 24 hours' message figures (overall and per agent) and AI figures (latency p50/p95, error rate). Another user's id is 404.",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "metrics",
     params: metricsParams,
     handler: ({ params, auth }) => userPerformance(ownMetricsUser(params.userId, auth.user.id)),

@@ -8,6 +8,7 @@ export const { loader, action } = apiRoute({
     description:
       "Over `period` 7d, 30d (default) or 90d: the user's figures and the medians of the platform's active users, withheld below 5 of them. Another user's id is 404.",
     auth: "user",
+    permission: "agents.read",
     rateLimit: "metrics",
     params: metricsParams,
     query: summaryQuery,

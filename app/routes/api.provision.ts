@@ -11,6 +11,7 @@ export const { loader, action } = apiRoute({
     description:
       "At least one channel token; each is checked with its channel's API (400 naming the channel when refused). Creates or updates the user's instance, applies the channels to its gateway, and creates the agent's live stream. 502 when a provider or the gateway is unavailable (nothing is kept); 503 when streaming is not configured.",
     auth: "user",
+    permission: "agents.provision",
     rateLimit: "provision",
     body: z.object({
       chatapp1Token: token,

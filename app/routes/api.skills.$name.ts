@@ -15,6 +15,7 @@ export const { loader, action } = apiRoute({
     description:
       '`{input, agentId?, sessionId?, stream?}` → `{skill, version, agentId, sessionId, reply, timestamp}`. 404 when the skill is unknown or not installed on the agent, 400 when the agent lacks what the skill requires (named) or input is missing, 502 when the gateway does not answer. `stream: true` answers server-sent events: `delta` `{text}` as the reply grows, then `done` with the result or `error` `{error}` (also `{error: "credential revoked"}` when the credential is revoked mid-stream, which ends it). Metered like any agent turn.',
     auth: "user",
+    permission: "agents.chat",
     rateLimit: "chat",
     params: skillNameParams,
     body: useSkillSchema,

@@ -14,6 +14,7 @@ export const { loader, action } = apiRoute({
     description:
       "Each entry: name, version, description, category, source (platform, user, bundled), publisher, requirements {bins, env, config, channels}, installs and, per agent of the caller, whether it is installed and enabled. `name` answers one skill with its rendered SKILL.md and versions (404 when the caller may not see it). Signed-out callers see the public catalog.",
     auth: "optional",
+    permission: "agents.read",
     rateLimit: "agents",
     query: catalogQuerySchema,
     handler: async ({ auth, query }) => {
@@ -35,6 +36,7 @@ export const { loader, action } = apiRoute({
     description:
       "`publish`: archive (zip, base64) or skillMd; 201 `{name, version, visibility, status}`; 400 names what is wrong with the skill, 409 a taken name or an existing version. `install` / `update`: name, agentId, version?; 400 names unmet requirements; 404 unknown skill or agent; 502 gateway down. `remove`: name, agentId. `unlist`: name, version (the caller's skill).",
     auth: "user",
+    permission: "agents.configure",
     rateLimit: "agents",
     body: skillsPostSchema,
     handler: async ({ auth, body }) => {

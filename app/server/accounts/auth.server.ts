@@ -1,3 +1,5 @@
+import { organisationActing } from "../organisations/acting.server.ts";
+import { allows, isPermission, type Role, refuseRole } from "../organisations/roles.server.ts";
 import type { AuditActor } from "../platform/audit.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -24,7 +26,15 @@ import { resolveSession } from "./sessions.server.ts";
 const userActor = (userId: string): AuditActor => ({ type: "user", id: userId, userId });
 
 export interface Auth {
+  /**
+   * The owner the request acts for: the signed-in person, or the organisation named by
+   * X-Organization (decision 0203). Owner-scoped services take this one's id.
+   */
   user: User;
+  /** The person behind the credential (`user` itself unless acting for an organisation). */
+  person: User;
+  /** Acting for an organisation: its id and the person's role there. */
+  organisation?: { id: string; role: Role };
   via: "session" | "apiKey" | "jwt";
   sessionId?: string;
   keyId?: string;
@@ -99,6 +109,7 @@ export async function authenticate(
       if (!verified) throw new DomainError(401, "Invalid or expired token");
       return {
         user: verified.user,
+        person: verified.user,
         via: "jwt",
         sessionId: verified.sessionId,
         auditActor: userActor(verified.user.id),
@@ -108,6 +119,7 @@ export async function authenticate(
     if (!resolved) throw new DomainError(401, "Invalid API key");
     return {
       user: resolved.user,
+      person: resolved.user,
       via: "apiKey",
       keyId: resolved.keyId,
       auditActor: { type: "api_key", id: resolved.keyId, userId: resolved.user.id },
@@ -117,6 +129,7 @@ export async function authenticate(
   if (!session) return undefined;
   return {
     user: session.user,
+    person: session.user,
     via: "session",
     sessionId: session.sessionId,
     auditActor: userActor(session.user.id),
@@ -124,8 +137,49 @@ export async function authenticate(
   };
 }
 
-/** Applies an auth mode: the credential, its kind, and the cross-site check for cookies. */
-export async function authorize(request: Request, mode: AuthMode): Promise<Auth | undefined> {
+/** The header naming the organisation a request acts for (decision 0203). */
+export const ORGANISATION_HEADER = "x-organization";
+
+/**
+ * The credential's person acting for the organisation: a member whose role allows what the
+ * endpoint does (`permission`). An endpoint that declares none acts for a person only.
+ */
+async function actForOrganisation(
+  auth: Auth,
+  organisationId: string,
+  permission: string | undefined,
+): Promise<Auth> {
+  const acting = await organisationActing(organisationId, auth.person.id);
+  if (!acting) throw new DomainError(404, "Organisation not found");
+  if (permission === undefined) {
+    throw new DomainError(
+      403,
+      "This endpoint acts for a person, not an organisation: send it without X-Organization",
+    );
+  }
+  if (!isPermission(permission)) throw new Error(`unknown permission "${permission}"`);
+  if (!allows(acting.role, permission)) throw refuseRole(acting.role, permission);
+  if (acting.organisation.suspendedAt) {
+    throw new DomainError(403, "This organisation is suspended");
+  }
+  return {
+    ...auth,
+    user: acting.organisation,
+    organisation: { id: organisationId, role: acting.role },
+    // Entries concern the organisation; the actor stays the person (or their key).
+    auditActor: { ...auth.auditActor, userId: organisationId },
+  };
+}
+
+/**
+ * Applies an auth mode: the credential, its kind, the cross-site check for cookies, and the
+ * organisation the request acts for (X-Organization), checked against `permission`.
+ */
+export async function authorize(
+  request: Request,
+  mode: AuthMode,
+  permission?: string,
+): Promise<Auth | undefined> {
   if (mode === "none") return undefined;
   const auth = await authenticate(request, { jwt: mode === "jwt" });
   if (!auth) {
@@ -137,5 +191,7 @@ export async function authorize(request: Request, mode: AuthMode): Promise<Auth 
   }
   // Cookies ride along on cross-site requests; API keys do not, so only cookies need this.
   if (auth.via === "session") assertSameOrigin(request);
+  const organisationId = request.headers.get(ORGANISATION_HEADER)?.trim();
+  if (organisationId) return actForOrganisation(auth, organisationId, permission);
   return auth;
 }

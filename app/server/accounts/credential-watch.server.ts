@@ -85,8 +85,11 @@ function ensureStarted(): void {
   const made = listenChannel(url, CREDENTIALS_CHANNEL, {
     onMessage: (name) => {
       const named = byName.get(name);
-      // Unknown message kinds: ask everyone rather than miss a revocation.
-      if (!/^[uks]:/.test(name)) askAll();
+      // A membership changed (`m:<organisation>:<person>`): its person's connections are
+      // asked. Unknown message kinds: ask everyone rather than miss a revocation.
+      const member = /^m:[^:]+:(.+)$/.exec(name);
+      if (member) for (const recheck of byName.get(`u:${member[1]}`) ?? []) recheck();
+      else if (!/^[uks]:/.test(name)) askAll();
       else for (const recheck of named ?? []) recheck();
     },
     onReset: askAll,

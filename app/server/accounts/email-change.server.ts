@@ -9,7 +9,7 @@ import { forgive } from "../platform/rate-limit.server.ts";
 import { credentialCache } from "./credential-cache.server.ts";
 import { payReferral } from "./credits.server.ts";
 import { emitEvent } from "./events.server.ts";
-import { publicUser, toUser, type UserRow } from "./model.server.ts";
+import { asPerson, publicUser, toUser, type UserRow } from "./model.server.ts";
 import { countPasswordAttempt, failureKey, verifyPassword } from "./passwords.server.ts";
 import { findUserByEmail } from "./users.server.ts";
 
@@ -25,7 +25,7 @@ export async function requestEmailChange(
   newEmail: string,
   currentPassword: string | undefined,
 ): Promise<{ pendingEmail: string }> {
-  const [row] = await db()<UserRow[]>`select * from users where id = ${userId}`;
+  const row = asPerson((await db()<UserRow[]>`select * from users where id = ${userId}`)[0]);
   if (!row) throw new DomainError(404, "User not found");
   const email = newEmail.trim();
   if (email.toLowerCase() === row.email.toLowerCase()) {
@@ -95,8 +95,9 @@ export async function confirmEmailChange(token: string) {
       returning user_id, new_email, expires_at <= now() as expired`;
     if (!claim) throw new DomainError(400, "token: invalid or already used");
     if (claim.expired) throw new DomainError(400, "token: expired");
-    const [before] = await t<UserRow[]>`
-      select * from users where id = ${claim.user_id} for update`;
+    const before = asPerson(
+      (await t<UserRow[]>`select * from users where id = ${claim.user_id} for update`)[0],
+    );
     if (!before) throw new DomainError(404, "User not found");
     const taken = await findUserByEmail(claim.new_email, t);
     if (taken && taken.id !== claim.user_id) {

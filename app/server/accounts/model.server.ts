@@ -4,6 +4,9 @@ import { operatorEmails } from "../platform/env.server.ts";
 
 export interface User {
   id: string;
+  /** A person, or an organisation (an owner people act for as members; decision 0203). */
+  kind: "person" | "organisation";
+  /** "" for an organisation, which has none. */
   email: string;
   name: string;
   plan: string;
@@ -28,13 +31,16 @@ export interface User {
 
 export interface UserRow {
   id: string;
-  email: string;
+  kind: "person" | "organisation";
+  /** null for an organisation (migration 0106). */
+  email: string | null;
   name: string;
   plan: string;
   avatar_url: string | null;
   email_verified: boolean;
   password_hash: string | null;
-  referral_code: string;
+  /** null for an organisation. */
+  referral_code: string | null;
   created_at: Date;
   is_operator: boolean;
   suspended_at: Date | null;
@@ -42,19 +48,29 @@ export interface UserRow {
   assigned_plan?: string | null;
 }
 
+/** A person's row: the only kind with an email and a referral code (migration 0106). */
+export type PersonRow = UserRow & { kind: "person"; email: string; referral_code: string };
+
+/** The row as a person's, or undefined for an organisation's. */
+export const asPerson = (r: UserRow | undefined): PersonRow | undefined =>
+  r && r.kind !== "organisation" && r.email !== null ? (r as PersonRow) : undefined;
+
 export const toUser = (r: UserRow): User => ({
   id: r.id,
-  email: r.email,
+  kind: r.kind ?? "person",
+  email: r.email ?? "",
   name: r.name,
   plan: r.plan,
   avatarUrl: r.avatar_url,
   emailVerified: r.email_verified,
   hasPassword: r.password_hash !== null,
-  referralCode: r.referral_code,
+  referralCode: r.referral_code ?? "",
   createdAt: r.created_at,
   // A listed address counts only once its mailbox is proven: anyone can register any address
   // (docs/decisions/0196).
-  isOperator: r.is_operator || (r.email_verified && operatorEmails().has(r.email.toLowerCase())),
+  isOperator:
+    r.is_operator ||
+    (r.email !== null && r.email_verified && operatorEmails().has(r.email.toLowerCase())),
   suspendedAt: r.suspended_at,
   ...(r.assigned_plan !== undefined ? { assignedPlan: r.assigned_plan } : {}),
 });

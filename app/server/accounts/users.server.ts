@@ -9,7 +9,7 @@ import { forgive } from "../platform/rate-limit.server.ts";
 import { credentialCache } from "./credential-cache.server.ts";
 import { payReferral } from "./credits.server.ts";
 import { emitEvent } from "./events.server.ts";
-import { publicUser, toUser, type User, type UserRow } from "./model.server.ts";
+import { asPerson, publicUser, toUser, type User, type UserRow } from "./model.server.ts";
 import {
   countPasswordAttempt,
   failureKey,
@@ -27,9 +27,10 @@ export const newReferralCode = () => randomAlphanumeric(8, REFERRAL_CODE_ALPHABE
 const isUniqueViolation = (error: unknown) =>
   (error as { code?: string } | undefined)?.code === "23505";
 
+/** The person with this email (an organisation has none, so is never found). */
 export async function findUserByEmail(email: string, sql: Queryable = db()) {
   const [row] = await sql<UserRow[]>`select * from users where lower(email) = lower(${email})`;
-  return row;
+  return asPerson(row);
 }
 
 export async function getUser(id: string, sql: Queryable = db()): Promise<User | undefined> {

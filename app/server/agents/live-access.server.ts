@@ -3,6 +3,8 @@ import {
   type LiveCredential,
   watchCredential,
 } from "../accounts/credential-watch.server.ts";
+import { organisationActing } from "../organisations/acting.server.ts";
+import { allows } from "../organisations/roles.server.ts";
 import { db } from "../platform/db.server.ts";
 import { logger } from "../platform/logger.server.ts";
 
@@ -21,11 +23,16 @@ export const REVOKED = "credential revoked";
 
 /**
  * May this credential still use this agent? The one place that answers it for open
- * connections: when organisations come, a member's role in the owning organisation is checked
- * here too (a removed member's sockets then close like a signed-out user's).
+ * connections: the person's own agents, or an organisation's whose member they still are with
+ * a role that may chat (a removed member's sockets close like a signed-out user's).
  */
 export async function mayStillUse(credential: LiveCredential, target: LiveTarget) {
-  if (credential.userId !== target.ownerId) return false;
+  if (credential.userId !== target.ownerId) {
+    const acting = await organisationActing(target.ownerId, credential.userId);
+    if (!acting || !allows(acting.role, "agents.chat") || acting.organisation.suspendedAt) {
+      return false;
+    }
+  }
   if (!(await credentialStillValid(credential))) return false;
   if (target.agentId === undefined) return true;
   const [row] = await db()`

@@ -47,11 +47,14 @@ function requestOf(req: IncomingMessage): Request {
   return new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, { headers });
 }
 
-/** Who may open this socket: 0 (allowed, with the user id) or the close code and reason. */
+/**
+ * Who may open this socket: the credential and the owner whose agents it talks to (the person,
+ * or an organisation whose member may chat: /agent/<organisation id>), or the close code.
+ */
 async function admit(
   req: IncomingMessage,
   pathUserId: string,
-): Promise<{ credential: LiveCredential } | { code: number; reason: string }> {
+): Promise<{ credential: LiveCredential; ownerId: string } | { code: number; reason: string }> {
   const request = requestOf(req);
   let auth: Awaited<ReturnType<typeof authenticate>>;
   try {
@@ -64,17 +67,23 @@ async function admit(
   if (auth.via === "session" && isForeignOrigin(request)) {
     return { code: CLOSE.forbidden, reason: "Cross-site socket refused" };
   }
-  if (auth.user.id !== pathUserId) return { code: CLOSE.notFound, reason: "Agent not found" };
-  return { credential: liveCredentialOf(auth) };
+  const credential = liveCredentialOf(auth);
+  const target = { ownerId: pathUserId };
+  // The person's own agents, or those of an organisation whose member may chat with them.
+  if (!(await mayStillUse(credential, target))) {
+    return { code: CLOSE.notFound, reason: "Agent not found" };
+  }
+  return { credential, ownerId: pathUserId };
 }
 
 function send(ws: WebSocket, frame: Record<string, unknown>): void {
   if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
 }
 
-function serve(ws: WebSocket, credential: LiveCredential): void {
-  const userId = credential.userId;
-  const target = { ownerId: userId };
+function serve(ws: WebSocket, credential: LiveCredential, ownerId: string): void {
+  // Turns run for the owner (a person's own agents, or their organisation's).
+  const userId = ownerId;
+  const target = { ownerId };
   let revoked = false;
   const revoke = () => {
     revoked = true;
@@ -187,7 +196,7 @@ export function liveSocketUpgrade(req: IncomingMessage, socket: Socket, head: Bu
       // statuses of a refused upgrade.
       wss.handleUpgrade(req, socket, head, (ws) => {
         if ("code" in verdict) ws.close(verdict.code, verdict.reason);
-        else serve(ws, verdict.credential);
+        else serve(ws, verdict.credential, verdict.ownerId);
       }),
     (error: unknown) => {
       logger().error({ err: error }, "live socket admission failed");

@@ -42,6 +42,10 @@ export const AUDIT_ACTIONS = [
   "node.drain_requested",
   "node.recovery_requested",
   "gateway.versions_changed",
+  "organisation.created",
+  "member.added",
+  "member.role_changed",
+  "member.removed",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

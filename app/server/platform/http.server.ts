@@ -38,6 +38,7 @@ export type AuthModes<A> = { [M in keyof A]: Caller | undefined };
 export type Authorizer<A extends AuthModes<A>> = (
   request: Request,
   mode: keyof A & string,
+  permission: string | undefined,
 ) => Promise<A[keyof A & string]>;
 
 declare module "@remix-run/server-runtime" {
@@ -76,6 +77,12 @@ export interface EndpointSpec<
   summary: string;
   description?: string;
   auth: M;
+  /**
+   * What the endpoint does in the app's terms, for an authorizer that lets people act for
+   * another owner (an organisation member's role must allow it); an endpoint without one acts
+   * only for the caller themselves.
+   */
+  permission?: string;
   rateLimit?: RateLimitScope;
   params?: PS;
   query?: QS;
@@ -369,7 +376,7 @@ async function answer<A extends AuthModes<A>>(
   const ip = clientIp(request, context?.remoteAddress);
   let caller: Caller | undefined;
   try {
-    const auth = await authorize(request, spec.auth);
+    const auth = await authorize(request, spec.auth, spec.permission);
     caller = auth;
     if (spec.rateLimit) {
       // user-or-ip scopes count per user once the caller is known, per client address (an

@@ -17,7 +17,7 @@ export function randomAlphanumeric(length: number, alphabet = ALPHABET): string 
 }
 
 /** `usr_…`, `ses_…`, `key_…`, `msg_…`, …: a prefix and 20 random characters (~103 bits). */
-export const newId = (prefix: "usr" | "ses" | "key" | "msg" | "spl" | "exe" | "bkg") =>
+export const newId = (prefix: "usr" | "org" | "ses" | "key" | "msg" | "spl" | "exe" | "bkg") =>
   `${prefix}_${randomAlphanumeric(20)}`;
 
 // One-shot hashing: about half the cost of createHash().update().digest() per call.

@@ -65,6 +65,9 @@ function operation(spec: AnyEndpoint, security: ApiSecurity) {
       default: { $ref: "#/components/responses/Error" },
     },
     security: security.byMode[spec.auth],
+    // What a member's role must allow to call it for an organisation (X-Organization);
+    // absent: it acts for the caller only.
+    ...(spec.permission ? { "x-permission": spec.permission } : {}),
   };
 }
 

@@ -15,6 +15,8 @@ export const rateLimitScopes = {
   metrics: { points: 60, duration: 60, key: "user-or-ip" },
   provision: { points: 10, duration: 60 * 60, key: "ip" },
   register: { points: 10, duration: 60 * 60, key: "ip" },
+  // Organisations made per person an hour (each is an account row: decision 0203).
+  organisations: { points: 10, duration: 60 * 60, key: "user-or-ip" },
   "forgot-password": { points: 5, duration: 15 * 60, key: "ip" },
   "reset-password": { points: 10, duration: 15 * 60, key: "ip" },
   "email-change": { points: 10, duration: 15 * 60, key: "ip" },
