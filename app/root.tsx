@@ -16,12 +16,14 @@ import {
   Outlet,
   Scripts,
   ScrollRestoration,
+  useLocation,
   useRouteError,
   useRouteLoaderData,
 } from "@remix-run/react";
 import type { ReactNode } from "react";
 import { useNonce } from "./components/nonce.ts";
 import { pageSession } from "./server/accounts/pages.server.ts";
+import { pageSpaces } from "./server/organisations/page-space.server.ts";
 import styles from "./tailwind.css";
 
 export const links: LinksFunction = () => [{ rel: "stylesheet", href: styles }];
@@ -46,8 +48,45 @@ export async function loader({ request }: LoaderFunctionArgs) {
             isOperator: session.user.isOperator,
           }
         : null,
+      spaces: session ? await pageSpaces(request, session.user) : null,
     },
     session?.setCookie ? { headers: { "Set-Cookie": session.setCookie } } : undefined,
+  );
+}
+
+/** The space switcher: the person's own space or one of their organisations (decision 0203). */
+function SpaceSwitcher() {
+  const root = useRouteLoaderData<typeof loader>("root");
+  const location = useLocation();
+  const spaces = root?.spaces;
+  if (!spaces || spaces.organisations.length === 0) return null;
+  return (
+    <Form method="post" action="/spaces" className="flex items-center gap-2">
+      <input type="hidden" name="next" value={location.pathname + location.search} />
+      <label htmlFor="space" className="sr-only">
+        Acting for
+      </label>
+      <select
+        id="space"
+        name="space"
+        defaultValue={spaces.current?.id ?? "personal"}
+        key={spaces.current?.id ?? "personal"}
+        onChange={(e) => e.currentTarget.form?.requestSubmit()}
+        className="rounded-md border border-slate-300 bg-white px-2 py-1 text-sm"
+      >
+        <option value="personal">{root?.user?.name ?? "Personal"} (personal)</option>
+        {spaces.organisations.map((o) => (
+          <option key={o.id} value={o.id}>
+            {o.name} ({o.role})
+          </option>
+        ))}
+      </select>
+      <noscript>
+        <button type="submit" className="text-slate-600 underline">
+          Switch
+        </button>
+      </noscript>
+    </Form>
   );
 }
 
@@ -74,8 +113,16 @@ function AccountNav() {
   return (
     <ul className="ml-auto flex items-center gap-4">
       <li>
+        <SpaceSwitcher />
+      </li>
+      <li>
         <NavLink to="/agents" className={linkClass}>
           Agents
+        </NavLink>
+      </li>
+      <li>
+        <NavLink to="/organizations" className={linkClass}>
+          Teams
         </NavLink>
       </li>
       <li>

@@ -1,7 +1,6 @@
 import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
 import { useActionData, useLoaderData } from "@remix-run/react";
 import { AgentPage } from "../components/agent-page.tsx";
-import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import {
   agentLifecycle,
   agentPage,
@@ -14,6 +13,8 @@ import {
   unverifyAgent,
   verifyAgentWithEas,
 } from "../server/agents/pages.server.ts";
+import { ownerMay, pageOwner, requireAllowed } from "../server/organisations/page-space.server.ts";
+import type { Permission } from "../server/organisations/roles.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction<typeof loader> = ({ data }) => [
@@ -21,7 +22,7 @@ export const meta: MetaFunction<typeof loader> = ({ data }) => [
 ];
 
 export async function loader({ request, params }: LoaderFunctionArgs) {
-  const { user } = await requirePageSession(request);
+  const { user } = await pageOwner(request, "agents.read");
   const query = agentPageQuery.parse(Object.fromEntries(new URL(request.url).searchParams));
   try {
     return await agentPage(user.id, params.id ?? "", query);
@@ -35,9 +36,11 @@ const back = (id: string, notice: string) =>
 
 export const action = /* @__PURE__ */ formAction({
   schema: agentPageActions,
-  access: signedIn,
-  handler: async ({ session: { user }, params, value }) => {
+  access: ownerMay("agents.read"),
+  handler: async ({ session, params, value }) => {
+    const { user } = session;
     const agentId = params.id ?? "";
+    requireAllowed(session, permissionOf(value.intent));
     switch (value.intent) {
       case "verify-eas":
         await verifyAgentWithEas(user.id, agentId, (value.attestationUid ?? "").trim());
@@ -63,6 +66,13 @@ export const action = /* @__PURE__ */ formAction({
     }
   },
 });
+
+/** What each of the page's forms needs of an organisation member's role. */
+function permissionOf(intent: string): Permission {
+  if (intent === "verify-eas" || intent === "unverify") return "agents.configure";
+  if (intent === "clone" || intent === "delete") return "agents.provision";
+  return "agents.operate"; // backups and lifecycle
+}
 
 export default function AgentRoute() {
   return (

@@ -1,13 +1,14 @@
 import type { LoaderFunctionArgs, MetaFunction } from "@remix-run/node";
 import { useActionData, useLoaderData } from "@remix-run/react";
 import { AgentChannels, type ChannelsAnswer } from "../components/agent-channels.tsx";
-import { limitByIp, requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
+import { limitByIp } from "../server/accounts/pages.server.ts";
 import { getOwnedAgent } from "../server/agents/agents.server.ts";
 import { provisionChannels } from "../server/agents/channel-provisioning.server.ts";
 import { setCredential } from "../server/agents/channels.server.ts";
 import { channelsPage, channelsPageActions } from "../server/agents/chat-page.server.ts";
 import { pageError } from "../server/agents/pages.server.ts";
 import { startWhatsAppLink, waitWhatsAppLink } from "../server/agents/whatsapp-link.server.ts";
+import { ownerMay, pageOwner } from "../server/organisations/page-space.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 
 // An agent's channels tab: keys, chat apps (WhatsApp's QR link) and the live stream, through
@@ -16,7 +17,7 @@ import { formAction } from "../server/platform/form-action.server.ts";
 export const meta: MetaFunction = () => [{ title: "Channels — Agent Platform" }];
 
 export async function loader({ request, params }: LoaderFunctionArgs) {
-  const { user } = await requirePageSession(request);
+  const { user } = await pageOwner(request, "agents.read");
   const agent = await getOwnedAgent(user.id, String(params.id)).catch(pageError);
   return channelsPage(user, agent);
 }
@@ -28,7 +29,7 @@ const linkAnswer = (link: { linked: boolean; message: string; qrDataUrl: string 
 
 export const action = /* @__PURE__ */ formAction({
   schema: channelsPageActions,
-  access: signedIn,
+  access: ownerMay("credentials.manage"),
   handler: async ({
     request,
     context,

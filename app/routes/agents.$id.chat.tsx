@@ -1,11 +1,11 @@
 import type { LoaderFunctionArgs, MetaFunction } from "@remix-run/node";
 import { useActionData, useLoaderData } from "@remix-run/react";
 import { AgentChat, type ChatAnswer } from "../components/agent-chat.tsx";
-import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { getOwnedAgent } from "../server/agents/agents.server.ts";
 import { chatPage, chatPageActions } from "../server/agents/chat-page.server.ts";
 import { chat } from "../server/agents/talk.server.ts";
 import { createSession } from "../server/agents/talk-sessions.server.ts";
+import { ownerMay, pageOwner } from "../server/organisations/page-space.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 
 // An agent's chat page; everything goes through the same services as /api/agent.
@@ -19,7 +19,7 @@ const ownedAgent = (userId: string, id: string | undefined) =>
   });
 
 export async function loader({ request, params }: LoaderFunctionArgs) {
-  const { user } = await requirePageSession(request);
+  const { user } = await pageOwner(request, "agents.read");
   const agent = await ownedAgent(user.id, params.id);
   const selected = new URL(request.url).searchParams.get("session") ?? undefined;
   return chatPage(user, agent, selected);
@@ -27,7 +27,7 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
 
 export const action = /* @__PURE__ */ formAction({
   schema: chatPageActions,
-  access: signedIn,
+  access: ownerMay("agents.chat"),
   handler: async ({ params, session: { user }, value }): Promise<ChatAnswer> => {
     const agentId = (await ownedAgent(user.id, params.id)).id;
     switch (value.intent) {

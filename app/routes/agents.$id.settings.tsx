@@ -2,9 +2,9 @@ import type { LoaderFunctionArgs, MetaFunction } from "@remix-run/node";
 import { useActionData, useLoaderData } from "@remix-run/react";
 import { AgentSettings } from "../components/agent-settings.tsx";
 import { agentSettingsActions } from "../schemas/agent-settings.ts";
-import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { saveSettings, settingsPage } from "../server/agents/agent-settings.server.ts";
 import { pageError } from "../server/agents/pages.server.ts";
+import { ownerMay, pageOwner } from "../server/organisations/page-space.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 
 // An agent's settings tab: forms for what people change, the JSON under "Advanced".
@@ -12,13 +12,13 @@ import { formAction } from "../server/platform/form-action.server.ts";
 export const meta: MetaFunction = () => [{ title: "Settings — Agent Platform" }];
 
 export async function loader({ request, params }: LoaderFunctionArgs) {
-  const { user } = await requirePageSession(request);
+  const { user } = await pageOwner(request, "agents.read");
   return settingsPage(user.id, params.id ?? "").catch(pageError);
 }
 
 export const action = /* @__PURE__ */ formAction({
   schema: agentSettingsActions,
-  access: signedIn,
+  access: ownerMay("agents.configure"),
   fields: ["name", "model", "persona", "telegramOwner", "every", "config"],
   handler: async ({ params, session: { user }, value }) => ({
     message: await saveSettings(user.id, params.id ?? "", value).catch(pageError),

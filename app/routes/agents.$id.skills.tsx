@@ -2,11 +2,11 @@ import type { LoaderFunctionArgs, MetaFunction } from "@remix-run/node";
 import { useActionData, useLoaderData } from "@remix-run/react";
 import { AgentSkills } from "../components/agent-skills.tsx";
 import { InstalledSkills } from "../components/installed-skills.tsx";
-import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { getOwnedAgent } from "../server/agents/agents.server.ts";
 import { skillsPage, skillsPageActions } from "../server/agents/chat-page.server.ts";
 import { pageError } from "../server/agents/pages.server.ts";
 import { updateSkill } from "../server/agents/talk-skills.server.ts";
+import { ownerMay, pageOwner } from "../server/organisations/page-space.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 import {
   installedOnAgent,
@@ -19,7 +19,7 @@ import {
 export const meta: MetaFunction = () => [{ title: "Skills — Agent Platform" }];
 
 export async function loader({ request, params }: LoaderFunctionArgs) {
-  const { user } = await requirePageSession(request);
+  const { user } = await pageOwner(request, "agents.read");
   const agent = await getOwnedAgent(user.id, String(params.id)).catch(pageError);
   const all = new URL(request.url).searchParams.get("all") === "1";
   const [page, installed] = await Promise.all([
@@ -31,7 +31,7 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
 
 export const action = /* @__PURE__ */ formAction({
   schema: skillsPageActions,
-  access: signedIn,
+  access: ownerMay("agents.configure"),
   handler: async ({ params, session: { user }, value }) => {
     const agent = await getOwnedAgent(user.id, String(params.id)).catch(pageError);
     switch (value.intent) {

@@ -13,21 +13,21 @@ import type { z } from "zod";
 import { StatusBadge, useLiveRefresh } from "../components/agents.tsx";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { provisionFormSchema } from "../schemas/agents.ts";
-import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { agentsOverview, provisionFromPage } from "../server/agents/pages.server.ts";
+import { ownerMay, pageOwner } from "../server/organisations/page-space.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Agents — Agent Platform" }];
 
 export async function loader({ request }: LoaderFunctionArgs) {
-  const { user } = await requirePageSession(request);
+  const { user } = await pageOwner(request, "agents.read");
   return agentsOverview(user.id);
 }
 
 // 402 (no subscription, tier above the plan) and 429 (tier limit) land on the form.
 export const action = /* @__PURE__ */ formAction({
   schema: provisionFormSchema,
-  access: signedIn,
+  access: ownerMay("agents.provision"),
   fields: ["name", "model", "tier"],
   handler: async ({ session: { user }, value }) => {
     const { id } = await provisionFromPage(user.id, value);

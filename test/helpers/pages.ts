@@ -12,7 +12,7 @@ export async function page(
   who: Who | undefined,
   form?: Record<string, string>,
   params: Record<string, string> = {},
-): Promise<{ status: number; location: string | null; body: unknown }> {
+): Promise<{ status: number; location: string | null; body: unknown; setCookie?: string | null }> {
   const headers = new Headers();
   if (who) headers.set("cookie", who.cookie);
   let body: URLSearchParams | undefined;
@@ -35,7 +35,12 @@ export async function page(
   }
   if (result instanceof Response) {
     const text = await result.text();
-    return { status: result.status, location: result.headers.get("location"), body: text };
+    return {
+      status: result.status,
+      location: result.headers.get("location"),
+      body: text,
+      setCookie: result.headers.get("set-cookie"),
+    };
   }
   // data(...) from an action: { type: "DataWithResponseInit", data, init }
   const wrapped = result as { type?: string; data?: unknown; init?: { status?: number } };

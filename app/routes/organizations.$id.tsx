@@ -1,0 +1,191 @@
+import { getFormProps, getSelectProps, useForm } from "@conform-to/react";
+import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
+import type { LoaderFunctionArgs, MetaFunction } from "@remix-run/node";
+import { Form, useActionData, useLoaderData } from "@remix-run/react";
+import { z } from "zod";
+import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
+import { newMemberSchema, roleSchema } from "../schemas/organisations.ts";
+import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
+import {
+  addMember,
+  changeRole,
+  listMembers,
+  membershipOf,
+  removeMember,
+} from "../server/organisations/organisations.server.ts";
+import { allows, ROLES } from "../server/organisations/roles.server.ts";
+import { DomainError } from "../server/platform/errors.server.ts";
+import { formAction } from "../server/platform/form-action.server.ts";
+
+export const meta: MetaFunction<typeof loader> = ({ data }) => [
+  { title: `${data?.organisation.name ?? "Organisation"} — Agent Platform` },
+];
+
+export async function loader({ request, params }: LoaderFunctionArgs) {
+  const { user } = await requirePageSession(request);
+  const id = params.id ?? "";
+  const membership = await membershipOf(id, user.id);
+  if (!membership) throw new Response("Organisation not found", { status: 404 });
+  return {
+    organisation: membership.organisation,
+    role: membership.role,
+    manages: allows(membership.role, "members.manage"),
+    members: await listMembers(id, user.id),
+    me: user.id,
+  };
+}
+
+const schema = z.discriminatedUnion("intent", [
+  newMemberSchema.extend({ intent: z.literal("add") }),
+  z.object({ intent: z.literal("role"), userId: z.string().max(64), role: roleSchema }),
+  z.object({ intent: z.literal("remove"), userId: z.string().max(64) }),
+]);
+
+// The services check the caller's role (members.manage, the owner rules).
+export const action = /* @__PURE__ */ formAction({
+  schema,
+  access: signedIn,
+  fields: ["email", "role"],
+  resetForm: ["add"],
+  handler: async ({ session: { user }, params, value }) => {
+    const id = params.id ?? "";
+    if (!(await membershipOf(id, user.id))) throw new DomainError(404, "Organisation not found");
+    if (value.intent === "add") {
+      const added = await addMember(id, user.id, { email: value.email, role: value.role });
+      return { notice: `${added.email} added as ${added.role}.` };
+    }
+    if (value.intent === "role") {
+      await changeRole(id, user.id, value.userId, value.role);
+      return { notice: "Role changed." };
+    }
+    await removeMember(id, user.id, value.userId);
+    return { notice: "Member removed: their access ended at once." };
+  },
+});
+
+const selectClass = "rounded-md border border-slate-300 bg-white px-2 py-1 text-sm";
+
+export default function Organisation() {
+  const { organisation, role, manages, members, me } = useLoaderData<typeof loader>();
+  const actionData = useActionData<typeof action>();
+  const [form, fields] = useForm<z.input<typeof newMemberSchema>>({
+    id: "add-member",
+    lastResult: actionData?.intent === "add" ? actionData.result : undefined,
+    constraint: getZodConstraint(newMemberSchema),
+    shouldValidate: "onBlur",
+    defaultValue: { role: "member" },
+    onValidate: ({ formData }) => parseWithZod(formData, { schema: newMemberSchema }),
+  });
+  const notice = actionData?.value?.notice;
+  const error = actionData && actionData.intent !== "add" ? actionData.error : null;
+  return (
+    <div className="space-y-6">
+      <h1 className="text-2xl font-semibold">{organisation.name}</h1>
+      <p className="text-sm text-slate-600">
+        You are its <strong>{role}</strong>. Choose it in the switcher at the top to work with its
+        agents.
+      </p>
+      {notice ? <Notice>{notice}</Notice> : null}
+      {error ? (
+        <p role="alert" className="text-sm text-red-700">
+          {error}
+        </p>
+      ) : null}
+      <Card title="Members">
+        <table className="w-full text-left text-sm">
+          <thead className="text-slate-500">
+            <tr>
+              <th className="py-2">Name</th>
+              <th>Email</th>
+              <th>Role</th>
+              <th>
+                <span className="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody className="divide-y divide-slate-100">
+            {members.map((m) => (
+              <tr key={m.userId}>
+                <td className="py-2 font-medium">
+                  {m.name}
+                  {m.userId === me ? " (you)" : ""}
+                </td>
+                <td>{m.email}</td>
+                <td>
+                  {manages ? (
+                    <Form method="post" className="flex items-center gap-2">
+                      <input type="hidden" name="intent" value="role" />
+                      <input type="hidden" name="userId" value={m.userId} />
+                      <label className="sr-only" htmlFor={`role-${m.userId}`}>
+                        Role of {m.name}
+                      </label>
+                      <select
+                        id={`role-${m.userId}`}
+                        name="role"
+                        defaultValue={m.role}
+                        className={selectClass}
+                      >
+                        {ROLES.map((r) => (
+                          <option key={r} value={r}>
+                            {r}
+                          </option>
+                        ))}
+                      </select>
+                      <button type="submit" className="text-indigo-700 underline">
+                        Save
+                      </button>
+                    </Form>
+                  ) : (
+                    m.role
+                  )}
+                </td>
+                <td className="text-right">
+                  {manages && m.userId !== me ? (
+                    <Form method="post">
+                      <input type="hidden" name="intent" value="remove" />
+                      <input type="hidden" name="userId" value={m.userId} />
+                      <button
+                        type="submit"
+                        aria-label={`Remove ${m.name}`}
+                        className="text-red-700 underline"
+                      >
+                        Remove
+                      </button>
+                    </Form>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Card>
+      {manages ? (
+        <Card title="Add a member">
+          <Form method="post" {...getFormProps(form)} className="space-y-4">
+            <input type="hidden" name="intent" value="add" />
+            <Errors id={form.errorId} errors={form.errors} />
+            <Field
+              label="Email of their account"
+              field={fields.email}
+              type="email"
+              hint="They sign up first; they then see this organisation in their switcher."
+            />
+            <div className="space-y-1">
+              <label htmlFor={fields.role.id} className="block text-sm font-medium">
+                Role
+              </label>
+              <select {...getSelectProps(fields.role)} className={selectClass}>
+                {ROLES.map((r) => (
+                  <option key={r} value={r}>
+                    {r}
+                  </option>
+                ))}
+              </select>
+            </div>
+            <Submit>Add member</Submit>
+          </Form>
+        </Card>
+      ) : null}
+    </div>
+  );
+}
