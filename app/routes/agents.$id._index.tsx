@@ -36,7 +36,7 @@ const back = (id: string, notice: string) =>
 
 export const action = /* @__PURE__ */ formAction({
   schema: agentPageActions,
-  access: ownerMay("agents.read"),
+  access: (args) => ownerMay("agents.read", args),
   handler: async ({ session, params, value }) => {
     const { user } = session;
     const agentId = params.id ?? "";

@@ -29,7 +29,7 @@ const linkAnswer = (link: { linked: boolean; message: string; qrDataUrl: string 
 
 export const action = /* @__PURE__ */ formAction({
   schema: channelsPageActions,
-  access: ownerMay("credentials.manage"),
+  access: (args) => ownerMay("credentials.manage", args),
   handler: async ({
     request,
     context,

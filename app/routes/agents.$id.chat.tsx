@@ -27,7 +27,7 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
 
 export const action = /* @__PURE__ */ formAction({
   schema: chatPageActions,
-  access: ownerMay("agents.chat"),
+  access: (args) => ownerMay("agents.chat", args),
   handler: async ({ params, session: { user }, value }): Promise<ChatAnswer> => {
     const agentId = (await ownedAgent(user.id, params.id)).id;
     switch (value.intent) {

@@ -18,7 +18,7 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
 
 export const action = /* @__PURE__ */ formAction({
   schema: agentSettingsActions,
-  access: ownerMay("agents.configure"),
+  access: (args) => ownerMay("agents.configure", args),
   fields: ["name", "model", "persona", "telegramOwner", "every", "config"],
   handler: async ({ params, session: { user }, value }) => ({
     message: await saveSettings(user.id, params.id ?? "", value).catch(pageError),

@@ -31,7 +31,7 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
 
 export const action = /* @__PURE__ */ formAction({
   schema: skillsPageActions,
-  access: ownerMay("agents.configure"),
+  access: (args) => ownerMay("agents.configure", args),
   handler: async ({ params, session: { user }, value }) => {
     const agent = await getOwnedAgent(user.id, String(params.id)).catch(pageError);
     switch (value.intent) {

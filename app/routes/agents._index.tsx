@@ -27,7 +27,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
 // 402 (no subscription, tier above the plan) and 429 (tier limit) land on the form.
 export const action = /* @__PURE__ */ formAction({
   schema: provisionFormSchema,
-  access: ownerMay("agents.provision"),
+  access: (args) => ownerMay("agents.provision", args),
   fields: ["name", "model", "tier"],
   handler: async ({ session: { user }, value }) => {
     const { id } = await provisionFromPage(user.id, value);

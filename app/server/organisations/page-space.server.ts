@@ -69,13 +69,18 @@ export function requireAllowed(owner: PageOwner, permission: Permission): void {
   }
 }
 
-/** `access` of a page action that acts for the page's owner with `permission`. */
-export const ownerMay =
-  (permission: Permission) =>
-  async ({ request }: { request: Request }): Promise<PageOwner> => {
-    guardAction(request);
-    return pageOwner(request, permission);
-  };
+/**
+ * A page action's `access` acting for the page's owner with `permission`:
+ * `access: (args) => ownerMay("agents.chat", args)` (an arrow, not a call: the browser build
+ * drops this module, and only a function that is never called there survives it).
+ */
+export async function ownerMay(
+  permission: Permission,
+  { request }: { request: Request },
+): Promise<PageOwner> {
+  guardAction(request);
+  return pageOwner(request, permission);
+}
 
 /** What the switcher shows: the current space and the person's organisations. */
 export async function pageSpaces(request: Request, person: User) {
