@@ -4,20 +4,24 @@ import { assertNotBot } from "../server/accounts/bot.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
 import { createUser } from "../server/accounts/users.server.ts";
 import { apiRoute, endpoint } from "../server/api.server.ts";
+import { registerWithInvitation } from "../server/organisations/invitations.server.ts";
 import { json } from "../server/platform/http.server.ts";
 
 export const { loader, action } = apiRoute({
   POST: endpoint({
     summary: "Register with email and password",
     description:
-      "Bot detection (403) and a per-IP limit (429) apply. A referral code naming an existing user credits both users once the new email is verified (at most 20 paid referrals per referrer). Emits user.created. Signs the new user in (session cookie), except for a request a browser marks as cross-site.",
+      "Bot detection (403) and a per-IP limit (429) apply. A referral code naming an existing user credits both users once the new email is verified (at most 20 paid referrals per referrer). Emits user.created. Signs the new user in (session cookie), except for a request a browser marks as cross-site. With invitationToken (ours, optional) the new account joins the inviting organisation at once: the email must be the invited one (403 otherwise, and no account is made), 404 for an unknown token, 410 for a used, revoked or expired one, 402 when the organisation's seats are all taken.",
     auth: "none",
     rateLimit: "register",
     status: 201,
     body: registerSchema,
     handler: async ({ request, body, ip }) => {
       assertNotBot(request, body.website);
-      const user = await createUser(body);
+      const { invitationToken, website: _honeypot, ...account } = body;
+      const user = invitationToken
+        ? (await registerWithInvitation(account, invitationToken)).user
+        : await createUser(account);
       const created = { id: user.id, email: user.email, name: user.name };
       // Another site's page must not sign its visitor into an account it made (login CSRF).
       if (isForeignOrigin(request)) return json(created, { status: 201 });

@@ -41,6 +41,11 @@ export const registerSchema = z.object({
     .optional(),
   /** The UI form's honeypot: hidden from people, so anything in it comes from a bot. */
   website: z.string().optional(),
+  /**
+   * Ours, optional: the token of an organisation's invitation to this email; the new account
+   * joins the organisation at once (decision 0204).
+   */
+  invitationToken: z.string().trim().min(1, "is required").max(200).optional(),
 });
 
 export const signInSchema = z.object({

@@ -11,6 +11,7 @@ import * as memberRoute from "../../app/routes/api.organizations.$id.members.$us
 import * as membersRoute from "../../app/routes/api.organizations.$id.members.ts";
 import * as organisationsRoute from "../../app/routes/api.organizations.ts";
 import { attachLiveSocket } from "../../app/server/agents/live-socket.server.ts";
+import { assignPlan } from "../../app/server/billing/plan-assignments.server.ts";
 import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
@@ -46,7 +47,9 @@ async function newOrganisation(name = "Acme"): Promise<string> {
     headers: await as(OWNER),
   });
   expect(res.status).toBe(201);
-  return res.json.organisation.id as string;
+  const id = res.json.organisation.id as string;
+  await assignPlan(id, "network", "usr_org_operator"); // unlimited seats (seats.test.ts)
+  return id;
 }
 
 async function add(organisationId: string, userId: string, role: string, by = OWNER) {

@@ -3,6 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
+import { assignPlan } from "../../app/server/billing/plan-assignments.server.ts";
 import {
   addMember,
   createOrganisation,
@@ -93,6 +94,7 @@ describe("organisation roles on every API route", () => {
     ({
       organisation: { id: organisationId },
     } = await createOrganisation(people.owner, "Matrix"));
+    await assignPlan(organisationId, "network", "usr_matrix_operator"); // seats for every role
     for (const role of ROLES.filter((r) => r !== "owner")) {
       await addMember(organisationId, people.owner, { email: `${people[role]}@example.com`, role });
     }

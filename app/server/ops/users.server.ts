@@ -8,6 +8,7 @@ import { getInstanceByUser } from "../agents/instances.server.ts";
 import { grantCredits } from "../billing/credit-grants.server.ts";
 import { type AssignedPlan, assignPlan, operatorPlan } from "../billing/plan-assignments.server.ts";
 import { billingHistory } from "../billing/subscriptions.server.ts";
+import { type Seats, seatsOf, setExtraSeats } from "../organisations/seats.server.ts";
 import { listAudit, recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { DomainError, notFound } from "../platform/errors.server.ts";
@@ -58,7 +59,7 @@ async function userRow(userId: string): Promise<UserRow> {
 /** One user for the console: account, plan history, credits with the ledger, instance, log. */
 export async function opsUserDetail(userId: string) {
   const row = await userRow(userId);
-  const [plan, credits, ledger, billing, instance, audit, agents] = await Promise.all([
+  const [plan, credits, ledger, billing, instance, audit, agents, seats] = await Promise.all([
     operatorPlan(userId),
     creditBalance(userId),
     creditLedger(userId),
@@ -66,6 +67,7 @@ export async function opsUserDetail(userId: string) {
     getInstanceByUser(userId),
     listAudit({ userId, limit: 50 }),
     db()<{ count: number }[]>`select count(*)::int as count from agents where user_id = ${userId}`,
+    row.kind === "organisation" ? seatsOf(userId) : Promise.resolve(null),
   ]);
   return {
     user: {
@@ -88,6 +90,8 @@ export async function opsUserDetail(userId: string) {
         }
       : null,
     audit: audit.entries,
+    /** An organisation's seats (its plan's, the operator's extra ones, taken); null for a person. */
+    seats: seats satisfies Seats | null,
   };
 }
 
@@ -188,4 +192,16 @@ export function assignPlanAsOperator(
   plan: AssignedPlan | "default",
 ) {
   return assignPlan(userId, plan, operatorId);
+}
+
+/**
+ * An operator's extra seats for an organisation, on top of its plan's (organisations' seats:
+ * 0 removes them; audited on the organisation as seats.changed). Decision 0204.
+ */
+export function setOrganisationSeatsAsOperator(
+  operatorId: string,
+  organisationId: string,
+  extraSeats: number,
+) {
+  return setExtraSeats(organisationId, extraSeats, operatorId);
 }

@@ -5,6 +5,7 @@ import { db } from "../platform/db.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { newId } from "../platform/ids.server.ts";
 import { allows, type Permission, type Role, refuseRole } from "./roles.server.ts";
+import { claimSeat, seatLimit, takesSeat } from "./seats.server.ts";
 
 // Organisations and their members (issue 48, decision 0203). An organisation is an owner like a
 // person (a `users` row of kind 'organisation', migration 0106): whatever a person owns, an
@@ -96,7 +97,8 @@ export async function requireMembership(
   return membership;
 }
 
-async function requirePermission(
+/** The membership of a person whose role allows `permission`: 404 for a non-member, else 403. */
+export async function requirePermission(
   organisationId: string,
   personId: string,
   permission: Permission,
@@ -126,7 +128,7 @@ export async function listMembers(organisationId: string, personId: string): Pro
 }
 
 /** Only an owner gives or takes the owner role. */
-function checkOwnerRule(actor: Role, from: Role | undefined, to: Role | undefined): void {
+export function checkOwnerRule(actor: Role, from: Role | undefined, to: Role | undefined): void {
   if ((from === "owner" || to === "owner") && actor !== "owner") {
     throw new DomainError(403, "Only an owner can make or unmake an owner");
   }
@@ -141,19 +143,46 @@ async function keepAnOwner(t: postgres.TransactionSql, organisationId: string, u
   if (!other) throw new DomainError(409, "An organisation keeps at least one owner");
 }
 
-/** Adds an existing account (by email) as a member. */
+/**
+ * Revokes the open invitations of `email` to the organisation (a direct add or a new invitation
+ * settles them: one way in per address at a time, decision 0204).
+ */
+export async function revokeOpenInvitations(
+  t: postgres.TransactionSql,
+  organisationId: string,
+  email: string,
+): Promise<void> {
+  await t`update organisation_invitations set revoked_at = now()
+    where organisation_id = ${organisationId} and lower(email) = lower(${email})
+      and accepted_at is null and revoked_at is null`;
+}
+
+/**
+ * Adds an existing account (by email) as a member at once, under the rules an invitation
+ * follows: members.manage, only an owner adds an owner, a seat for a role that takes one (402
+ * over the limit). An open invitation of the same address is revoked.
+ */
 export async function addMember(
   organisationId: string,
   personId: string,
   input: { email: string; role: Role },
 ): Promise<Member> {
+  const seats = takesSeat(input.role) ? await seatLimit(organisationId) : undefined;
   return db().begin(async (t) => {
     const actor = await requirePermission(organisationId, personId, "members.manage", t);
     checkOwnerRule(actor.role, undefined, input.role);
     const person = await findUserByEmail(input.email, t);
     if (!person) {
-      throw new DomainError(404, "No account has this email: its owner signs up first");
+      throw new DomainError(
+        404,
+        "No account has this email: invite it instead (POST /api/organizations/:id/invitations)",
+      );
     }
+    if (await membershipOf(organisationId, person.id, t)) {
+      throw new DomainError(409, "Already a member of this organisation");
+    }
+    await revokeOpenInvitations(t, organisationId, person.email);
+    if (seats) await claimSeat(t, organisationId, seats, { countPending: true });
     const [row] = await t<{ created_at: Date }[]>`
       insert into organisation_members (organisation_id, user_id, role, added_by)
       values (${organisationId}, ${person.id}, ${input.role}, ${personId})
@@ -184,6 +213,7 @@ export async function changeRole(
   userId: string,
   role: Role,
 ): Promise<void> {
+  const seats = takesSeat(role) ? await seatLimit(organisationId) : undefined;
   await db().begin(async (t) => {
     const actor = await requirePermission(organisationId, personId, "members.manage", t);
     const [current] = await t<{ role: Role }[]>`
@@ -193,6 +223,10 @@ export async function changeRole(
     checkOwnerRule(actor.role, current.role, role);
     if (current.role === "owner" && role !== "owner") {
       await keepAnOwner(t, organisationId, userId);
+    }
+    // A viewer or billing manager made a member (or admin, owner) takes a seat now.
+    if (seats && !takesSeat(current.role)) {
+      await claimSeat(t, organisationId, seats, { countPending: true });
     }
     await t`update organisation_members set role = ${role}
       where organisation_id = ${organisationId} and user_id = ${userId}`;

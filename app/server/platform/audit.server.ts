@@ -46,6 +46,10 @@ export const AUDIT_ACTIONS = [
   "member.added",
   "member.role_changed",
   "member.removed",
+  "invitation.sent",
+  "invitation.revoked",
+  "invitation.accepted",
+  "seats.changed",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -17,8 +17,9 @@ export function randomAlphanumeric(length: number, alphabet = ALPHABET): string 
 }
 
 /** `usr_…`, `ses_…`, `key_…`, `msg_…`, …: a prefix and 20 random characters (~103 bits). */
-export const newId = (prefix: "usr" | "org" | "ses" | "key" | "msg" | "spl" | "exe" | "bkg") =>
-  `${prefix}_${randomAlphanumeric(20)}`;
+export const newId = (
+  prefix: "usr" | "org" | "inv" | "ses" | "key" | "msg" | "spl" | "exe" | "bkg",
+) => `${prefix}_${randomAlphanumeric(20)}`;
 
 // One-shot hashing: about half the cost of createHash().update().digest() per call.
 export const sha256 = (value: string): Buffer => hash("sha256", value, "buffer");

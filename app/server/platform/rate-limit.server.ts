@@ -17,6 +17,8 @@ export const rateLimitScopes = {
   register: { points: 10, duration: 60 * 60, key: "ip" },
   // Organisations made per person an hour (each is an account row: decision 0203).
   organisations: { points: 10, duration: 60 * 60, key: "user-or-ip" },
+  // Invitations sent per person an hour (each sends an email: decision 0204).
+  invitations: { points: 30, duration: 60 * 60, key: "user-or-ip" },
   "forgot-password": { points: 5, duration: 15 * 60, key: "ip" },
   "reset-password": { points: 10, duration: 15 * 60, key: "ip" },
   "email-change": { points: 10, duration: 15 * 60, key: "ip" },
