@@ -7,6 +7,11 @@ import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { newMemberSchema, roleSchema } from "../schemas/organisations.ts";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import {
+  inviteMember,
+  listInvitations,
+  revokeInvitation,
+} from "../server/organisations/invitations.server.ts";
+import {
   addMember,
   changeRole,
   listMembers,
@@ -14,6 +19,7 @@ import {
   removeMember,
 } from "../server/organisations/organisations.server.ts";
 import { allows, ROLES } from "../server/organisations/roles.server.ts";
+import { seatsOf } from "../server/organisations/seats.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 
@@ -31,12 +37,18 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
     role: membership.role,
     manages: allows(membership.role, "members.manage"),
     members: await listMembers(id, user.id),
+    invitations: allows(membership.role, "members.manage")
+      ? await listInvitations(id, user.id)
+      : [],
+    seats: await seatsOf(id),
     me: user.id,
   };
 }
 
 const schema = z.discriminatedUnion("intent", [
   newMemberSchema.extend({ intent: z.literal("add") }),
+  newMemberSchema.extend({ intent: z.literal("invite") }),
+  z.object({ intent: z.literal("revoke"), invitationId: z.string().max(64) }),
   z.object({ intent: z.literal("role"), userId: z.string().max(64), role: roleSchema }),
   z.object({ intent: z.literal("remove"), userId: z.string().max(64) }),
 ]);
@@ -46,10 +58,18 @@ export const action = /* @__PURE__ */ formAction({
   schema,
   access: signedIn,
   fields: ["email", "role"],
-  resetForm: ["add"],
+  resetForm: ["add", "invite"],
   handler: async ({ session: { user }, params, value }) => {
     const id = params.id ?? "";
     if (!(await membershipOf(id, user.id))) throw new DomainError(404, "Organisation not found");
+    if (value.intent === "invite") {
+      const invited = await inviteMember(id, user.id, { email: value.email, role: value.role });
+      return { notice: `Invitation sent to ${invited.email} (valid 7 days).` };
+    }
+    if (value.intent === "revoke") {
+      await revokeInvitation(id, user.id, value.invitationId);
+      return { notice: "Invitation revoked: its link no longer works." };
+    }
     if (value.intent === "add") {
       const added = await addMember(id, user.id, { email: value.email, role: value.role });
       return { notice: `${added.email} added as ${added.role}.` };
@@ -66,24 +86,26 @@ export const action = /* @__PURE__ */ formAction({
 const selectClass = "rounded-md border border-slate-300 bg-white px-2 py-1 text-sm";
 
 export default function Organisation() {
-  const { organisation, role, manages, members, me } = useLoaderData<typeof loader>();
+  const { organisation, role, manages, members, me, invitations, seats } =
+    useLoaderData<typeof loader>();
   const actionData = useActionData<typeof action>();
   const [form, fields] = useForm<z.input<typeof newMemberSchema>>({
     id: "add-member",
-    lastResult: actionData?.intent === "add" ? actionData.result : undefined,
+    lastResult: actionData?.intent === "invite" ? actionData.result : undefined,
     constraint: getZodConstraint(newMemberSchema),
     shouldValidate: "onBlur",
     defaultValue: { role: "member" },
     onValidate: ({ formData }) => parseWithZod(formData, { schema: newMemberSchema }),
   });
   const notice = actionData?.value?.notice;
-  const error = actionData && actionData.intent !== "add" ? actionData.error : null;
+  const error = actionData && actionData.intent !== "invite" ? actionData.error : null;
   return (
     <div className="space-y-6">
       <h1 className="text-2xl font-semibold">{organisation.name}</h1>
       <p className="text-sm text-slate-600">
         You are its <strong>{role}</strong>. Choose it in the switcher at the top to work with its
-        agents.
+        agents. Seats (members who may use its agents): {seats.used} of{" "}
+        {seats.limit === null ? "unlimited" : seats.limit}.
       </p>
       {notice ? <Notice>{notice}</Notice> : null}
       {error ? (
@@ -160,15 +182,15 @@ export default function Organisation() {
         </table>
       </Card>
       {manages ? (
-        <Card title="Add a member">
+        <Card title="Invite someone">
           <Form method="post" {...getFormProps(form)} className="space-y-4">
-            <input type="hidden" name="intent" value="add" />
+            <input type="hidden" name="intent" value="invite" />
             <Errors id={form.errorId} errors={form.errors} />
             <Field
-              label="Email of their account"
+              label="Email"
               field={fields.email}
               type="email"
-              hint="They sign up first; they then see this organisation in their switcher."
+              hint="They get a link, valid 7 days, to join with this email (a new account or theirs)."
             />
             <div className="space-y-1">
               <label htmlFor={fields.role.id} className="block text-sm font-medium">
@@ -182,8 +204,31 @@ export default function Organisation() {
                 ))}
               </select>
             </div>
-            <Submit>Add member</Submit>
+            <Submit>Send invitation</Submit>
           </Form>
+          {invitations.length > 0 ? (
+            <ul className="mt-4 divide-y divide-slate-100 text-sm">
+              {invitations.map((i) => (
+                <li key={i.id} className="flex items-center justify-between py-2">
+                  <span>
+                    {i.email} as {i.role}
+                    {i.expired ? " (expired)" : ""}
+                  </span>
+                  <Form method="post">
+                    <input type="hidden" name="intent" value="revoke" />
+                    <input type="hidden" name="invitationId" value={i.id} />
+                    <button
+                      type="submit"
+                      aria-label={`Revoke the invitation of ${i.email}`}
+                      className="text-red-700 underline"
+                    >
+                      Revoke
+                    </button>
+                  </Form>
+                </li>
+              ))}
+            </ul>
+          ) : null}
         </Card>
       ) : null}
     </div>

@@ -9,6 +9,8 @@ import { assertNotBot } from "../server/accounts/bot.server.ts";
 import { anyone, limitByIp, pageSession } from "../server/accounts/pages.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
 import { createUser } from "../server/accounts/users.server.ts";
+import { registerWithInvitation } from "../server/organisations/invitations.server.ts";
+import { spaceCookie } from "../server/organisations/page-space.server.ts";
 import { clientIp } from "../server/platform/client-ip.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 
@@ -22,16 +24,26 @@ export async function loader({ request }: LoaderFunctionArgs) {
 export const action = /* @__PURE__ */ formAction({
   schema: registerSchema,
   access: anyone,
-  fields: ["email", "password", "name", "referralCode"],
+  fields: ["email", "password", "name", "referralCode", "invitationToken"],
   handler: async ({ request, context, value }) => {
     assertNotBot(request, value.website);
     await limitByIp(request, context, "register");
-    const user = await createUser(value);
+    const { invitationToken, ...account } = value;
+    // Invited: the account joins the organisation at once, which the switcher then shows.
+    const invited = invitationToken
+      ? await registerWithInvitation(account, invitationToken)
+      : undefined;
+    const user = invited?.user ?? (await createUser(account));
     // Signed in at once, like the sign-in form (decision 0010, amended).
     const session = await createSession(user.id, {
       ip: clientIp(request, context.remoteAddress),
       userAgent: request.headers.get("user-agent") ?? undefined,
     });
+    if (invited) {
+      const headers = new Headers({ "Set-Cookie": session.setCookie });
+      headers.append("Set-Cookie", spaceCookie(invited.membership.organisation.id));
+      return redirect("/agents", { headers });
+    }
     // A new account starts with the guided first agent (issue 25).
     return redirect("/welcome", { headers: { "Set-Cookie": session.setCookie } });
   },
@@ -47,7 +59,11 @@ export default function SignUp() {
     constraint: getZodConstraint(registerSchema),
     shouldValidate: "onBlur",
     shouldRevalidate: "onInput",
-    defaultValue: { referralCode: params.get("ref") ?? undefined },
+    defaultValue: {
+      referralCode: params.get("ref") ?? undefined,
+      email: params.get("email") ?? undefined,
+      invitationToken: params.get("invitation") ?? undefined,
+    },
     onValidate: ({ formData }) => parseWithZod(formData, { schema: registerSchema }),
   });
   return (
@@ -70,6 +86,9 @@ export default function SignUp() {
             field={fields.referralCode}
             hint="Letters and digits; you and your referrer both get credits."
           />
+          {params.get("invitation") ? (
+            <input type="hidden" name="invitationToken" value={params.get("invitation") ?? ""} />
+          ) : null}
           <Honeypot />
           <Submit busy={navigation.state === "submitting"}>Create account</Submit>
         </Form>

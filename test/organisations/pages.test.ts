@@ -2,8 +2,10 @@ import { beforeAll, describe, expect, it } from "vitest";
 import * as root from "../../app/root.tsx";
 import * as agentsPage from "../../app/routes/agents._index.tsx";
 import * as chatPage from "../../app/routes/agents.$id.chat.tsx";
+import * as invitationPage from "../../app/routes/invitations.$token.tsx";
 import * as organisationsPage from "../../app/routes/organizations._index.tsx";
 import * as organisationPage from "../../app/routes/organizations.$id.tsx";
+import * as signupPage from "../../app/routes/signup.tsx";
 import * as spaces from "../../app/routes/spaces.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
@@ -87,5 +89,49 @@ describe("organisation pages", () => {
     expect(JSON.stringify(after.body)).not.toContain(agent.id);
     const stranger = await page(spaces, "/spaces", await who(MEMBER), { space: org, next: "/" });
     expect(stranger.status).toBe(404);
+  });
+
+  it("invite by email, and the invitee joins from the link's page with a new account", async () => {
+    const made = await page(organisationsPage, "/organizations", await who(OWNER), {
+      name: "Invite Co",
+    });
+    const org = made.location?.split("/").pop() as string;
+    const email = "invited-colleague@example.com";
+    const invited = await page(
+      organisationPage,
+      `/organizations/${org}`,
+      await who(OWNER),
+      { intent: "invite", email, role: "viewer" },
+      { id: org },
+    );
+    expect(invited.status).toBe(200);
+    // The link the send-email job carries (what the worker mails).
+    const [job] = await db()<{ text: string }[]>`
+      select data->>'text' as text from pgboss.job
+      where name = 'send-email' and lower(data->>'to') = ${email}
+      order by created_on desc limit 1`;
+    const token = job?.text.match(/\/invitations\/([A-Za-z0-9_-]+)/)?.[1] as string;
+    expect(token).toBeTruthy();
+    const shown = await page(invitationPage, `/invitations/${token}`, undefined, undefined, {
+      token,
+    });
+    expect(JSON.stringify(shown.body)).toContain("Invite Co");
+    const joined = await page(signupPage, `/signup?invitation=${token}`, undefined, {
+      email,
+      password: "a long enough password",
+      invitationToken: token,
+    });
+    expect(joined.status).toBe(302);
+    expect(joined.location).toBe("/agents");
+    expect(joined.setCookie).toContain(`__space=${org}`);
+    const [member] = await db()`
+      select m.role from organisation_members m join users u on u.id = m.user_id
+      where m.organisation_id = ${org} and lower(u.email) = ${email}`;
+    expect(member?.role).toBe("viewer");
+    // Used once: the page says so.
+    const again = await page(invitationPage, `/invitations/${token}`, undefined, undefined, {
+      token,
+    });
+    expect(JSON.stringify(again.body)).toContain('"state":"accepted"');
   });
 });
