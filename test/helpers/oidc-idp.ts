@@ -29,7 +29,8 @@ export interface TestIdp {
   close(): Promise<void>;
 }
 
-export async function startTestIdp(redirectUri: string): Promise<TestIdp> {
+/** `redirectUri` may be given late (a function), for an app whose port is known later. */
+export async function startTestIdp(redirectUri: string | (() => string)): Promise<TestIdp> {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -53,41 +54,49 @@ export async function startTestIdp(redirectUri: string): Promise<TestIdp> {
       }),
   };
 
-  const provider = new Provider(issuer, {
-    clients: [
-      {
-        client_id: idp.clientId,
-        client_secret: idp.clientSecret,
-        redirect_uris: [redirectUri],
-        grant_types: ["authorization_code"],
-        response_types: ["code"],
+  const createProvider = () =>
+    new Provider(issuer, {
+      clients: [
+        {
+          client_id: idp.clientId,
+          client_secret: idp.clientSecret,
+          redirect_uris: [typeof redirectUri === "string" ? redirectUri : redirectUri()],
+          grant_types: ["authorization_code"],
+          response_types: ["code"],
+        },
+      ],
+      jwks: { keys: [jwk] },
+      cookies: { keys: ["test-idp-cookie-key"] },
+      claims: {
+        openid: ["sub"],
+        email: ["email", "email_verified"],
+        profile: ["name"],
+        groups: ["groups"],
       },
-    ],
-    jwks: { keys: [jwk] },
-    cookies: { keys: ["test-idp-cookie-key"] },
-    claims: {
-      openid: ["sub"],
-      email: ["email", "email_verified"],
-      profile: ["name"],
-      groups: ["groups"],
-    },
-    features: { devInteractions: { enabled: true } },
-    pkce: { required: () => true },
-    findAccount: async (_ctx, id) => {
-      const account = idp.accounts.get(id);
-      if (!account) return undefined;
-      return { accountId: id, claims: async () => ({ sub: id, ...account }) };
-    },
-  });
-  provider.use(async (ctx, next) => {
-    if (ctx.path === "/.well-known/openid-configuration") idp.discoveryRequests++;
-    await next();
-    const body = ctx.body as { id_token?: unknown } | undefined;
-    if (ctx.path === "/token" && idp.tamper && typeof body?.id_token === "string") {
-      ctx.body = { ...body, id_token: await idp.tamper(body.id_token) };
+      features: { devInteractions: { enabled: true } },
+      pkce: { required: () => true },
+      findAccount: async (_ctx, id) => {
+        const account = idp.accounts.get(id);
+        if (!account) return undefined;
+        return { accountId: id, claims: async () => ({ sub: id, ...account }) };
+      },
+    });
+  let handler: http.RequestListener | undefined;
+  server.on("request", (req, res) => {
+    if (!handler) {
+      const provider = createProvider();
+      provider.use(async (ctx, next) => {
+        if (ctx.path === "/.well-known/openid-configuration") idp.discoveryRequests++;
+        await next();
+        const body = ctx.body as { id_token?: unknown } | undefined;
+        if (ctx.path === "/token" && idp.tamper && typeof body?.id_token === "string") {
+          ctx.body = { ...body, id_token: await idp.tamper(body.id_token) };
+        }
+      });
+      handler = provider.callback();
     }
+    handler(req, res);
   });
-  server.on("request", provider.callback());
   return idp;
 }
 
