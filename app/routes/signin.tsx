@@ -4,9 +4,11 @@ import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run
 import { Form, Link, useActionData, useLoaderData, useNavigation } from "@remix-run/react";
 import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
+import { OidcSignIn } from "../components/oidc-sign-in.tsx";
 import { WalletSignIn } from "../components/wallet-sign-in.tsx";
 import { signInSchema } from "../schemas/accounts.ts";
 import { isConfigured, oauthProviders, providerLabels } from "../server/accounts/oauth.server.ts";
+import { oidcButtonLabel } from "../server/accounts/oidc.server.ts";
 import { AFTER_SIGN_IN, anyone, pageSession } from "../server/accounts/pages.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
 import { signInWithCredentials } from "../server/accounts/signin.server.ts";
@@ -23,6 +25,16 @@ const oauthErrors: Record<string, string> = {
   oauth_unverified: "The provider has not verified that email address, so we cannot use it.",
   oauth_conflict: "That account is already linked to a different identity at this provider.",
   oauth_failed: "Sign-in with the provider failed. Please try again.",
+  // OpenID Connect (docs/decisions/0205); the log says which check failed.
+  oidc_denied: "Sign-in was cancelled at the identity provider.",
+  oidc_unverified:
+    "The identity provider has not verified an email address for you, so we cannot use it.",
+  oidc_conflict: "That account is already linked to a different identity at the identity provider.",
+  oidc_state:
+    "That sign-in attempt has expired or was started in another browser. Please start again.",
+  oidc_token:
+    "The identity provider's answer did not pass our checks, so we did not sign you in. Please try again; if it keeps happening, tell the operator.",
+  oidc_failed: "Sign-in with the identity provider failed. Please try again.",
 };
 
 export async function loader({ request }: LoaderFunctionArgs) {
@@ -39,6 +51,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
       label: providerLabels[id],
       configured: isConfigured(id),
     })),
+    oidc: oidcButtonLabel() ?? null,
   };
 }
 
@@ -60,7 +73,7 @@ export const action = /* @__PURE__ */ formAction({
 });
 
 export default function SignIn() {
-  const { redirectTo, email, notice, error, providers } = useLoaderData<typeof loader>();
+  const { redirectTo, email, notice, error, providers, oidc } = useLoaderData<typeof loader>();
   const lastResult = useActionData<typeof action>()?.result;
   const navigation = useNavigation();
   const [form, fields] = useForm<z.input<typeof schema>>({
@@ -76,6 +89,7 @@ export default function SignIn() {
       <h1 className="text-2xl font-semibold">Sign in</h1>
       {notice ? <Notice>{notice}</Notice> : null}
       {error ? <Notice tone="error">{error}</Notice> : null}
+      {oidc ? <OidcSignIn label={oidc} /> : null}
       <Card title="With email and password">
         <Form method="post" {...getFormProps(form)} className="space-y-4">
           <Errors id={form.errorId} errors={form.errors} />

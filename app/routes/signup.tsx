@@ -1,11 +1,20 @@
 import { getFormProps, useForm } from "@conform-to/react";
 import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
 import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
-import { Form, Link, useActionData, useNavigation, useSearchParams } from "@remix-run/react";
+import {
+  Form,
+  Link,
+  useActionData,
+  useLoaderData,
+  useNavigation,
+  useSearchParams,
+} from "@remix-run/react";
 import type { z } from "zod";
 import { Card, Errors, Field, Honeypot, Submit } from "../components/forms.tsx";
+import { OidcSignIn } from "../components/oidc-sign-in.tsx";
 import { registerSchema } from "../schemas/accounts.ts";
 import { assertNotBot } from "../server/accounts/bot.server.ts";
+import { oidcButtonLabel } from "../server/accounts/oidc.server.ts";
 import { anyone, limitByIp, pageSession } from "../server/accounts/pages.server.ts";
 import { createSession } from "../server/accounts/sessions.server.ts";
 import { createUser } from "../server/accounts/users.server.ts";
@@ -18,7 +27,8 @@ export const meta: MetaFunction = () => [{ title: "Sign up — Agent Platform" }
 
 export async function loader({ request }: LoaderFunctionArgs) {
   if (await pageSession(request)) throw redirect("/settings");
-  return null;
+  // An OIDC sign-in makes the account on first use (docs/decisions/0205).
+  return { oidc: oidcButtonLabel() ?? null };
 }
 
 export const action = /* @__PURE__ */ formAction({
@@ -50,6 +60,7 @@ export const action = /* @__PURE__ */ formAction({
 });
 
 export default function SignUp() {
+  const { oidc } = useLoaderData<typeof loader>();
   const lastResult = useActionData<typeof action>()?.result;
   const navigation = useNavigation();
   const [params] = useSearchParams();
@@ -69,6 +80,7 @@ export default function SignUp() {
   return (
     <div className="mx-auto max-w-md space-y-6">
       <h1 className="text-2xl font-semibold">Create your account</h1>
+      {oidc ? <OidcSignIn label={oidc} /> : null}
       <Card title="Sign up with email">
         <Form method="post" {...getFormProps(form)} className="space-y-4">
           <Errors id={form.errorId} errors={form.errors} />

@@ -96,7 +96,11 @@ describe("secrets from files", () => {
 
   it("covers every secret of the schema", () => {
     // Each secret read from a file arrives in the parsed configuration.
-    const source: Record<string, string> = {};
+    // OIDC's secret comes with its issuer and client id (a partial setting is refused).
+    const source: Record<string, string> = {
+      OIDC_ISSUER: "https://idp.example",
+      OIDC_CLIENT_ID: "platform",
+    };
     for (const name of SECRET_SETTINGS) {
       source[`${name}_FILE`] = secretFile(
         name,

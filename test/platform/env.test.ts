@@ -30,4 +30,11 @@ describe("configuration", () => {
     expect(() => parseEnv({ PORT: "http" })).toThrow(/PORT/);
     expect(() => parseEnv({ SEALING_KEY: "short" })).toThrow(/SEALING_KEY must be 64 hex/);
   });
+
+  it("refuses a partial OpenID Connect setting, naming the three variables", () => {
+    const oidc = { OIDC_ISSUER: "https://idp.example", OIDC_CLIENT_ID: "platform" };
+    expect(() => parseEnv(oidc)).toThrow(/OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET/);
+    expect(parseEnv({ ...oidc, OIDC_CLIENT_SECRET: "s" }).OIDC_GROUPS_CLAIM).toBe("groups");
+    expect(parseEnv({}).OIDC_ISSUER).toBeUndefined();
+  });
 });

@@ -1,6 +1,9 @@
+import type { OAuth2Strategy } from "remix-auth-oauth2";
 import { endpoint } from "../api.server.ts";
 import { logger } from "../platform/logger.server.ts";
+import type { User } from "./model.server.ts";
 import {
+  type LinkProvider,
   type OAuthProvider,
   oauthFailureReason,
   oauthStrategy,
@@ -16,7 +19,7 @@ const redirect = (location: string, cookies: string[] = []) => {
 };
 
 /** Expires the state cookies of this provider's flow (one per started attempt). */
-function clearStateCookies(request: Request, provider: OAuthProvider): string[] {
+function clearStateCookies(request: Request, provider: LinkProvider): string[] {
   const prefix = stateCookieName(provider);
   return (request.headers.get("cookie") ?? "")
     .split(";")
@@ -25,6 +28,47 @@ function clearStateCookies(request: Request, provider: OAuthProvider): string[] 
     .map((name) => `${name}=; Path=/api/auth/${provider}; Max-Age=0; HttpOnly; SameSite=Lax`);
 }
 
+/** One sign-in flow of the OAuth kind: OAuth (oauth1, oauth2) or OpenID Connect (oidc). */
+export interface SignInFlow {
+  provider: LinkProvider;
+  /** The flow's strategy; throws a DomainError (503) when the provider is not configured. */
+  strategy(): OAuth2Strategy<User> | Promise<OAuth2Strategy<User>>;
+  /** The `error` the sign-in page explains, for a failed callback. */
+  failureReason(error: unknown): string;
+}
+
+/**
+ * Runs a leg of the flow: without `state` a 302 to the provider (state cookie set), with it the
+ * callback: signs in and 302s to /settings, or to /signin?error=… without a session.
+ */
+export async function runSignInFlow(
+  flow: SignInFlow,
+  request: Request,
+  ip: string | undefined,
+): Promise<Response> {
+  const strategy = await flow.strategy();
+  let user: User;
+  try {
+    user = await strategy.authenticate(request);
+  } catch (error) {
+    if (error instanceof Response) throw error; // the redirect to the provider
+    logger().info({ err: error, provider: flow.provider }, "OAuth sign-in failed");
+    return redirect(
+      `/signin?error=${flow.failureReason(error)}`,
+      clearStateCookies(request, flow.provider),
+    );
+  }
+  const session = await createSession(user.id, {
+    ip,
+    userAgent: request.headers.get("user-agent") ?? undefined,
+  });
+  return redirect("/settings", [session.setCookie, ...clearStateCookies(request, flow.provider)]);
+}
+
+/** A failed callback's answer outside the strategy (e.g. a callback without `state`). */
+export const signInFailure = (request: Request, flow: SignInFlow, reason: string) =>
+  redirect(`/signin?error=${reason}`, clearStateCookies(request, flow.provider));
+
 /** GET /api/auth/<provider>: starts the flow, or (with `state`) completes it. */
 export const oauthEndpoint = (provider: OAuthProvider) =>
   endpoint({
@@ -32,23 +76,14 @@ export const oauthEndpoint = (provider: OAuthProvider) =>
     description:
       "Without `state`: 302 to the provider (state + PKCE S256). With `code` and `state`: the callback; signs in (linking an existing user with the same verified email) and 302s to /settings, or to /signin?error=… on a denied consent or failure. 503 when the provider is not configured.",
     auth: "none",
-    handler: async ({ request, ip }) => {
-      const strategy = oauthStrategy(provider);
-      let user: Awaited<ReturnType<typeof strategy.authenticate>>;
-      try {
-        user = await strategy.authenticate(request);
-      } catch (error) {
-        if (error instanceof Response) throw error; // the redirect to the provider
-        logger().info({ err: error, provider }, "OAuth sign-in failed");
-        return redirect(
-          `/signin?error=${oauthFailureReason(error)}`,
-          clearStateCookies(request, provider),
-        );
-      }
-      const session = await createSession(user.id, {
+    handler: ({ request, ip }) =>
+      runSignInFlow(
+        {
+          provider,
+          strategy: () => oauthStrategy(provider),
+          failureReason: oauthFailureReason,
+        },
+        request,
         ip,
-        userAgent: request.headers.get("user-agent") ?? undefined,
-      });
-      return redirect("/settings", [session.setCookie, ...clearStateCookies(request, provider)]);
-    },
+      ),
   });

@@ -19,6 +19,8 @@ import { createUser, findUserByEmail } from "./users.server.ts";
 
 export const oauthProviders = ["oauth1", "oauth2"] as const;
 export type OAuthProvider = (typeof oauthProviders)[number];
+/** Every provider whose identities live in oauth_accounts: the OAuth two and OpenID Connect. */
+export type LinkProvider = OAuthProvider | "oidc";
 
 export const providerLabels: Record<OAuthProvider, string> = {
   oauth1: "Google",
@@ -31,6 +33,9 @@ export interface OAuthProfile {
   emailVerified: boolean;
   name?: string | undefined;
   avatar?: string | undefined;
+  /** The provider's groups for this identity (OIDC), null when it sent none; undefined: the
+   * provider has no groups (OAuth), the link's groups are left alone. */
+  groups?: string[] | null | undefined;
 }
 
 const googleUser = z.object({
@@ -127,7 +132,7 @@ function providerConfig(provider: OAuthProvider): ProviderConfig | undefined {
 
 export const isConfigured = (provider: OAuthProvider) => providerConfig(provider) !== undefined;
 
-export const stateCookieName = (provider: OAuthProvider) => `oauth_${provider}`;
+export const stateCookieName = (provider: LinkProvider) => `oauth_${provider}`;
 
 let strategies = new Map<string, OAuth2Strategy<User>>();
 
@@ -172,13 +177,15 @@ export function oauthStrategy(provider: OAuthProvider): OAuth2Strategy<User> {
   return strategy;
 }
 
+const signInMethod = (provider: LinkProvider) => (provider === "oidc" ? "oidc" : "oauth");
+
 /**
  * The user behind an OAuth profile: the linked one, else the one with the same verified email
  * (linked now; taken over if we had not verified that email, see revokeUnprovenAccess), else a
  * new user. Never a duplicate.
  */
 export async function signInWithOAuth(
-  provider: OAuthProvider,
+  provider: LinkProvider,
   profile: OAuthProfile,
 ): Promise<User> {
   const sql = db();
@@ -186,10 +193,16 @@ export async function signInWithOAuth(
     select u.* from oauth_accounts a join users u on u.id = a.user_id
     where a.provider = ${provider} and a.provider_account_id = ${profile.providerAccountId}`;
   if (linked) {
+    // Group membership changes at the provider; the link keeps the latest sign-in's.
+    if (profile.groups !== undefined) {
+      await sql`
+        update oauth_accounts set groups = ${profile.groups}, groups_updated_at = now()
+        where provider = ${provider} and provider_account_id = ${profile.providerAccountId}`;
+    }
     await recordAudit({
       action: "auth.signin",
       actor: { type: "user", id: linked.id, userId: linked.id },
-      details: { method: "oauth", provider },
+      details: { method: signInMethod(provider), provider },
     });
     return toUser(linked);
   }
@@ -230,11 +243,16 @@ export async function signInWithOAuth(
       }
     }
     await t`
-      insert into oauth_accounts (provider, provider_account_id, user_id, email)
-      values (${provider}, ${profile.providerAccountId}, ${user.id}, ${profile.email})`;
+      insert into oauth_accounts (provider, provider_account_id, user_id, email, groups,
+        groups_updated_at)
+      values (${provider}, ${profile.providerAccountId}, ${user.id}, ${profile.email},
+        ${profile.groups ?? null}, ${profile.groups === undefined ? null : new Date()})`;
     const actor = { type: "user" as const, id: user.id, userId: user.id };
     await recordAudit({ action: "oauth.linked", actor, target: provider }, t);
-    await recordAudit({ action: "auth.signin", actor, details: { method: "oauth", provider } }, t);
+    await recordAudit(
+      { action: "auth.signin", actor, details: { method: signInMethod(provider), provider } },
+      t,
+    );
     return user;
   }) as Promise<User>;
 }

@@ -72,6 +72,17 @@ const schema = z.object({
   OAUTH2_AUTHORIZE_URL: z.url().default("https://github.com/login/oauth/authorize"),
   OAUTH2_TOKEN_URL: z.url().default("https://github.com/login/oauth/access_token"),
   OAUTH2_API_URL: z.url().default("https://api.github.com"),
+  // Install-wide OpenID Connect sign-in (issue 49; docs/decisions/0205): off unless the issuer,
+  // client id and secret are all set (parseEnv refuses a partial setting).
+  OIDC_ISSUER: optionalUrl,
+  OIDC_CLIENT_ID: optionalString,
+  OIDC_CLIENT_SECRET: optionalString,
+  /** The provider's name on the "Sign in with …" button (default: the issuer's host name). */
+  OIDC_NAME: optionalString,
+  /** Scopes asked for, space-separated; `openid` is always asked for. */
+  OIDC_SCOPES: z.string().default("openid email profile"),
+  /** The ID-token (or userinfo) claim whose values are recorded as the account's groups. */
+  OIDC_GROUPS_CLAIM: z.string().min(1).default("groups"),
   // Identity (issue 8): the EVM chain (Base) for wallet sign-in, token gating and EAS proofs,
   // the identity network's token issuer, and the gating token. docs/decisions/0050–0055.
   BASE_RPC_URL: z.url().default("https://mainnet.base.org"),
@@ -370,6 +381,12 @@ export function parseEnv(
   if (env.WEBHOOK_ENDPOINTS.length > 0 && !env.WEBHOOK_SIGNING_SECRET) {
     throw new Error(
       "WEBHOOK_ENDPOINTS is set but WEBHOOK_SIGNING_SECRET is not (see .env.example)",
+    );
+  }
+  const oidc = [env.OIDC_ISSUER, env.OIDC_CLIENT_ID, env.OIDC_CLIENT_SECRET];
+  if (oidc.some(Boolean) && !oidc.every(Boolean)) {
+    throw new Error(
+      "OIDC sign-in needs all of OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET (see .env.example)",
     );
   }
   if (env.BACKUP_STORE === "s3" && !env.BACKUP_S3_BUCKET) {
