@@ -8,6 +8,7 @@ import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server
 import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
 import { logger } from "./app/server/platform/logger.server.ts";
+import { collectProcessMetrics } from "./app/server/platform/metrics/registry.server.ts";
 import { beginShutdown } from "./app/server/platform/shutdown.server.ts";
 import { onStopSignal } from "./app/server/platform/supervisor.server.ts";
 import { createIngress } from "./app/server/platform/web/ingress-proxy.server.ts";
@@ -22,6 +23,7 @@ await migrate(db());
 await ensureQueueSchema();
 await closeDb();
 
+collectProcessMetrics();
 const build = (await import(pathToFileURL(path.join(root, "build/index.js")).href)) as ServerBuild;
 const server = createWebServer({
   build,

@@ -7,6 +7,15 @@ import { clientIp } from "../client-ip.server.ts";
 import { env } from "../env.server.ts";
 import { API_ANSWER, MAX_BODY_BYTES } from "../http.server.ts";
 import { logger } from "../logger.server.ts";
+import { isMetricsPath, serveMetrics } from "../metrics/endpoint.server.ts";
+import {
+  HTTP_API_OTHER,
+  HTTP_METRICS,
+  HTTP_PAGE,
+  HTTP_STATIC,
+  type HttpRouteMetrics,
+} from "../metrics/http.server.ts";
+import { requestIdFor, runWithRequestId } from "../request-context.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
 import { crossSitePage } from "./cross-site-page.server.ts";
 import type { Ingress } from "./ingress-proxy.server.ts";
@@ -61,12 +70,24 @@ export function createWebServer({
     "cache-control": "no-store",
   };
 
-  async function handle(req: IncomingMessage, res: ServerResponse) {
+  // Requests are counted and timed only while /metrics can be read (METRICS_TOKEN set).
+  const recordHttp = Boolean(env().METRICS_TOKEN);
+
+  /** Answers one request; gives the route template (or class) its metrics are recorded under. */
+  async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    requestId: string,
+  ): Promise<HttpRouteMetrics> {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const pathname = q === -1 ? url : url.slice(0, q);
     const isApi = pathname === "/api" || pathname.startsWith("/api/");
-    if (!isApi && (await serveStatic(root, req, res, pathname, securityHeaders))) return;
+    // API routes built with the builder send the id themselves (with their other headers).
+    if (!isApi) res.setHeader("x-request-id", requestId);
+    if (!isApi && (await serveStatic(root, req, res, pathname, securityHeaders))) {
+      return HTTP_STATIC;
+    }
     const canonical = isApi ? undefined : canonicalOriginFor(req.headers.host, env().APP_URL);
     if (canonical) {
       if (req.method === "GET" || req.method === "HEAD") {
@@ -76,7 +97,7 @@ export function createWebServer({
         res.write(wrongAddressPage(req.headers.host ?? "", canonical, stylesheet));
       }
       res.end();
-      return;
+      return HTTP_PAGE;
     }
     // A form posted to a page from another site: refused here with a page that says why
     // (Remix's own origin check would throw, and Remix answers that with an empty 500). /api
@@ -90,12 +111,14 @@ export function createWebServer({
       if (crossSite) {
         res.writeHead(403, refusalHeaders);
         res.end(crossSitePage(origin, stylesheet));
-        return;
+        return HTTP_PAGE;
       }
     }
 
     const origin = `http://${req.headers.host ?? "localhost"}`;
     const match = isApi ? matchApi(pathname) : undefined;
+    if (isApi && !match) res.setHeader("x-request-id", requestId);
+    const route = match?.metrics ?? (isApi ? HTTP_API_OTHER : HTTP_PAGE);
     // Builder routes read whole bodies of at most MAX_BODY_BYTES anyway: read a small one here,
     // off the Web-stream path (larger or unsized bodies stream as before and get their 413).
     let body: Buffer | undefined;
@@ -103,7 +126,7 @@ export function createWebServer({
       body = match ? await readSmallBody(req, MAX_BODY_BYTES) : undefined;
     } catch {
       res.destroy(); // the client went away mid-body: nobody to answer
-      return;
+      return route;
     }
     const request = toRequest(req, res, origin, body);
     const context: AppLoadContext = { remoteAddress: req.socket.remoteAddress, build };
@@ -115,11 +138,16 @@ export function createWebServer({
           remix(request, context),
         );
     await sendResponse(res, response, req.method === "HEAD", securityHeaders);
+    return route;
   }
 
-  const server = createServer((req, res) => {
-    if (ingress?.handle(req, res)) return;
-    handle(req, res).catch((error: unknown) => {
+  /** One request under its id, timed from here until its answer is handed to the socket. */
+  async function serve(req: IncomingMessage, res: ServerResponse, requestId: string) {
+    const startedAt = performance.now();
+    let route = HTTP_PAGE;
+    try {
+      route = await handle(req, res, requestId);
+    } catch (error) {
       logger().error({ err: error, url: req.url }, "request failed outside a route");
       if (!res.headersSent) {
         res.writeHead(500, { ...securityHeaders, "Content-Type": "application/json" });
@@ -127,7 +155,30 @@ export function createWebServer({
       } else {
         res.destroy();
       }
-    });
+    }
+    if (recordHttp) {
+      route.record(req.method, res.statusCode, (performance.now() - startedAt) / 1000);
+    }
+  }
+
+  const server = createServer((req, res) => {
+    if (ingress?.handle(req, res)) return;
+    if (isMetricsPath(req.url)) {
+      const startedAt = performance.now();
+      serveMetrics(req, res, securityHeaders).then(
+        () => {
+          if (!recordHttp) return;
+          HTTP_METRICS.record(req.method, res.statusCode, (performance.now() - startedAt) / 1000);
+        },
+        (error: unknown) => {
+          logger().error({ err: error }, "metrics answer failed");
+          res.destroy();
+        },
+      );
+      return;
+    }
+    const requestId = requestIdFor(req.headers["x-request-id"], req.socket.remoteAddress);
+    void runWithRequestId(requestId, serve, req, res, requestId);
   });
   // WebSocket endpoints (the ingress, the live agent socket) are handed in by the entry, which
   // knows the areas; one listener, so that exactly one of them answers each upgrade.
