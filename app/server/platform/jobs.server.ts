@@ -3,6 +3,7 @@ import { z } from "zod";
 import { db } from "./db.server.ts";
 import { env } from "./env.server.ts";
 import { logger } from "./logger.server.ts";
+import { currentRequestId } from "./request-context.server.ts";
 
 // The job catalog: every background job's name, payload schema and queue policy (retries,
 // expiry). `sendJob` (web and worker) and the worker's `work` registration both read it, so a
@@ -314,13 +315,29 @@ export async function ensureQueueSchema(): Promise<void> {
   await stopBoss({ graceful: false });
 }
 
+/**
+ * The key under which a job's data carries the id of the request (or job) that enqueued it:
+ * beside the payload, which the catalog's schemas parse without it (zod drops unknown keys).
+ */
+export const JOB_REQUEST_ID = "requestId";
+const jobRequestId = z.object({ [JOB_REQUEST_ID]: z.string().optional() });
+
+/** The request id a job's data carries, if any. */
+export function requestIdOfJob(data: unknown): string | undefined {
+  const parsed = jobRequestId.safeParse(data);
+  return parsed.success ? parsed.data[JOB_REQUEST_ID] : undefined;
+}
+
 /** Validates the payload against the catalog and enqueues it. Returns the job id. */
 export async function sendJob<N extends JobName>(
   name: N,
   payload: JobPayload<N>,
   options: SendOptions = {},
 ): Promise<string> {
-  const data = jobCatalog[name].schema.parse(payload) as object;
+  const parsed = jobCatalog[name].schema.parse(payload) as object;
+  // One id finds the request, its jobs and the worker's work on them (docs/decisions/0202).
+  const requestId = currentRequestId();
+  const data = requestId ? { ...parsed, [JOB_REQUEST_ID]: requestId } : parsed;
   const id = await (await getBoss()).send(name, data, options);
   if (!id) throw new Error(`Job ${name} was not enqueued (deduplicated by singleton options)`);
   return id;
