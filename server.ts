@@ -4,6 +4,7 @@ import type { ServerBuild } from "@remix-run/node";
 import { agentIngressAuthority } from "./app/server/agents/agent-ingress.server.ts";
 import { liveSocketUpgrade } from "./app/server/agents/live-socket.server.ts";
 import { flushMetering } from "./app/server/ai/metering.server.ts";
+import { registerDatabaseGauges } from "./app/server/ops/prometheus.server.ts";
 import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server.ts";
 import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
@@ -24,6 +25,7 @@ await ensureQueueSchema();
 await closeDb();
 
 collectProcessMetrics();
+registerDatabaseGauges();
 const build = (await import(pathToFileURL(path.join(root, "build/index.js")).href)) as ServerBuild;
 const server = createWebServer({
   build,

@@ -375,11 +375,24 @@ export const JOB_STATES = [
 ] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
-/** Jobs per queue and state, straight from pg-boss's table (its own counts lag a monitor pass). */
-export async function jobCounts(): Promise<Array<{ name: string } & Record<JobState, number>>> {
-  const rows = await db()<{ name: string; state: JobState; count: number }[]>`
-    select name, state::text as state, count(*)::int as count from pgboss.job group by name, state`;
-  const byName = new Map<string, { name: string } & Record<JobState, number>>();
+export type JobCounts = { name: string } & Record<JobState, number> & {
+    /** Seconds the oldest job that is due (created or retry, start_after passed) has waited. */
+    oldestPendingSeconds: number;
+  };
+
+/**
+ * Jobs per queue and state, and each queue's oldest due job's wait, straight from pg-boss's
+ * table (its own counts lag a monitor pass). The console and Prometheus read these.
+ */
+export async function jobCounts(): Promise<JobCounts[]> {
+  const rows = await db()<
+    { name: string; state: JobState; count: number; oldest: number | null }[]
+  >`
+    select name, state::text as state, count(*)::int as count,
+      extract(epoch from now() - min(start_after) filter (
+        where state in ('created', 'retry') and start_after <= now()))::float8 as oldest
+    from pgboss.job group by name, state`;
+  const byName = new Map<string, JobCounts>();
   for (const name of jobNames) {
     byName.set(name, {
       name,
@@ -389,11 +402,16 @@ export async function jobCounts(): Promise<Array<{ name: string } & Record<JobSt
       completed: 0,
       cancelled: 0,
       failed: 0,
+      oldestPendingSeconds: 0,
     });
   }
   for (const row of rows) {
     const entry = byName.get(row.name);
-    if (entry) entry[row.state] = row.count;
+    if (!entry) continue;
+    entry[row.state] = row.count;
+    if (row.oldest !== null) {
+      entry.oldestPendingSeconds = Math.max(entry.oldestPendingSeconds, row.oldest);
+    }
   }
   return [...byName.values()];
 }
