@@ -1,3 +1,4 @@
+import { registerDatabaseGauges } from "../app/server/ops/prometheus.server.ts";
 import { closeDb, db, resolveDatabaseUrl } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
 import { sendJob } from "../app/server/platform/jobs.server.ts";
@@ -20,6 +21,7 @@ await resolveDatabaseUrl();
 await migrate(db());
 await startWorker();
 collectProcessMetrics();
+registerDatabaseGauges();
 const metricsServer = await startMetricsServer();
 const stopSampler = await startSampler();
 const stopRecorder = startRecorder();

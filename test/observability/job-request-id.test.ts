@@ -6,6 +6,7 @@ import {
   runWithRequestId,
 } from "../../app/server/platform/request-context.server.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
+import { sample } from "./support.ts";
 
 // One id finds a request, the jobs it enqueued and the worker's work on them (issue 51).
 
@@ -35,6 +36,12 @@ describe("a request's id in the jobs it enqueues", () => {
         requestId: "req-abc",
         logged: "req-abc",
       });
+  });
+
+  it("times each job by queue and outcome", async () => {
+    expect(
+      await sample("platform_job_duration_seconds_count", { queue: "send-email", outcome: "ok" }),
+    ).toBeGreaterThanOrEqual(1);
   });
 
   it("gives a job sent outside any request an id of its own", async () => {

@@ -1,4 +1,4 @@
-import type { Job, PgBoss } from "pg-boss";
+import type { JobWithMetadata, PgBoss } from "pg-boss";
 import type { z } from "zod";
 import { env } from "../../app/server/platform/env.server.ts";
 import {
@@ -11,6 +11,7 @@ import {
 } from "../../app/server/platform/jobs.server.ts";
 import { logger } from "../../app/server/platform/logger.server.ts";
 import { runWithRequestId } from "../../app/server/platform/request-context.server.ts";
+import { recordJob } from "../metrics.ts";
 import { type JobContext, runAsJob } from "./context.ts";
 import { handlers } from "./index.ts";
 
@@ -31,6 +32,8 @@ export async function startWorker(options: WorkerOptions = {}): Promise<PgBoss> 
         batchSize: 1,
         localConcurrency: options.concurrency ?? 2,
         pollingIntervalSeconds: 2,
+        // For createdOn: an operation's time is counted from when it was asked for.
+        includeMetadata: true as const,
         ...jobCatalog[name].work,
       },
       async ([job]) => {
@@ -51,7 +54,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<PgBoss> 
 
 async function run(
   name: string,
-  job: Job<unknown>,
+  job: JobWithMetadata<unknown>,
   handler: (payload: unknown, ctx: JobContext) => Promise<unknown>,
   schema: z.ZodType,
 ): Promise<unknown> {
@@ -63,9 +66,12 @@ async function run(
     const result = await runAsJob({ name, id: job.id, retryCount: job.retryCount }, () =>
       handler(payload, { jobId: job.id, retryCount: job.retryCount, signal: job.signal }),
     );
-    log.info({ ms: Math.round(performance.now() - started) }, "job done");
+    const ms = performance.now() - started;
+    recordJob(name, job.data, "ok", ms / 1000, job.createdOn);
+    log.info({ ms: Math.round(ms) }, "job done");
     return result;
   } catch (error) {
+    recordJob(name, job.data, "error", (performance.now() - started) / 1000, job.createdOn);
     log.warn({ err: error }, "job failed");
     throw error;
   }
