@@ -87,10 +87,21 @@ describe("database gauges", () => {
     const age = await sample("platform_backup_oldest_newest_age_seconds");
     expect(age).toBeGreaterThanOrEqual(3 * 3600);
     expect(age).toBeLessThan(3 * 3600 + 600);
+    // Solo backs up daily: 3 hours is on time. Network backs up hourly: 3 hours is overdue.
+    expect(await sample("platform_backup_overdue_agents")).toBe(0);
+    await instanceFor("net", "running");
+    await db()`update instances set plan = 'network' where id = 'ins_gauge_net'`;
+    await agentFor("net");
+    await db()`insert into agent_backups (id, user_id, agent_id, reason, status, store,
+        object_key, completed_at)
+      values ('bkp_g3', 'usr_gauge_net', 'agt_gauge_net', 'scheduled', 'ready', 'local', 'k3',
+        now() - interval '3 hours')`;
+    expect(await sample("platform_backup_overdue_agents")).toBe(1);
   });
 
   it("are the figures the operator console's overview shows", async () => {
     const { operations } = await opsOverview();
+    expect(operations.backups.overdueAgents).toBe(await sample("platform_backup_overdue_agents"));
     expect(operations.instancesByState.running).toBe(
       await sample("platform_instances", { state: "running" }),
     );

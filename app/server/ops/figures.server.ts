@@ -1,3 +1,4 @@
+import { BACKUP_PLANS, backupPlan } from "../agents/backup-plans.server.ts";
 import { runtimeDeployment } from "../agents/engine-health.server.ts";
 import { db } from "../platform/db.server.ts";
 
@@ -84,26 +85,48 @@ export interface BackupFigures {
   agentsBackedUp: number;
   /** Age of the oldest among each agent's newest ready backup (null: none has one). */
   oldestNewestAgeSeconds: number | null;
+  /**
+   * Agents whose newest ready backup (or, without one, whose creation) is older than their
+   * plan's interval and an hour's slack: the schedule is not keeping up.
+   */
+  overdueAgents: number;
 }
 
-/** Backups by outcome, and how old the stalest agent's newest backup is (no agent named). */
+/** An hour past its plan's interval, an agent's backup is overdue (the schedule runs hourly). */
+export const BACKUP_OVERDUE_SLACK_HOURS = 1;
+
+/** Backups by outcome, how old the stalest agent's newest is, how many are overdue. */
 export async function backupFigures(): Promise<BackupFigures> {
+  const plans = Object.keys(BACKUP_PLANS);
+  const hours = plans.map((p) => backupPlan(p).everyHours + BACKUP_OVERDUE_SLACK_HOURS);
+  const fallback = backupPlan(undefined).everyHours + BACKUP_OVERDUE_SLACK_HOURS;
   const [row] = await db()<
-    { by_status: Record<string, number> | null; agents: number; oldest: number | null }[]
+    {
+      by_status: Record<string, number> | null;
+      agents: number;
+      oldest: number | null;
+      overdue: number;
+    }[]
   >`
     with newest as (
-      select b.agent_id, max(b.completed_at) as at from agent_backups b
-      join agents a on a.id = b.agent_id
-      where b.status = 'ready' group by b.agent_id)
+      select a.id, a.created_at, i.plan,
+        (select max(b.completed_at) from agent_backups b
+          where b.agent_id = a.id and b.status = 'ready') as at
+      from agents a left join instances i on i.user_id = a.user_id),
+    plans as (select * from unnest(${plans}::text[], ${hours}::int[]) as p(plan, hours))
     select
       (select json_object_agg(status, n) from (
         select status, count(*)::int as n from agent_backups group by status) s) as by_status,
-      (select count(*)::int from newest) as agents,
-      (select extract(epoch from now() - min(at))::float8 from newest) as oldest`;
+      (select count(*)::int from newest where at is not null) as agents,
+      (select extract(epoch from now() - min(at))::float8 from newest) as oldest,
+      (select count(*)::int from newest n left join plans p on p.plan = n.plan
+        where coalesce(n.at, n.created_at)
+          < now() - make_interval(hours => coalesce(p.hours, ${fallback}))) as overdue`;
   return {
     byStatus: { pending: 0, ready: 0, failed: 0, ...(row?.by_status ?? {}) },
     agentsBackedUp: row?.agents ?? 0,
     oldestNewestAgeSeconds: row?.oldest ?? null,
+    overdueAgents: row?.overdue ?? 0,
   };
 }
 

@@ -163,6 +163,13 @@ export function registerDatabaseGauges(): void {
       for (const [status, n] of Object.entries(b.byStatus)) g.set({ status }, n);
     },
   );
+  gauge(
+    "backup_overdue_agents",
+    "Agents whose newest ready backup is older than their plan's interval and an hour",
+    [],
+    backups,
+    (g, b) => g.set(b.overdueAgents),
+  );
   gauge("backup_agents", "Agents with a ready backup", [], backups, (g, b) =>
     g.set(b.agentsBackedUp),
   );
