@@ -5,6 +5,7 @@ import { modelFamily } from "../../app/server/ai/ai-metrics.server.ts";
 import { issueInstanceToken } from "../../app/server/ai/instance-tokens.server.ts";
 import { flushMetering } from "../../app/server/ai/metering.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { newUser, type TestUser } from "../accounts/helpers.ts";
 import { configureAi, giveCredits } from "../ai/support.ts";
 import { call } from "../helpers/api.ts";
@@ -20,6 +21,8 @@ let caller: TestUser;
 const family = { provider: "openai", model_family: "gpt-4o" };
 
 beforeAll(async () => {
+  // Recorded only while metrics are on.
+  process.env.METRICS_TOKEN = "metrics-token-0123456789";
   mswServer.use(...openai.handlers);
   caller = await newUser();
   await db()`insert into credit_ledger (id, user_id, amount_micro_usd, reason, reference)
@@ -116,6 +119,22 @@ describe("AI metrics", () => {
     expect(await sample("platform_ai_calls_total", { ...family, outcome: "error" })).toBe(
       failed + 1,
     );
+  });
+});
+
+describe("AI metrics with metrics off", () => {
+  it("record nothing while METRICS_TOKEN is unset", async () => {
+    delete process.env.METRICS_TOKEN;
+    resetEnvCache();
+    try {
+      const before = await sample("platform_ai_calls_total", { ...family, outcome: "ok" });
+      expect((await chat({ model: "openai/gpt-4o" })).status).toBe(200);
+      await flushMetering();
+      expect(await sample("platform_ai_calls_total", { ...family, outcome: "ok" })).toBe(before);
+    } finally {
+      process.env.METRICS_TOKEN = "metrics-token-0123456789";
+      resetEnvCache();
+    }
   });
 });
 

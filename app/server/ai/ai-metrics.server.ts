@@ -1,8 +1,9 @@
 import { Counter, Histogram } from "prom-client";
-import { PREFIX, registry } from "../platform/metrics/registry.server.ts";
+import { metricsEnabled, PREFIX, registry } from "../platform/metrics/registry.server.ts";
 
 // The AI layer's Prometheus metrics (docs/decisions/0202): by provider and model family only —
-// never the user, the agent or the exact model id a local server may name freely.
+// never the user, the agent or the exact model id a local server may name freely. Recorded
+// only while metrics are on (METRICS_TOKEN set).
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120];
 
@@ -108,6 +109,7 @@ export interface MeteredCall {
 
 /** One metered call (metering.server.ts calls this for every call it records). */
 export function recordAiCall(call: MeteredCall): void {
+  if (!metricsEnabled()) return;
   const provider = call.provider ?? "none";
   const model_family = modelFamily(call.model);
   calls.inc({ provider, model_family, outcome: call.status });
@@ -123,21 +125,26 @@ export function recordAiCall(call: MeteredCall): void {
 }
 
 export function recordFirstToken(provider: string, model: string, ms: number): void {
+  if (!metricsEnabled()) return;
   firstToken.observe({ provider, model_family: modelFamily(model) }, ms / 1000);
 }
 
 export function recordAiOverhead(ms: number): void {
+  if (!metricsEnabled()) return;
   overhead.observe(Math.max(0, ms) / 1000);
 }
 
 export function recordHeld(microUsd: number): void {
+  if (!metricsEnabled()) return;
   if (microUsd > 0) held.inc(microUsd);
 }
 
 export function recordRefusal(reason: "credits" | "daily_limit"): void {
+  if (!metricsEnabled()) return;
   refusals.inc({ reason });
 }
 
 export function recordProviderError(provider: string, transient: boolean): void {
+  if (!metricsEnabled()) return;
   providerErrors.inc({ provider, transient: transient ? "true" : "false" });
 }

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Registry } from "prom-client";
+import { env } from "../env.server.ts";
 
 // The process's one Prometheus registry (docs/decisions/0202). The platform and every area
 // register their metrics on it; GET /metrics (web) and the worker's listener expose it. Labels
@@ -21,3 +22,11 @@ export function collectProcessMetrics(): void {
 
 /** Buckets (seconds) of lifecycle operations: a second up to the 30 minutes a drain may take. */
 export const OPERATION_BUCKETS = [1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800];
+
+/**
+ * Whether the web records its request and AI metrics: only while /metrics can be read
+ * (METRICS_TOKEN set), so an installation without Prometheus pays nothing for them.
+ */
+export function metricsEnabled(): boolean {
+  return env().METRICS_TOKEN !== undefined;
+}

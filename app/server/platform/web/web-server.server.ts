@@ -15,6 +15,7 @@ import {
   HTTP_STATIC,
   type HttpRouteMetrics,
 } from "../metrics/http.server.ts";
+import { metricsEnabled } from "../metrics/registry.server.ts";
 import { requestIdFor, runWithRequestId } from "../request-context.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
 import { crossSitePage } from "./cross-site-page.server.ts";
@@ -71,7 +72,7 @@ export function createWebServer({
   };
 
   // Requests are counted and timed only while /metrics can be read (METRICS_TOKEN set).
-  const recordHttp = Boolean(env().METRICS_TOKEN);
+  const recordHttp = metricsEnabled();
 
   /** Answers one request; gives the route template (or class) its metrics are recorded under. */
   async function handle(
