@@ -641,18 +641,24 @@ try {
         uncollected: Number(u?.uncollected),
       });
     }
-    // Metrics on and off (issue 51, decision 0202): the same read and AI rows on this web
-    // (METRICS_TOKEN unset: nothing recorded) and on one with METRICS_TOKEN set, in the order
+    // Metrics on and off (issue 51, decision 0202): the same read and AI rows on two fresh web processes,
+    // one without METRICS_TOKEN (nothing recorded), one with it, in the order
     // off, on, on, off, so drift over the run falls on both alike; the figures are the means.
     if (process.env.BENCH_METRICS !== "0") {
-      const webMetrics = await startNode("server.ts", await freePort(), "/api/health", {
-        DATABASE_URL: databaseUrl,
-        ...secrets,
-        ...aiEnv,
-        RATE_LIMIT_SCALE: "1000000",
-        METRICS_TOKEN: randomBytes(16).toString("hex"),
-      });
-      children.push(webMetrics);
+      // Two fresh web processes, alike but for METRICS_TOKEN: equally warm when compared.
+      const fresh = (extra: Record<string, string>) =>
+        freePort().then((port) =>
+          startNode("server.ts", port, "/api/health", {
+            DATABASE_URL: databaseUrl,
+            ...secrets,
+            ...aiEnv,
+            RATE_LIMIT_SCALE: "1000000",
+            ...extra,
+          }),
+        );
+      const webOff = await fresh({});
+      const webMetrics = await fresh({ METRICS_TOKEN: randomBytes(16).toString("hex") });
+      children.push(webOff, webMetrics);
       const read = metricsRead ?? { path: "/api/health", headers: {} };
       const cases = [
         { name: `GET ${read.path}`, path: read.path, status: 200, opts: { headers: read.headers } },
@@ -688,10 +694,10 @@ try {
             c.opts,
             server,
           );
-        const off1 = await at(web, "off");
+        const off1 = await at(webOff, "off");
         const on1 = await at(webMetrics, "on");
         const on2 = await at(webMetrics, "on");
-        const off2 = await at(web, "off");
+        const off2 = await at(webOff, "off");
         metricsRows.push({ name: c.name, off: mean(off1, off2), on: mean(on1, on2) });
       }
     }

@@ -107,26 +107,62 @@ export interface MeteredCall {
   costMicroUsd: number;
 }
 
+interface CallChildren {
+  ok: { inc(): void };
+  error: { inc(): void };
+  client_error: { inc(): void };
+  seconds: { observe(value: number): void };
+  firstToken: { observe(value: number): void };
+  prompt: { inc(value: number): void };
+  completion: { inc(value: number): void };
+  charged: { inc(value: number): void };
+}
+
+// The metric children of each (provider, model) pair, made at its first call: a call records
+// without building label objects or hashing them again.
+const children = new Map<string, Map<string, CallChildren>>();
+
+function childrenOf(provider: string, model: string): CallChildren {
+  let byModel = children.get(provider);
+  if (!byModel) {
+    byModel = new Map();
+    children.set(provider, byModel);
+  }
+  let found = byModel.get(model);
+  if (!found) {
+    const model_family = modelFamily(model);
+    const labels = { provider, model_family };
+    found = {
+      ok: calls.labels({ ...labels, outcome: "ok" }),
+      error: calls.labels({ ...labels, outcome: "error" }),
+      client_error: calls.labels({ ...labels, outcome: "client_error" }),
+      seconds: callSeconds.labels(labels),
+      firstToken: firstToken.labels(labels),
+      prompt: tokens.labels({ ...labels, kind: "prompt" }),
+      completion: tokens.labels({ ...labels, kind: "completion" }),
+      charged: charged.labels(labels),
+    };
+    // Bounded by the catalog's models; a model id seen once more than that is not cached.
+    if (byModel.size < 1000) byModel.set(model, found);
+  }
+  return found;
+}
+
 /** One metered call (metering.server.ts calls this for every call it records). */
 export function recordAiCall(call: MeteredCall): void {
   if (!metricsEnabled()) return;
-  const provider = call.provider ?? "none";
-  const model_family = modelFamily(call.model);
-  calls.inc({ provider, model_family, outcome: call.status });
+  const c = childrenOf(call.provider ?? "none", call.model);
+  c[call.status].inc();
   if (call.status === "client_error") return;
-  callSeconds.observe({ provider, model_family }, call.latencyMs / 1000);
-  if (call.promptTokens > 0) {
-    tokens.inc({ provider, model_family, kind: "prompt" }, call.promptTokens);
-  }
-  if (call.completionTokens > 0) {
-    tokens.inc({ provider, model_family, kind: "completion" }, call.completionTokens);
-  }
-  if (call.costMicroUsd > 0) charged.inc({ provider, model_family }, call.costMicroUsd);
+  c.seconds.observe(call.latencyMs / 1000);
+  if (call.promptTokens > 0) c.prompt.inc(call.promptTokens);
+  if (call.completionTokens > 0) c.completion.inc(call.completionTokens);
+  if (call.costMicroUsd > 0) c.charged.inc(call.costMicroUsd);
 }
 
 export function recordFirstToken(provider: string, model: string, ms: number): void {
   if (!metricsEnabled()) return;
-  firstToken.observe({ provider, model_family: modelFamily(model) }, ms / 1000);
+  childrenOf(provider, model).firstToken.observe(ms / 1000);
 }
 
 export function recordAiOverhead(ms: number): void {
