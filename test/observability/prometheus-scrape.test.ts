@@ -97,7 +97,8 @@ describe.runIf(available)("a real Prometheus scraping the platform", () => {
     await once(web, "listening");
     const webPort = (web.address() as AddressInfo).port;
     workerMetrics = await startMetricsServer();
-    const workerPort = (workerMetrics?.address() as AddressInfo).port;
+    if (!workerMetrics) throw new Error("the worker's metrics listener did not start");
+    const workerPort = (workerMetrics.address() as AddressInfo).port;
     await startWorker({ concurrency: 1 });
 
     const tokenFile = path.join(tmp, "token");
