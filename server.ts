@@ -4,10 +4,12 @@ import type { ServerBuild } from "@remix-run/node";
 import { agentIngressAuthority } from "./app/server/agents/agent-ingress.server.ts";
 import { liveSocketUpgrade } from "./app/server/agents/live-socket.server.ts";
 import { flushMetering } from "./app/server/ai/metering.server.ts";
+import { registerDatabaseGauges } from "./app/server/ops/prometheus.server.ts";
 import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server.ts";
 import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
 import { logger } from "./app/server/platform/logger.server.ts";
+import { collectProcessMetrics } from "./app/server/platform/metrics/registry.server.ts";
 import { beginShutdown } from "./app/server/platform/shutdown.server.ts";
 import { onStopSignal } from "./app/server/platform/supervisor.server.ts";
 import { createIngress } from "./app/server/platform/web/ingress-proxy.server.ts";
@@ -22,6 +24,8 @@ await migrate(db());
 await ensureQueueSchema();
 await closeDb();
 
+collectProcessMetrics();
+registerDatabaseGauges();
 const build = (await import(pathToFileURL(path.join(root, "build/index.js")).href)) as ServerBuild;
 const server = createWebServer({
   build,

@@ -314,6 +314,10 @@ const authRows: Row[] = [];
 const readRows: Row[] = [];
 const replicaRows: Row[] = [];
 const latency: Array<{ name: string } & Awaited<ReturnType<typeof latencyRounds>>> = [];
+/** Instrumentation's cost (issue 51): the same row on a web with metrics off and one with them on. */
+const metricsRows: Array<{ name: string; off: Row; on: Row }> = [];
+/** An authenticated read for the metrics rows (set by the reads part; /api/health otherwise). */
+let metricsRead: { path: string; headers: Record<string, string> } | undefined;
 const burstRows: Array<{
   name: string;
   served: number;
@@ -403,6 +407,7 @@ try {
     // cookie, against bare node:http in this run: 20 agents on a running gateway, 200 recorded
     // messages on the first, a few credit ledger entries.
     const account = await prepareAccount(web.url);
+    metricsRead = { path: "/api/agents", headers: { authorization: `Bearer ${account.key}` } };
     const agentsSql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
     const [owner] = await agentsSql<{ id: string }[]>`
       select id from users where email = ${account.email}`;
@@ -636,6 +641,66 @@ try {
         uncollected: Number(u?.uncollected),
       });
     }
+    // Metrics on and off (issue 51, decision 0202): the same read and AI rows on two fresh web processes,
+    // one without METRICS_TOKEN (nothing recorded), one with it, in the order
+    // off, on, on, off, so drift over the run falls on both alike; the figures are the means.
+    if (process.env.BENCH_METRICS !== "0") {
+      // Two fresh web processes, alike but for METRICS_TOKEN: equally warm when compared.
+      const fresh = (extra: Record<string, string>) =>
+        freePort().then((port) =>
+          startNode("server.ts", port, "/api/health", {
+            DATABASE_URL: databaseUrl,
+            ...secrets,
+            ...aiEnv,
+            RATE_LIMIT_SCALE: "1000000",
+            ...extra,
+          }),
+        );
+      const webOff = await fresh({});
+      const webMetrics = await fresh({ METRICS_TOKEN: randomBytes(16).toString("hex") });
+      children.push(webOff, webMetrics);
+      const read = metricsRead ?? { path: "/api/health", headers: {} };
+      const cases = [
+        { name: `GET ${read.path}`, path: read.path, status: 200, opts: { headers: read.headers } },
+        {
+          name: "/api/ai/v1/chat/completions (JSON)",
+          path: "/api/ai/v1/chat/completions",
+          status: 200,
+          opts: {
+            ...json(false),
+            // One agent (token) per connection, as in the AI rows above.
+            setupClient: (client: { setHeaders(h: Record<string, string>): void }) => {
+              next += 1;
+              client.setHeaders({ ...headers, authorization: `Bearer ${tokens[next % agents]}` });
+            },
+          },
+        },
+      ];
+      const mean = (a: Row, b: Row): Row => ({
+        name: a.name,
+        rps: (a.rps + b.rps) / 2,
+        p99: (a.p99 + b.p99) / 2,
+        errors: a.errors + b.errors,
+        ...(a.cpuPerRequest !== undefined && b.cpuPerRequest !== undefined
+          ? { cpuPerRequest: (a.cpuPerRequest + b.cpuPerRequest) / 2 }
+          : {}),
+      });
+      for (const c of cases) {
+        const at = (server: Child, label: string) =>
+          measure(
+            `${c.name}, metrics ${label}`,
+            `${server.url}${c.path}`,
+            c.status,
+            c.opts,
+            server,
+          );
+        const off1 = await at(webOff, "off");
+        const on1 = await at(webMetrics, "on");
+        const on2 = await at(webMetrics, "on");
+        const off2 = await at(webOff, "off");
+        metricsRows.push({ name: c.name, off: mean(off1, off2), on: mean(on1, on2) });
+      }
+    }
     const [metered] = await sql<{ n: number }[]>`select count(*)::int as n from ai_usage`;
     console.warn(`\nmetered calls recorded in ai_usage: ${metered?.n}`);
     await sql.end();
@@ -696,6 +761,21 @@ if (aiRows.length)
     aiRows,
     (r) => aiRows[Math.floor(aiRows.indexOf(r) / 2) * 2]!,
   );
+if (metricsRows.length) {
+  console.warn(
+    "\nPrometheus metrics on against off (same run, means of off/on/on/off; goal: under 3 % of throughput)\n",
+  );
+  console.warn(
+    `${pad("row", 40)} ${pad("off req/s", 10)} ${pad("on req/s", 10)} ${pad("cost", 8)} ${pad("p99 off/on ms", 14)} CPU ms/req off/on`,
+  );
+  for (const r of metricsRows) {
+    const cost = 1 - r.on.rps / r.off.rps;
+    const cpu = (row: Row) => row.cpuPerRequest?.toFixed(3) ?? "-";
+    console.warn(
+      `${pad(r.name, 40)} ${pad(r.off.rps.toFixed(0), 10)} ${pad(r.on.rps.toFixed(0), 10)} ${pad(`${(cost * 100).toFixed(1)} %`, 8)} ${pad(`${r.off.p99.toFixed(1)}/${r.on.p99.toFixed(1)}`, 14)} ${cpu(r.off)}/${cpu(r.on)}`,
+    );
+  }
+}
 if (latency.length) {
   console.warn(
     "\nAI layer, one request at a time (ms p50/p99; stream: time to first bytes; added = minus direct)\n",

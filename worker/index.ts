@@ -1,7 +1,9 @@
+import { registerDatabaseGauges } from "../app/server/ops/prometheus.server.ts";
 import { closeDb, db, resolveDatabaseUrl } from "../app/server/platform/db.server.ts";
 import { env } from "../app/server/platform/env.server.ts";
 import { sendJob } from "../app/server/platform/jobs.server.ts";
 import { logger } from "../app/server/platform/logger.server.ts";
+import { collectProcessMetrics } from "../app/server/platform/metrics/registry.server.ts";
 import { onStopSignal } from "../app/server/platform/supervisor.server.ts";
 import { migrate } from "../db/migrate.ts";
 import { ensureNetwork } from "./instances/engine.ts";
@@ -11,12 +13,16 @@ import { startRecorder } from "./instances/recorder.ts";
 import { startSampler } from "./instances/sampler.ts";
 import { startSleepWatch } from "./instances/sleep-watch.ts";
 import { startWorker, stopWorker } from "./jobs/worker.ts";
+import { startMetricsServer } from "./metrics-server.ts";
 
 // The worker process: `npm run start:worker`. Any number may run against one database.
 env();
 await resolveDatabaseUrl();
 await migrate(db());
 await startWorker();
+collectProcessMetrics();
+registerDatabaseGauges();
+const metricsServer = await startMetricsServer();
 const stopSampler = await startSampler();
 const stopRecorder = startRecorder();
 const stopEngineWatch = startEngineWatch();
@@ -39,6 +45,7 @@ onStopSignal((signal) => {
   stopRecorder();
   stopEngineWatch();
   stopSleepWatch();
+  metricsServer?.close();
   stopWorker()
     .then(closeDb)
     .then(() => process.exit(0))

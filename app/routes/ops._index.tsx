@@ -1,5 +1,6 @@
 import type { LoaderFunctionArgs } from "@remix-run/node";
 import { useLoaderData } from "@remix-run/react";
+import { Fragment } from "react";
 import { Card } from "../components/forms.tsx";
 import { usd } from "../components/ops.tsx";
 import { requireOperator } from "../server/ops/access.server.ts";
@@ -11,7 +12,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
 }
 
 export default function OpsOverview() {
-  const { metrics, pool, providers, aiStatus } = useLoaderData<typeof loader>();
+  const { metrics, pool, providers, aiStatus, operations } = useLoaderData<typeof loader>();
   const day = metrics.last24h;
   return (
     <div className="grid gap-6 md:grid-cols-2">
@@ -43,6 +44,32 @@ export default function OpsOverview() {
           <dd>{pool.ready}</dd>
           <dt>Filling</dt>
           <dd>{pool.filling}</dd>
+        </dl>
+      </Card>
+      <Card title="Operations">
+        <dl className="grid grid-cols-2 gap-1 text-sm" data-testid="ops-operations">
+          {Object.entries(operations.instancesByState).map(([state, count]) => (
+            <Fragment key={state}>
+              <dt>Instances {state}</dt>
+              <dd>{count}</dd>
+            </Fragment>
+          ))}
+          <dt>Engine</dt>
+          <dd>{operations.engineUp === null ? "—" : operations.engineUp ? "up" : "down"}</dd>
+          <dt>Jobs waiting (oldest)</dt>
+          <dd>
+            {operations.jobsWaiting} ({Math.round(operations.oldestJobWaitSeconds)} s)
+          </dd>
+          <dt>Jobs failed</dt>
+          <dd>{operations.jobsFailed}</dd>
+          <dt>Backups ready / failed</dt>
+          <dd>
+            {operations.backups.byStatus.ready ?? 0} / {operations.backups.byStatus.failed ?? 0}
+          </dd>
+          <dt>Credit ledger</dt>
+          <dd>{usd(operations.ledger.ledgerMicroUsd)}</dd>
+          <dt>Ledger drift</dt>
+          <dd>{usd(operations.ledger.driftMicroUsd)}</dd>
         </dl>
       </Card>
       <Card title={`AI providers (${aiStatus})`}>

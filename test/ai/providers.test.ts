@@ -87,6 +87,8 @@ describe("OpenAI client", () => {
     expect(done).toEqual({
       usage: { promptTokens: 12, completionTokens: 7 },
       text: openai.state.reply,
+      // When the first chunk came (the time to first token; issue 51).
+      firstChunkAt: expect.any(Number),
     });
   });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import * as notFoundRoute from "../../app/routes/api.$.ts";
 import { apiRoute, endpoint } from "../../app/server/api.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { DomainError } from "../../app/server/platform/errors.server.ts";
 import { MAX_BODY_BYTES } from "../../app/server/platform/http.server.ts";
 import { call } from "../helpers/api.ts";
@@ -38,17 +39,22 @@ describe("the API route builder", () => {
     expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it("keeps a well-formed incoming request id and replaces a malformed one", async () => {
-    const kept = await call(things, "/x", {
-      params: { id: "t_1" },
-      headers: { "x-request-id": "abc-123" },
-    });
-    expect(kept.headers.get("x-request-id")).toBe("abc-123");
-    const replaced = await call(things, "/x", {
-      params: { id: "t_1" },
-      headers: { "x-request-id": "<script>" },
-    });
-    expect(replaced.headers.get("x-request-id")).not.toBe("<script>");
+  it("keeps a well-formed request id from a trusted proxy and replaces others", async () => {
+    const from = (remoteAddress: string, id: string) =>
+      call(things, "/x", { params: { id: "t_1" }, headers: { "x-request-id": id }, remoteAddress });
+    // Anyone could pick an id that collides with another request's: only a proxy's is taken.
+    expect((await from("192.0.2.7", "abc-123")).headers.get("x-request-id")).not.toBe("abc-123");
+    process.env.TRUSTED_PROXIES = "192.0.2.7";
+    resetEnvCache();
+    try {
+      expect((await from("192.0.2.7", "abc-123")).headers.get("x-request-id")).toBe("abc-123");
+      expect((await from("192.0.2.7", "<script>")).headers.get("x-request-id")).not.toBe(
+        "<script>",
+      );
+    } finally {
+      delete process.env.TRUSTED_PROXIES;
+      resetEnvCache();
+    }
   });
 
   it("answers invalid params and query with 400 naming the field", async () => {

@@ -1,3 +1,4 @@
+import { backupPlan } from "../../app/server/agents/backup-plans.server.ts";
 import {
   type BackupReason,
   type BackupRow,
@@ -11,22 +12,11 @@ import { log } from "./engine.ts";
 // scheduled-backups: each agent backed up as often as its plan says, and every kind of backup
 // kept to its number (docs/decisions/0140-backups.md). Runs on BACKUP_CRON (hourly).
 
-export interface BackupPlan {
-  /** Hours between two scheduled backups. */
-  everyHours: number;
-  /** Scheduled backups kept per agent (the oldest go first). */
-  keepScheduled: number;
-}
-
-/** Per plan (the instance's); unknown plans get solo's. */
-export const BACKUP_PLANS: Record<string, BackupPlan> = {
-  solo: { everyHours: 24, keepScheduled: 7 },
-  collective: { everyHours: 12, keepScheduled: 14 },
-  label: { everyHours: 6, keepScheduled: 28 },
-  network: { everyHours: 1, keepScheduled: 72 },
-};
-export const backupPlan = (plan: string | null | undefined): BackupPlan =>
-  BACKUP_PLANS[plan ?? ""] ?? (BACKUP_PLANS.solo as BackupPlan);
+export {
+  BACKUP_PLANS,
+  type BackupPlan,
+  backupPlan,
+} from "../../app/server/agents/backup-plans.server.ts";
 
 /** Backups kept per agent for the other reasons, whatever the plan. */
 export const KEEP_PER_REASON: Record<Exclude<BackupReason, "scheduled">, number> = {

@@ -8,6 +8,7 @@ import {
 import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
+import { recordAdoption, recordPoolMiss } from "../metrics.ts";
 import { limitsForPlan } from "../runtime/index.ts";
 import { log, removeGatewayNetwork, rt } from "./engine.ts";
 import { applyPlatformConfig, PLATFORM_CONFIG_VERSION } from "./gateway-config.ts";
@@ -70,9 +71,15 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
   // else a cold start with them (never a pooled gateway's smaller ones).
   const limits = limitsForPlan(row.plan);
   const resize = !sameLimits(limits, POOL_LIMITS);
-  if (resize && !rt().resize) return undefined;
+  if (resize && !rt().resize) {
+    recordPoolMiss("resize");
+    return undefined;
+  }
   const pooled = await claimReady();
-  if (!pooled) return undefined;
+  if (!pooled) {
+    recordPoolMiss("empty");
+    return undefined;
+  }
   try {
     const { info, address, client, hello } = await connectPooled(pooled);
     try {
@@ -106,12 +113,14 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
     await setRunPath(row.id, "pool");
     for (const step of PROGRESS_STEPS) await recordStep(row.id, step);
     log().info({ instanceId: row.id, pooled: pooled.id }, "instance adopted a pooled gateway");
+    recordAdoption();
     return adopted;
   } catch (error) {
     log().warn(
       { err: error, pooled: pooled.id },
       "adopting a pooled gateway failed; discarding it",
     );
+    recordPoolMiss("failed");
     // Whoever holds the gateway's token now (pool or tenant), it goes with the gateway; a cold
     // provision issues the tenant a fresh one.
     await revokeInstanceTokens(pooled.id);

@@ -7,6 +7,7 @@ import {
   recordError,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
+import { recordReconcilePass } from "../metrics.ts";
 import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/index.ts";
 import { ensureContainer } from "./container.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, isUp, log, rt } from "./engine.ts";
@@ -216,6 +217,10 @@ export async function reconcileAll() {
   const storageMeasured = await step("measuring storage", () => measureStorageWhenDue(rows), 0);
   await step("recording the nodes", recordClusterNodes, undefined);
   const staleVolumes = await step("settling stale volumes", settleStaleVolumes, []);
+  recordReconcilePass(
+    Object.values(results),
+    orphans.length + networks.length + leftovers.length + restores.length + staleVolumes.length,
+  );
   return {
     instances: results,
     orphansRemoved: orphans,

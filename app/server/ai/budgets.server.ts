@@ -3,6 +3,7 @@ import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
+import { recordRefusal } from "./ai-metrics.server.ts";
 import {
   activeLease,
   draw,
@@ -254,10 +255,12 @@ async function takeLease(
 async function refuse(userId: string, amount: number): Promise<never> {
   const s = await userStanding(userId);
   if (s.spentToday + s.held + amount > s.dailyLimit) {
+    recordRefusal("daily_limit");
     throw new DomainError(402, "Daily AI spend limit reached", {
       dailyLimitUsd: s.dailyLimit / 1e6,
     });
   }
+  recordRefusal("credits");
   throw new DomainError(402, "Insufficient credits for this request");
 }
 

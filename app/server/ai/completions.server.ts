@@ -3,6 +3,12 @@ import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { errorResponse, OVERHEAD_HEADER, overheadMs } from "../platform/http.server.ts";
 import { logger } from "../platform/logger.server.ts";
+import {
+  recordAiOverhead,
+  recordFirstToken,
+  recordHeld,
+  recordProviderError,
+} from "./ai-metrics.server.ts";
 import { type BillingMode, type Reservation, reserve } from "./budgets.server.ts";
 import { userKeys } from "./byok.server.ts";
 import {
@@ -247,6 +253,7 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
   const free = available.every((c) => c.prices.prompt === 0n && c.prices.completion === 0n);
   if (userId && mode !== "none" && !free) {
     ({ reservation, bounds } = await holdCall(userId, mode, available, body, options.signal));
+    recordHeld(reservation.amountMicroUsd);
   }
 
   const { AI_RETRIES, AI_RETRY_DELAY_MS } = env();
@@ -341,8 +348,12 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
           upstream.ms += performance.now() - t0;
           recordSuccess(model.provider);
           const overheadMs = performance.now() - options.startedAt - upstream.ms;
-          void result.done.then(({ usage, text, error }) => {
+          recordAiOverhead(overheadMs);
+          void result.done.then(({ usage, text, error, firstChunkAt }) => {
             meterAnswer(model, request, usage, text, error);
+            if (firstChunkAt !== undefined) {
+              recordFirstToken(model.provider, model.id, firstChunkAt - options.startedAt);
+            }
           });
           return { kind: "stream", stream: result.stream, model, mode, overheadMs };
         }
@@ -352,6 +363,7 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
         recordSuccess(model.provider);
         meterAnswer(model, request, completion.usage, completion.text);
         const overheadMs = performance.now() - options.startedAt - upstream.ms;
+        recordAiOverhead(overheadMs);
         return { kind: "json", completion, model, mode, overheadMs };
       } catch (error) {
         timeout.clear();
@@ -384,6 +396,7 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
           );
           throw new DomainError(400, providerError.message);
         }
+        recordProviderError(model.provider, providerError.transient);
         logger().warn(
           { provider: model.provider, model: model.id, attempt, err: providerError.message },
           "AI provider call failed",

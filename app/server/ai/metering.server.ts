@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { db } from "../platform/db.server.ts";
 import { logger } from "../platform/logger.server.ts";
+import { recordAiCall } from "./ai-metrics.server.ts";
 import type { Reservation } from "./budgets.server.ts";
 import {
   LEASE_IDLE_MS,
@@ -298,6 +299,7 @@ async function writeBatch(batch: Queued[]): Promise<void> {
 
 /** Records a call (and settles its reservation) in the background. */
 export function meter(record: UsageRecord, reservation?: Reservation): Promise<string | undefined> {
+  recordAiCall(record);
   if (reservation) returnDraw(reservation.lease, reservation.amountMicroUsd, record.costMicroUsd);
   return new Promise((resolve) => {
     queue.push({ id: `aiu_${randomUUID()}`, at: new Date(), record, reservation, resolve });

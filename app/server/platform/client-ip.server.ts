@@ -32,6 +32,11 @@ function isTrusted(ip: string): boolean {
   return trusted().check(ip, family === 6 ? "ipv6" : "ipv4");
 }
 
+/** Whether a socket's peer is a configured trusted proxy (its X-Forwarded-For, X-Request-Id count). */
+export function isTrustedPeer(remoteAddress: string | undefined): boolean {
+  return remoteAddress !== undefined && isTrusted(normalise(remoteAddress));
+}
+
 /**
  * The client's address: the socket's peer, or — only when that peer is a configured trusted
  * proxy — the right-most address in X-Forwarded-For that is not itself a trusted proxy.

@@ -31,6 +31,15 @@ const schema = z.object({
   MAIL_FROM: z.string().default("Agent Platform <no-reply@localhost>"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   TRUSTED_PROXIES: z.string().default(""),
+  // Prometheus metrics (issue 51; docs/decisions/0202). GET /metrics answers only with
+  // `Authorization: Bearer <METRICS_TOKEN>`, and 404 while it is unset.
+  METRICS_TOKEN: z.preprocess(
+    blank,
+    z.string().min(16, "METRICS_TOKEN must be at least 16 characters").optional(),
+  ),
+  /** A worker's own /metrics listener (off while unset) and its address (loopback by default). */
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  WORKER_METRICS_HOST: z.string().default("127.0.0.1"),
   // AI providers (issue 6). A provider is configured when its key is set, or when its base URL
   // points somewhere else than the vendor (a local OpenAI-compatible server needs no key).
   OPENAI_API_KEY: optionalString,

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { ActionFunctionArgs, LoaderFunctionArgs } from "@remix-run/node";
 import type { z } from "zod";
 import { addressKey } from "./address-key.server.ts";
@@ -7,6 +6,7 @@ import { clientIp } from "./client-ip.server.ts";
 import { DomainError, domainErrorStatus } from "./errors.server.ts";
 import { logger } from "./logger.server.ts";
 import { consume, type RateLimitScope, rateLimitScopes } from "./rate-limit.server.ts";
+import { currentRequestId, requestIdFor } from "./request-context.server.ts";
 import { preReadBody, withRawBody } from "./web/node-http.server.ts";
 import { tooLargeCap, tooLargeMessage } from "./web/request-body.server.ts";
 
@@ -306,11 +306,9 @@ function parse<S extends Schema | undefined>(schema: S, value: unknown, where: s
   return result.data as Infer<S>;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
-
-function requestIdOf(request: Request): string {
-  const incoming = request.headers.get("x-request-id");
-  return incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+/** The request's id: the server's (request-context.server.ts), or one of its own when called directly. */
+function requestIdOf(request: Request, remoteAddress: string | undefined): string {
+  return currentRequestId() ?? requestIdFor(request.headers.get("x-request-id"), remoteAddress);
 }
 
 /** Adds `headers` the answer does not set itself (a plain answer's own are lower-case). */
@@ -362,7 +360,7 @@ async function answer<A extends AuthModes<A>>(
   { request, params, context }: LoaderFunctionArgs,
   startedAt: number,
 ): Promise<Answer> {
-  const requestId = requestIdOf(request);
+  const requestId = requestIdOf(request, context?.remoteAddress);
   const method = (request.method === "HEAD" ? "GET" : request.method) as Method;
   const spec = route[method];
   let extraHeaders: Record<string, string> = { "X-Request-Id": requestId };

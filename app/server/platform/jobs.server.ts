@@ -3,6 +3,7 @@ import { z } from "zod";
 import { db } from "./db.server.ts";
 import { env } from "./env.server.ts";
 import { logger } from "./logger.server.ts";
+import { currentRequestId } from "./request-context.server.ts";
 
 // The job catalog: every background job's name, payload schema and queue policy (retries,
 // expiry). `sendJob` (web and worker) and the worker's `work` registration both read it, so a
@@ -314,13 +315,29 @@ export async function ensureQueueSchema(): Promise<void> {
   await stopBoss({ graceful: false });
 }
 
+/**
+ * The key under which a job's data carries the id of the request (or job) that enqueued it:
+ * beside the payload, which the catalog's schemas parse without it (zod drops unknown keys).
+ */
+export const JOB_REQUEST_ID = "requestId";
+const jobRequestId = z.object({ [JOB_REQUEST_ID]: z.string().optional() });
+
+/** The request id a job's data carries, if any. */
+export function requestIdOfJob(data: unknown): string | undefined {
+  const parsed = jobRequestId.safeParse(data);
+  return parsed.success ? parsed.data[JOB_REQUEST_ID] : undefined;
+}
+
 /** Validates the payload against the catalog and enqueues it. Returns the job id. */
 export async function sendJob<N extends JobName>(
   name: N,
   payload: JobPayload<N>,
   options: SendOptions = {},
 ): Promise<string> {
-  const data = jobCatalog[name].schema.parse(payload) as object;
+  const parsed = jobCatalog[name].schema.parse(payload) as object;
+  // One id finds the request, its jobs and the worker's work on them (docs/decisions/0202).
+  const requestId = currentRequestId();
+  const data = requestId ? { ...parsed, [JOB_REQUEST_ID]: requestId } : parsed;
   const id = await (await getBoss()).send(name, data, options);
   if (!id) throw new Error(`Job ${name} was not enqueued (deduplicated by singleton options)`);
   return id;
@@ -358,11 +375,24 @@ export const JOB_STATES = [
 ] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
-/** Jobs per queue and state, straight from pg-boss's table (its own counts lag a monitor pass). */
-export async function jobCounts(): Promise<Array<{ name: string } & Record<JobState, number>>> {
-  const rows = await db()<{ name: string; state: JobState; count: number }[]>`
-    select name, state::text as state, count(*)::int as count from pgboss.job group by name, state`;
-  const byName = new Map<string, { name: string } & Record<JobState, number>>();
+export type JobCounts = { name: string } & Record<JobState, number> & {
+    /** Seconds the oldest job that is due (created or retry, start_after passed) has waited. */
+    oldestPendingSeconds: number;
+  };
+
+/**
+ * Jobs per queue and state, and each queue's oldest due job's wait, straight from pg-boss's
+ * table (its own counts lag a monitor pass). The console and Prometheus read these.
+ */
+export async function jobCounts(): Promise<JobCounts[]> {
+  const rows = await db()<
+    { name: string; state: JobState; count: number; oldest: number | null }[]
+  >`
+    select name, state::text as state, count(*)::int as count,
+      extract(epoch from now() - min(start_after) filter (
+        where state in ('created', 'retry') and start_after <= now()))::float8 as oldest
+    from pgboss.job group by name, state`;
+  const byName = new Map<string, JobCounts>();
   for (const name of jobNames) {
     byName.set(name, {
       name,
@@ -372,11 +402,16 @@ export async function jobCounts(): Promise<Array<{ name: string } & Record<JobSt
       completed: 0,
       cancelled: 0,
       failed: 0,
+      oldestPendingSeconds: 0,
     });
   }
   for (const row of rows) {
     const entry = byName.get(row.name);
-    if (entry) entry[row.state] = row.count;
+    if (!entry) continue;
+    entry[row.state] = row.count;
+    if (row.oldest !== null) {
+      entry.oldestPendingSeconds = Math.max(entry.oldestPendingSeconds, row.oldest);
+    }
   }
   return [...byName.values()];
 }

@@ -1,5 +1,6 @@
 import pino from "pino";
 import { env } from "./env.server.ts";
+import { currentLogContext } from "./request-context.server.ts";
 
 // JSON lines in production (for the log pipeline), pretty on a terminal locally.
 function create(): pino.Logger {
@@ -29,7 +30,14 @@ function create(): pino.Logger {
 
 let instance: pino.Logger | undefined;
 
+/**
+ * The process's logger; inside a request (or a job a request enqueued) a child of it that puts
+ * the request id on every line, made once per request and only when it logs.
+ */
 export function logger(): pino.Logger {
   instance ??= create();
-  return instance;
+  const context = currentLogContext();
+  if (!context) return instance;
+  context.log ??= instance.child(context.bindings);
+  return context.log;
 }

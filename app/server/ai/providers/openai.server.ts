@@ -69,8 +69,10 @@ export function usageOf(body: { usage?: OpenAiUsage }): Usage | null {
 export function tapOpenAiStream(body: AsyncIterable<Uint8Array>): StreamCompletion {
   let usage: Usage | null = null;
   let text = "";
-  let settle!: (value: { usage: Usage | null; text: string; error?: string }) => void;
-  const done = new Promise<{ usage: Usage | null; text: string; error?: string }>((r) => {
+  let firstChunkAt: number | undefined;
+  type Done = { usage: Usage | null; text: string; error?: string; firstChunkAt?: number };
+  let settle!: (value: Done) => void;
+  const done = new Promise<Done>((r) => {
     settle = r;
   });
   const decoder = new TextDecoder();
@@ -92,19 +94,20 @@ export function tapOpenAiStream(body: AsyncIterable<Uint8Array>): StreamCompleti
       try {
         read = await upstream.next();
       } catch (error) {
-        settle({ usage, text, error: (error as Error).message });
+        settle({ usage, text, error: (error as Error).message, firstChunkAt });
         throw error;
       }
       if (read.done) {
         parser.end();
-        settle({ usage, text });
+        settle({ usage, text, firstChunkAt });
         return read;
       }
+      firstChunkAt ??= performance.now();
       parser.push(decoder.decode(read.value, { stream: true }));
       return read;
     },
     async return(reason?: unknown) {
-      settle({ usage, text, error: "client disconnected" });
+      settle({ usage, text, error: "client disconnected", firstChunkAt });
       await upstream.return?.(reason).catch(() => {});
       return { done: true, value: undefined };
     },

@@ -69,8 +69,11 @@ export interface Completion {
 export interface StreamCompletion {
   /** OpenAI chat.completion.chunk events as server-sent events, ending with `data: [DONE]`. */
   stream: ReadableStream<Uint8Array>;
-  /** Settles when the stream ends (or is cancelled): the usage and the text produced. */
-  done: Promise<{ usage: Usage | null; text: string; error?: string }>;
+  /**
+   * Settles when the stream ends (or is cancelled): the usage and the text produced, and when
+   * (performance.now()) the provider's first chunk arrived, if one did.
+   */
+  done: Promise<{ usage: Usage | null; text: string; error?: string; firstChunkAt?: number }>;
 }
 
 export interface ListedModel {
@@ -387,7 +390,7 @@ export function sourceStream(source: AsyncIterator<Uint8Array>): ReadableStream<
   return withDirectSource(stream, source);
 }
 
-type StreamResult = { usage: Usage | null; text: string; error?: string };
+type StreamResult = { usage: Usage | null; text: string; error?: string; firstChunkAt?: number };
 
 /**
  * Turns a provider's SSE body into OpenAI chunks: `translate` maps each upstream event to zero
@@ -409,6 +412,7 @@ export function translateSse(
   let failure: string | undefined;
   let out: Uint8Array[] = [];
   let ended = false;
+  let firstChunkAt: number | undefined;
   const emit = (chunk: unknown) => out.push(sseData(chunk));
   const parser = sseParser((event) => {
     try {
@@ -434,7 +438,7 @@ export function translateSse(
         } catch (error) {
           failure = `${provider}: ${(error as Error).message}`;
           ended = true;
-          settle({ ...result(), error: failure });
+          settle({ ...result(), error: failure, firstChunkAt });
           throw error;
         }
         if (read.done) {
@@ -442,8 +446,9 @@ export function translateSse(
           finish(emit);
           out.push(sseData("[DONE]"));
           ended = true;
-          settle({ ...result(), error: failure });
+          settle({ ...result(), error: failure, firstChunkAt });
         } else {
+          firstChunkAt ??= performance.now();
           parser.push(decoder.decode(read.value, { stream: true }));
         }
       }
@@ -451,7 +456,7 @@ export function translateSse(
     },
     async return(reason?: unknown) {
       ended = true;
-      settle({ ...result(), error: "client disconnected" });
+      settle({ ...result(), error: "client disconnected", firstChunkAt });
       await upstream.return?.(reason).catch(() => {});
       return { done: true, value: undefined };
     },

@@ -1,5 +1,6 @@
 import type { AppLoadContext, ServerBuild } from "@remix-run/node";
 import { API_ROUTE, type ApiHandler } from "../http.server.ts";
+import { type HttpRouteMetrics, httpRoute } from "../metrics/http.server.ts";
 
 // Remix's request handler flattens and re-ranks every route path on each request, which costs
 // more than most /api handlers themselves (see docs/decisions/0002-api-fast-path.md). /api
@@ -10,13 +11,19 @@ import { API_ROUTE, type ApiHandler } from "../http.server.ts";
 interface CompiledRoute {
   handler: ApiHandler;
   path: string;
+  /** Its requests' metrics, labelled with the template (never the concrete path). */
+  metrics: HttpRouteMetrics;
   pattern: RegExp;
   names: string[];
   /** Lower ranks first: static segments beat params, params beat a splat. */
   rank: number[];
 }
 
-export type ApiMatch = { handler: ApiHandler; params: Record<string, string> };
+export type ApiMatch = {
+  handler: ApiHandler;
+  params: Record<string, string>;
+  metrics: HttpRouteMetrics;
+};
 
 function fullPath(build: ServerBuild, id: string): string {
   const parts: string[] = [];
@@ -47,7 +54,14 @@ function compile(path: string, handler: ApiHandler): CompiledRoute {
       return `/${segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`;
     })
     .join("");
-  return { handler, path, pattern: new RegExp(`^${source}/?$`, "i"), names, rank };
+  return {
+    handler,
+    path,
+    metrics: httpRoute(path),
+    pattern: new RegExp(`^${source}/?$`, "i"),
+    names,
+    rank,
+  };
 }
 
 function safeDecode(value: string): string {
@@ -103,7 +117,7 @@ export function compileApiRoutes(build: ServerBuild): (pathname: string) => ApiM
         const value = m[i + 1];
         if (value !== undefined) params[name] = safeDecode(value);
       });
-      return { handler: route.handler, params };
+      return { handler: route.handler, params, metrics: route.metrics };
     }
     return undefined;
   };
@@ -117,7 +131,7 @@ export function compileApiRoutes(build: ServerBuild): (pathname: string) => ApiM
     const lower = pathname.toLowerCase();
     const key = lower.length > 1 && lower.endsWith("/") ? lower.slice(0, -1) : lower;
     const hit = exact.get(key);
-    if (hit) return { handler: hit.handler, params: {} };
+    if (hit) return { handler: hit.handler, params: {}, metrics: hit.metrics };
     return scan(byPrefix.get(prefixOfPath(lower)) ?? general, pathname);
   };
 }

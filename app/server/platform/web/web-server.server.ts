@@ -7,6 +7,16 @@ import { clientIp } from "../client-ip.server.ts";
 import { env } from "../env.server.ts";
 import { type Answer, API_ANSWER, API_ROUTE, bodyCapOf, MAX_BODY_BYTES } from "../http.server.ts";
 import { logger } from "../logger.server.ts";
+import { isMetricsPath, serveMetrics } from "../metrics/endpoint.server.ts";
+import {
+  HTTP_API_OTHER,
+  HTTP_METRICS,
+  HTTP_PAGE,
+  HTTP_STATIC,
+  type HttpRouteMetrics,
+} from "../metrics/http.server.ts";
+import { metricsEnabled } from "../metrics/registry.server.ts";
+import { requestIdFor, runWithRequestId } from "../request-context.server.ts";
 import { compileApiRoutes } from "./api-dispatch.server.ts";
 import { crossSitePage } from "./cross-site-page.server.ts";
 import type { Ingress } from "./ingress-proxy.server.ts";
@@ -64,12 +74,23 @@ export function createWebServer({
     "cache-control": "no-store",
   };
 
-  async function handle(req: IncomingMessage, res: ServerResponse) {
+  // Requests are counted and timed only while /metrics can be read (METRICS_TOKEN set).
+  const recordHttp = metricsEnabled();
+
+  /** Answers one request; gives the route template (or class) its metrics are recorded under. */
+  async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    requestId: string,
+  ): Promise<HttpRouteMetrics> {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const pathname = q === -1 ? url : url.slice(0, q);
     const isApi = pathname === "/api" || pathname.startsWith("/api/");
     const match = isApi ? matchApi(pathname) : undefined;
+    const route = match?.metrics ?? (isApi ? HTTP_API_OTHER : HTTP_PAGE);
+    // API routes built with the builder send the id themselves (with their other headers).
+    if (!match) res.setHeader("x-request-id", requestId);
     // Every body is capped before anything reads it (docs/decisions/0197): the route's own cap
     // (`maxBodyBytes`), the default for every other route and page action.
     const withBody = hasBody(req);
@@ -80,13 +101,13 @@ export function createWebServer({
         : MAX_BODY_BYTES;
     if (withBody && (declaredLength(req) ?? 0) > cap) {
       refuseTooLarge(res, cap); // before a byte of it is read
-      return;
+      return route;
     }
     // An answer given before the body was read to its end closes the connection: the rest is
     // never read (Node would otherwise read and discard it, for as long as the client sends).
     const closing = () => (withBody && !req.complete ? CLOSE : undefined);
     const defaults = () => (closing() ? { ...securityHeaders, ...CLOSE } : securityHeaders);
-    if (!isApi && (await serveStatic(root, req, res, pathname, defaults()))) return;
+    if (!isApi && (await serveStatic(root, req, res, pathname, defaults()))) return HTTP_STATIC;
     const canonical = isApi ? undefined : canonicalOriginFor(req.headers.host, env().APP_URL);
     if (canonical) {
       if (req.method === "GET" || req.method === "HEAD") {
@@ -96,7 +117,7 @@ export function createWebServer({
         res.write(wrongAddressPage(req.headers.host ?? "", canonical, stylesheet));
       }
       res.end();
-      return;
+      return HTTP_PAGE;
     }
     // A form posted to a page from another site: refused here with a page that says why
     // (Remix's own origin check would throw, and Remix answers that with an empty 500). /api
@@ -110,7 +131,7 @@ export function createWebServer({
       if (crossSite) {
         res.writeHead(403, { ...refusalHeaders, ...closing() });
         res.end(crossSitePage(origin, stylesheet));
-        return;
+        return HTTP_PAGE;
       }
     }
 
@@ -125,7 +146,7 @@ export function createWebServer({
         body = match ? await readSmallBody(req, Math.min(cap, MAX_BODY_BYTES)) : undefined;
       } catch {
         res.destroy(); // the client went away mid-body: nobody to answer
-        return;
+        return route;
       }
       body ??= cappedBody(req, cap, () => {
         refused = true;
@@ -145,11 +166,12 @@ export function createWebServer({
             remix(request, context),
           );
     } catch (error) {
-      if (refused) return; // the route failed on the body cut off: 413 is out already
+      if (refused) return route; // the route failed on the body cut off: 413 is out already
       throw error;
     }
-    if (refused) return;
+    if (refused) return route;
     await sendResponse(res, response, req.method === "HEAD", defaults());
+    return route;
   }
 
   /** 413 {error} with the connection closed after it (the rest of the body is never read). */
@@ -169,9 +191,13 @@ export function createWebServer({
     res.end(text);
   }
 
-  const server = createServer((req, res) => {
-    if (ingress?.handle(req, res)) return;
-    handle(req, res).catch((error: unknown) => {
+  /** One request under its id, timed from here until its answer is handed to the socket. */
+  async function serve(req: IncomingMessage, res: ServerResponse, requestId: string) {
+    const startedAt = performance.now();
+    let route = HTTP_PAGE;
+    try {
+      route = await handle(req, res, requestId);
+    } catch (error) {
       logger().error({ err: error, url: req.url }, "request failed outside a route");
       if (!res.headersSent) {
         res.writeHead(500, { ...securityHeaders, "Content-Type": "application/json" });
@@ -179,7 +205,30 @@ export function createWebServer({
       } else {
         res.destroy();
       }
-    });
+    }
+    if (recordHttp) {
+      route.record(req.method, res.statusCode, (performance.now() - startedAt) / 1000);
+    }
+  }
+
+  const server = createServer((req, res) => {
+    if (ingress?.handle(req, res)) return;
+    if (isMetricsPath(req.url)) {
+      const startedAt = performance.now();
+      serveMetrics(req, res, securityHeaders).then(
+        () => {
+          if (!recordHttp) return;
+          HTTP_METRICS.record(req.method, res.statusCode, (performance.now() - startedAt) / 1000);
+        },
+        (error: unknown) => {
+          logger().error({ err: error }, "metrics answer failed");
+          res.destroy();
+        },
+      );
+      return;
+    }
+    const requestId = requestIdFor(req.headers["x-request-id"], req.socket.remoteAddress);
+    void runWithRequestId(requestId, serve, req, res, requestId);
   });
   // WebSocket endpoints (the ingress, the live agent socket) are handed in by the entry, which
   // knows the areas; one listener, so that exactly one of them answers each upgrade.
