@@ -4,6 +4,7 @@ import { z } from "zod";
 import { AuditTable } from "../components/audit-table.tsx";
 import { Card } from "../components/forms.tsx";
 import { ActionButton, OpsNotices, usd } from "../components/ops.tsx";
+import { extraSeatsSchema } from "../schemas/organisations.ts";
 import { opsAction, requireOperator } from "../server/ops/access.server.ts";
 import {
   assignPlanAsOperator,
@@ -11,6 +12,7 @@ import {
   grantCreditsAsOperator,
   opsUserDetail,
   setOperator,
+  setOrganisationSeatsAsOperator,
   suspendUser,
   unsuspendUser,
 } from "../server/ops/users.server.ts";
@@ -35,6 +37,7 @@ const userActions = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("grant-operator") }),
   z.object({ intent: z.literal("revoke-operator") }),
   z.object({ intent: z.literal("delete"), confirm: z.literal("yes") }),
+  extraSeatsSchema.extend({ intent: z.literal("set-seats") }),
   z.object({ intent: z.literal("assign-plan"), plan: z.enum([...SELF_HOSTED_PLANS, "default"]) }),
   z.object({
     intent: z.literal("grant-credits"),
@@ -72,6 +75,9 @@ export const action = opsAction({
           grant.created ? `Granted ${usd(grant.microUsd)}.` : "That grant was made already.",
         );
       }
+      case "set-seats":
+        await setOrganisationSeatsAsOperator(operator.id, userId, value.seats);
+        return back(`Extra seats: ${value.seats}.`);
       case "delete":
         await deleteUserAsOperator(operator.id, userId);
         return `/ops/users?notice=${encodeURIComponent("Account deleted.")}`;
@@ -156,6 +162,31 @@ export default function OpsUser() {
           )}
         </div>
       </Card>
+      {page.seats ? (
+        <Card title="Seats">
+          <p className="text-sm">
+            {page.seats.used} taken and {page.seats.pending} invited of{" "}
+            {page.seats.limit === null ? "unlimited" : page.seats.limit} (the plan's{" "}
+            {page.seats.fromPlan === null ? "unlimited" : page.seats.fromPlan}, {page.seats.extra}{" "}
+            extra).
+          </p>
+          <Form method="post" className="flex items-center gap-2 text-sm">
+            <input type="hidden" name="intent" value="set-seats" />
+            <label htmlFor="seats">Extra seats</label>
+            <input
+              id="seats"
+              name="seats"
+              inputMode="numeric"
+              defaultValue={page.seats.extra}
+              required
+              className="w-24 rounded border px-2 py-0.5"
+            />
+            <button type="submit" className="rounded border border-slate-300 px-2 py-0.5 text-xs">
+              Set
+            </button>
+          </Form>
+        </Card>
+      ) : null}
       <Card title="Plan and credits">
         <p className="text-sm">
           Operator plan: <strong>{page.assignedPlan.plan}</strong> ({page.assignedPlan.source}

@@ -3,6 +3,7 @@ import * as root from "../../app/root.tsx";
 import * as agentsPage from "../../app/routes/agents._index.tsx";
 import * as chatPage from "../../app/routes/agents.$id.chat.tsx";
 import * as invitationPage from "../../app/routes/invitations.$token.tsx";
+import * as opsUserPage from "../../app/routes/ops.users.$id.tsx";
 import * as organisationsPage from "../../app/routes/organizations._index.tsx";
 import * as organisationPage from "../../app/routes/organizations.$id.tsx";
 import * as signupPage from "../../app/routes/signup.tsx";
@@ -89,6 +90,45 @@ describe("organisation pages", () => {
     expect(JSON.stringify(after.body)).not.toContain(agent.id);
     const stranger = await page(spaces, "/spaces", await who(MEMBER), { space: org, next: "/" });
     expect(stranger.status).toBe(404);
+  });
+
+  it("lets an operator give an organisation extra seats from /ops", async () => {
+    const made = await page(organisationsPage, "/organizations", await who(OWNER), {
+      name: "Seats Co",
+    });
+    const org = made.location?.split("/").pop() as string;
+    await ensureUser("usr_pages_operator");
+    await db()`update users set is_operator = true where id = 'usr_pages_operator'`;
+    const set = await page(
+      opsUserPage,
+      `/ops/users/${org}`,
+      await who("usr_pages_operator"),
+      { intent: "set-seats", seats: "3" },
+      { id: org },
+    );
+    expect(set.status).toBe(303);
+    const shown = await page(
+      opsUserPage,
+      `/ops/users/${org}`,
+      await who("usr_pages_operator"),
+      undefined,
+      {
+        id: org,
+      },
+    );
+    expect((shown.body as { seats: { extra: number; limit: number } }).seats).toMatchObject({
+      extra: 3,
+      limit: 4,
+    });
+    // Not an operator: refused.
+    const refused = await page(
+      opsUserPage,
+      `/ops/users/${org}`,
+      await who(OWNER),
+      { intent: "set-seats", seats: "50" },
+      { id: org },
+    );
+    expect(refused.status).not.toBe(303);
   });
 
   it("invite by email, and the invitee joins from the link's page with a new account", async () => {
