@@ -20,8 +20,8 @@ import { formAction } from "../server/platform/form-action.server.ts";
 export const meta: MetaFunction = () => [{ title: "Agents — Agent Platform" }];
 
 export async function loader({ request }: LoaderFunctionArgs) {
-  const { user } = await pageOwner(request, "agents.read");
-  return agentsOverview(user.id);
+  const { user, organisation } = await pageOwner(request, "agents.read");
+  return { ...(await agentsOverview(user.id)), space: organisation?.name ?? null };
 }
 
 // 402 (no subscription, tier above the plan) and 429 (tier limit) land on the form.
@@ -54,14 +54,14 @@ export default function Agents() {
     shouldRevalidate: "onInput",
     onValidate: ({ formData }) => parseWithZod(formData, { schema: provisionFormSchema }),
   });
-  const { agents, subscribed, tier, tiers, limit, models, selfHosted } = overview;
+  const { agents, subscribed, tier, tiers, limit, models, selfHosted, space } = overview;
   const full = subscribed && agents.length >= limit;
   return (
     <div className="space-y-6">
       <h1 className="text-2xl font-semibold">Agents</h1>
       {searchParams.get("notice") === "deleted" ? <Notice>Agent deleted.</Notice> : null}
 
-      <Card title="Your agents">
+      <Card title={space ? `${space}'s agents` : "Your agents"}>
         {agents.length === 0 ? (
           <p className="text-sm text-slate-600">
             No agents yet.{" "}
