@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import * as agentRoute from "../../app/routes/api.agent.ts";
+import * as eventsRoute from "../../app/routes/api.agents.$id.events.ts";
 import * as agentRouteById from "../../app/routes/api.agents.$id.ts";
 import * as provisionRoute from "../../app/routes/api.agents.provision.ts";
 import * as agentsRoute from "../../app/routes/api.agents.ts";
@@ -79,6 +80,29 @@ afterAll(async () => {
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
 });
+
+/** The agent's progress stream for a member (X-Organization); resolves its events and end. */
+async function progressStream(userId: string, org: string, agentId: string) {
+  const response = await eventsRoute.loader({
+    request: new Request(`http://localhost/api/agents/${agentId}/events`, {
+      headers: await as(userId, org),
+    }),
+    params: { id: agentId },
+    context: { remoteAddress: "127.0.0.1" },
+  });
+  expect(response.status).toBe(200);
+  const events: string[] = [];
+  if (!response.body) throw new Error("the stream has no body");
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  const ended = (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      for (const m of value.matchAll(/^event: (.*)$/gm)) events.push(m[1] as string);
+    }
+  })();
+  return { events, ended };
+}
 
 describe("organisations", () => {
   it("are made by a person, who owns them; members come with a role, under the owner rules", async () => {
@@ -224,5 +248,26 @@ describe("organisations", () => {
     // And over HTTP the organisation is gone for them.
     const after = await call(agentsRoute, "/api/agents", { headers: await as(MEMBER, org) });
     expect(after.status).toBe(404);
+  });
+
+  it("keeps a viewer's progress stream open (it may read), and ends it when they are removed", async () => {
+    const org = await newOrganisation("Watch Co");
+    await add(org, VIEWER, "viewer");
+    await subscribe(org);
+    const made = await call(provisionRoute, "/api/agents/provision", {
+      method: "POST",
+      body: { name: "Watched" },
+      headers: await as(OWNER, org),
+    });
+    expect(made.status).toBe(201);
+    const watching = await progressStream(VIEWER, org, made.json.agent.id as string);
+    await expect.poll(() => watching.events[0]).toBe("progress");
+    await call(memberRoute, `/api/organizations/${org}/members/${VIEWER}`, {
+      method: "DELETE",
+      params: { id: org, userId: VIEWER },
+      headers: await as(OWNER),
+    });
+    await watching.ended;
+    expect(watching.events.at(-1)).toBe("error");
   });
 });

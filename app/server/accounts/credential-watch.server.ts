@@ -12,7 +12,10 @@ import { CREDENTIALS_CHANNEL } from "./credential-cache.server.ts";
 // LIVE_RECHECK_MS all of them are asked anyway (the backstop for a listener that cannot connect).
 // docs/decisions/0198-live-sockets-recheck-their-credential.md
 
-/** The credential a connection was opened with, as much as is needed to check it again. */
+/**
+ * The credential a connection was opened with, as much as is needed to check it again: its
+ * person (`userId`), whichever owner the connection acts for (decision 0203).
+ */
 export interface LiveCredential {
   userId: string;
   via: Auth["via"];
@@ -22,7 +25,7 @@ export interface LiveCredential {
 
 export function liveCredentialOf(auth: Auth): LiveCredential {
   return {
-    userId: auth.user.id,
+    userId: auth.person.id,
     via: auth.via,
     ...(auth.sessionId ? { sessionId: auth.sessionId } : {}),
     ...(auth.keyId ? { keyId: auth.keyId } : {}),

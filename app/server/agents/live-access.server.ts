@@ -4,7 +4,7 @@ import {
   watchCredential,
 } from "../accounts/credential-watch.server.ts";
 import { organisationActing } from "../organisations/acting.server.ts";
-import { allows } from "../organisations/roles.server.ts";
+import { allows, type Permission } from "../organisations/roles.server.ts";
 import { db } from "../platform/db.server.ts";
 import { logger } from "../platform/logger.server.ts";
 
@@ -16,6 +16,8 @@ import { logger } from "../platform/logger.server.ts";
 export interface LiveTarget {
   ownerId: string;
   agentId?: string;
+  /** What the connection does, for a member of an organisation owner (default: chat). */
+  permission?: Permission;
 }
 
 /** The close reason (WebSocket) and `error` (event stream) of a revoked connection. */
@@ -29,7 +31,8 @@ export const REVOKED = "credential revoked";
 export async function mayStillUse(credential: LiveCredential, target: LiveTarget) {
   if (credential.userId !== target.ownerId) {
     const acting = await organisationActing(target.ownerId, credential.userId);
-    if (!acting || !allows(acting.role, "agents.chat") || acting.organisation.suspendedAt) {
+    const permission = target.permission ?? "agents.chat";
+    if (!acting || !allows(acting.role, permission) || acting.organisation.suspendedAt) {
       return false;
     }
   }

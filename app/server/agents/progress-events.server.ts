@@ -99,10 +99,11 @@ const frame = (event: string, data: unknown) =>
  */
 export async function progressEvents(
   credential: LiveCredential,
+  ownerId: string,
   agentId: string,
   signal: AbortSignal,
 ) {
-  const userId = credential.userId;
+  const userId = ownerId;
   await getOwnedAgent(userId, agentId);
   const open = openPerUser.get(userId) ?? 0;
   if (open >= STREAMS_PER_USER) {
@@ -188,7 +189,7 @@ export async function progressEvents(
       timers.push(setTimeout(close, MAX_STREAM_MS));
       signal.addEventListener("abort", close);
       shutdownSignal().addEventListener("abort", close);
-      unguard = guardLive(credential, { ownerId: userId, agentId }, () => {
+      unguard = guardLive(credential, { ownerId: userId, agentId, permission: "agents.read" }, () => {
         if (closed) return;
         controller.enqueue(frame("error", { error: REVOKED }));
         close();
