@@ -69,3 +69,10 @@ export const brandingSchema = z
     (b) => Object.keys(b).length > 0,
     "nothing to change: give displayName, logoUrl or senderName",
   );
+
+/** The organisation page's branding form: an empty field clears it (no JavaScript needed). */
+export const brandingFormSchema = z.object({
+  displayName: oneLine(80).optional(),
+  logoUrl: logoUrlSchema.optional(),
+  senderName: oneLine(60).optional(),
+});
