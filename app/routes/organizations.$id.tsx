@@ -4,8 +4,11 @@ import type { LoaderFunctionArgs, MetaFunction } from "@remix-run/node";
 import { Form, useActionData, useLoaderData } from "@remix-run/react";
 import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
-import { newMemberSchema, roleSchema } from "../schemas/organisations.ts";
+import { OrganisationBranding } from "../components/organisation-branding.tsx";
+import { MissionControl } from "../components/organisation-overview.tsx";
+import { brandingFormSchema, newMemberSchema, roleSchema } from "../schemas/organisations.ts";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
+import { brandingOf, setBranding } from "../server/organisations/branding.server.ts";
 import {
   inviteMember,
   listInvitations,
@@ -18,6 +21,7 @@ import {
   membershipOf,
   removeMember,
 } from "../server/organisations/organisations.server.ts";
+import { organisationOverview } from "../server/organisations/overview.server.ts";
 import { allows, ROLES } from "../server/organisations/roles.server.ts";
 import { seatsOf } from "../server/organisations/seats.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
@@ -41,6 +45,8 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
       ? await listInvitations(id, user.id)
       : [],
     seats: await seatsOf(id),
+    branding: await brandingOf(id, user.id),
+    overview: await organisationOverview(id, user.id),
     me: user.id,
   };
 }
@@ -51,6 +57,7 @@ const schema = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("revoke"), invitationId: z.string().max(64) }),
   z.object({ intent: z.literal("role"), userId: z.string().max(64), role: roleSchema }),
   z.object({ intent: z.literal("remove"), userId: z.string().max(64) }),
+  brandingFormSchema.extend({ intent: z.literal("branding") }),
 ]);
 
 // The services check the caller's role (members.manage, the owner rules).
@@ -65,6 +72,15 @@ export const action = /* @__PURE__ */ formAction({
     if (value.intent === "invite") {
       const invited = await inviteMember(id, user.id, { email: value.email, role: value.role });
       return { notice: `Invitation sent to ${invited.email} (valid 7 days).` };
+    }
+    if (value.intent === "branding") {
+      // An empty field clears it (null), as the API's PATCH does.
+      await setBranding(id, user.id, {
+        displayName: value.displayName ?? null,
+        logoUrl: value.logoUrl ?? null,
+        senderName: value.senderName ?? null,
+      });
+      return { notice: "Branding saved: the organisation's emails carry it from now on." };
     }
     if (value.intent === "revoke") {
       await revokeInvitation(id, user.id, value.invitationId);
@@ -86,7 +102,7 @@ export const action = /* @__PURE__ */ formAction({
 const selectClass = "rounded-md border border-slate-300 bg-white px-2 py-1 text-sm";
 
 export default function Organisation() {
-  const { organisation, role, manages, members, me, invitations, seats } =
+  const { organisation, role, manages, members, me, invitations, seats, branding, overview } =
     useLoaderData<typeof loader>();
   const actionData = useActionData<typeof action>();
   const [form, fields] = useForm<z.input<typeof newMemberSchema>>({
@@ -113,6 +129,8 @@ export default function Organisation() {
           {error}
         </p>
       ) : null}
+      <MissionControl overview={overview} />
+      <OrganisationBranding branding={branding} manages={manages} />
       <Card title="Members">
         <table className="w-full text-left text-sm">
           <thead className="text-slate-500">

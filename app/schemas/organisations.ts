@@ -37,3 +37,42 @@ export const extraSeatsSchema = z.object({
     .min(0, "at least 0")
     .max(100_000, "at most 100000"),
 });
+
+// Printable text on one line: these go into a mail header and a subject (decision 0207).
+const oneLine = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1, "is required")
+    .max(max, `at most ${max} characters`)
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters
+    .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "one line of text, no control characters");
+
+/** An https URL of the logo the organisation's emails show (never http: mail clients warn). */
+export const logoUrlSchema = z
+  .string()
+  .trim()
+  .max(500, "at most 500 characters")
+  .pipe(z.url({ protocol: /^https$/, hostname: z.regexes.domain, error: "must be an https URL" }));
+
+/**
+ * PATCH /api/organizations/:id/branding: the fields to change; null clears one (decision 0207).
+ */
+export const brandingSchema = z
+  .object({
+    displayName: oneLine(80).nullable().optional(),
+    logoUrl: logoUrlSchema.nullable().optional(),
+    senderName: oneLine(60).nullable().optional(),
+  })
+  .strict()
+  .refine(
+    (b) => Object.keys(b).length > 0,
+    "nothing to change: give displayName, logoUrl or senderName",
+  );
+
+/** The organisation page's branding form: an empty field clears it (no JavaScript needed). */
+export const brandingFormSchema = z.object({
+  displayName: oneLine(80).optional(),
+  logoUrl: logoUrlSchema.optional(),
+  senderName: oneLine(60).optional(),
+});

@@ -74,6 +74,14 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const sameIds: Same<PlanId, Exclude<(typeof SELF_HOSTED_PLANS)[number], "none">> = true;
 void sameIds;
 
+/**
+ * Plans that sell white-label emails (`label`: "white-label emails", `network`: "white-label
+ * reselling", whose branding part is the same). docs/decisions/0207
+ */
+export const WHITE_LABEL_PLANS: readonly PlanId[] = ["label", "network"];
+export const hasWhiteLabel = (plan: string): boolean =>
+  (WHITE_LABEL_PLANS as readonly string[]).includes(plan);
+
 /** Audit log retention in days, without and with the Audit Logs add-on. */
 export const AUDIT_RETENTION_DAYS = { base: 90, withAddOn: 365 } as const;
 

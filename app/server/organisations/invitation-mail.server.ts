@@ -1,5 +1,7 @@
 import { env } from "../platform/env.server.ts";
 import type { Mail } from "../platform/mail.server.ts";
+import { brandedMail, shownName } from "./branded-mail.server.ts";
+import type { Branding } from "./branding.server.ts";
 import type { Role } from "./roles.server.ts";
 
 // The invitation's email (decision 0204). The link carries the token, which is in this mail
@@ -22,17 +24,21 @@ export function invitationMail(input: {
   role: Role;
   token: string;
   expiresAt: Date;
+  /** The organisation's white-label branding while its plan has it (decision 0207). */
+  branding: Branding;
 }): Mail {
-  const organisation = oneLine(input.organisationName, 80);
+  const organisation = oneLine(shownName(input.organisationName, input.branding), 80);
   const inviter = oneLine(input.inviterName, 80);
   const link = invitationLink(input.token);
-  return {
+  // A white-labelled organisation's mail does not name the platform (the link still shows it).
+  const where = input.branding.displayName ? "" : " on Agent Platform";
+  const mail = {
     to: input.to,
-    subject: `${inviter} invited you to ${organisation} on Agent Platform`,
+    subject: `${inviter} invited you to ${organisation}${where}`,
     text: [
       "Hello,",
       "",
-      `${inviter} invited you to join the organisation "${organisation}" on Agent Platform as ${input.role === "admin" || input.role === "owner" ? "an" : "a"} ${input.role}.`,
+      `${inviter} invited you to join the organisation "${organisation}"${where} as ${input.role === "admin" || input.role === "owner" ? "an" : "a"} ${input.role}.`,
       "",
       "Open this link to accept. Sign in with this email address, or create an account with it:",
       "",
@@ -42,4 +48,5 @@ export function invitationMail(input: {
       "If you did not expect it, ignore this email: nothing happens unless you accept.",
     ].join("\n"),
   };
+  return brandedMail(mail, input.branding, input.organisationName);
 }

@@ -7,6 +7,7 @@ import { txExecutor } from "../platform/db-helpers.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { newId, randomToken, sha256 } from "../platform/ids.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
+import { activeBranding } from "./branding.server.ts";
 import { invitationMail } from "./invitation-mail.server.ts";
 import {
   checkOwnerRule,
@@ -79,6 +80,8 @@ export async function inviteMember(
 ): Promise<Invitation> {
   const email = input.email.trim();
   const seats = takesSeat(input.role) ? await seatLimit(organisationId) : undefined;
+  // Read before the transaction, as the seats are (the plan's reads use their own connections).
+  const branding = await activeBranding(organisationId);
   return db().begin(async (t) => {
     const actor = await requirePermission(organisationId, personId, "members.manage", t);
     checkOwnerRule(actor.role, undefined, input.role);
@@ -106,6 +109,7 @@ export async function inviteMember(
         role: input.role,
         token,
         expiresAt: row.expires_at,
+        branding,
       }),
       { db: txExecutor(t) },
     );

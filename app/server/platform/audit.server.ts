@@ -50,6 +50,7 @@ export const AUDIT_ACTIONS = [
   "invitation.revoked",
   "invitation.accepted",
   "seats.changed",
+  "branding.changed",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

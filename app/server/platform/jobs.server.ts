@@ -59,6 +59,13 @@ export const jobCatalog = {
       subject: z.string().min(1).max(200),
       text: z.string().min(1),
       html: z.string().optional(),
+      // A white-label sender name (decision 0207): one line, no control characters.
+      fromName: z
+        .string()
+        .min(1)
+        .max(60)
+        .refine((s) => ![...s].some((c) => c < " " || c === "\u007f"))
+        .optional(),
     }),
     { retryLimit: 5, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 60 },
   ),

@@ -10,6 +10,11 @@ export interface Mail {
   subject: string;
   text: string;
   html?: string | undefined;
+  /**
+   * The From header's display name for this message (an organisation's white-label sender,
+   * decision 0207); the address stays MAIL_FROM's, so SPF and DKIM keep holding.
+   */
+  fromName?: string | undefined;
 }
 
 export interface Delivery {
@@ -29,6 +34,10 @@ function smtp(url: string): Transporter {
   return transport;
 }
 
+/** The bare address of MAIL_FROM (`Name <a@b>` or `a@b`). */
+export const mailFromAddress = (from: string): string =>
+  /<([^<>]+)>\s*$/.exec(from)?.[1] ?? from.trim();
+
 const links = (text: string) => text.match(/https?:\/\/[^\s<>"']+/g) ?? [];
 
 /**
@@ -38,7 +47,10 @@ const links = (text: string) => text.match(/https?:\/\/[^\s<>"']+/g) ?? [];
  */
 export async function deliverMail(mail: Mail): Promise<Delivery> {
   const { SMTP_URL, MAIL_FROM, DATA_DIR } = env();
-  const message = { from: MAIL_FROM, ...mail };
+  const { fromName, ...content } = mail;
+  // nodemailer encodes the name (RFC 2047) and quotes it: a name cannot add a header or address.
+  const from = fromName ? { name: fromName, address: mailFromAddress(MAIL_FROM) } : MAIL_FROM;
+  const message = { from, ...content };
   if (SMTP_URL) {
     const info = await smtp(SMTP_URL).sendMail(message);
     return { messageId: String(info.messageId), via: "smtp" };
