@@ -75,6 +75,13 @@ export default function Pricing() {
                   <li key={f}>{f}</li>
                 ))}
               </ul>
+              {p.id === "network" ? (
+                // Decision 0207: branding is delivered; reselling to customers of one's own is not.
+                <p className="text-xs text-slate-500">
+                  White-label today: your organisation's name, logo and sender on its emails.
+                  Reselling to customers of your own is not available yet.
+                </p>
+              ) : null}
               {selfHosted ? (
                 <p className="text-sm text-slate-600">Given by the operator here</p>
               ) : (
