@@ -18,6 +18,7 @@ import { tryInstanceLock } from "./lock.ts";
 import { recordClusterNodes } from "./nodes.ts";
 import { observe } from "./observe.ts";
 import { pooledContainerNames } from "./pool.ts";
+import { discardDeadFills } from "./pool-dead-fills.ts";
 import { settleStaleVolumes } from "./recover.ts";
 import { recoverInterruptedRestores } from "./restore-recovery.ts";
 import { startRun } from "./run-progress.ts";
@@ -210,6 +211,7 @@ export async function reconcileAll() {
     [],
   );
   const leftovers = await step("removing dead jobs' one-shots", removeDeadJobLeftovers, []);
+  const deadFills = await step("discarding dead fills' pooled gateways", discardDeadFills, []);
   // Before the instances: an interrupted restore's instance goes back to its old volume.
   const restores = await step("recovering interrupted restores", recoverInterruptedRestores, []);
   const results: Record<string, string> = {};
@@ -219,13 +221,19 @@ export async function reconcileAll() {
   const staleVolumes = await step("settling stale volumes", settleStaleVolumes, []);
   recordReconcilePass(
     Object.values(results),
-    orphans.length + networks.length + leftovers.length + restores.length + staleVolumes.length,
+    orphans.length +
+      networks.length +
+      leftovers.length +
+      deadFills.length +
+      restores.length +
+      staleVolumes.length,
   );
   return {
     instances: results,
     orphansRemoved: orphans,
     networksRemoved: networks,
     leftoversRemoved: leftovers,
+    deadFillsDiscarded: deadFills,
     restoresRecovered: restores,
     storageMeasured,
     staleVolumesSettled: staleVolumes.length,
