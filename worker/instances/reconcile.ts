@@ -11,6 +11,7 @@ import { recordReconcilePass } from "../metrics.ts";
 import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/index.ts";
 import { ensureContainer } from "./container.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, isUp, log, rt } from "./engine.ts";
+import { stoppedWithEngine } from "./engine-watch.ts";
 import { PLATFORM_CONFIG_VERSION, reapplyConfig } from "./gateway-config.ts";
 import { isolateGateway, removeOrphanNetworks } from "./gateway-networks.ts";
 import { removeDeadJobLeftovers, removeInstanceLeftovers } from "./leftovers.ts";
@@ -86,6 +87,15 @@ function downPatch(row: InstanceRow, info: ContainerInfo | undefined): InstanceP
 
 /** Records why the gateway is down, then restarts it unless its backoff is still running. */
 async function heal(row: InstanceRow, info: ContainerInfo | undefined): Promise<string> {
+  // Stopped by the engine's shutdown: no crash of the gateway's (no error, backoff or count),
+  // and `starting` while it comes back (ensureContainer records it), not `error`.
+  if (await stoppedWithEngine(info)) {
+    const run = await startRun(row.id, "restart");
+    await ensureContainer(row);
+    await run.step("container-created");
+    await queueWarmUp(row.id);
+    return "stopped with the engine, restarted";
+  }
   const patch = downPatch(row, info);
   const now = Date.now();
   if (row.next_restart_at && row.next_restart_at.getTime() > now) {
