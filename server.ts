@@ -12,6 +12,7 @@ import { logger } from "./app/server/platform/logger.server.ts";
 import { collectProcessMetrics } from "./app/server/platform/metrics/registry.server.ts";
 import { beginShutdown } from "./app/server/platform/shutdown.server.ts";
 import { onStopSignal } from "./app/server/platform/supervisor.server.ts";
+import { gracefulStop } from "./app/server/platform/web/graceful-stop.server.ts";
 import { createIngress } from "./app/server/platform/web/ingress-proxy.server.ts";
 import { createWebServer } from "./app/server/platform/web/web-server.server.ts";
 import { migrate } from "./db/migrate.ts";
@@ -44,14 +45,16 @@ server.listen(config.PORT, config.HOST, () => {
   logger().info({ url: config.APP_URL, listening: `${config.HOST}:${port}` }, "web listening");
 });
 
+const stop = gracefulStop(server);
 onStopSignal((signal) => {
   logger().info({ signal }, "web stopping");
   beginShutdown(); // requests awaiting a job answer now with what is known
 
-  // In-flight answers finish, then their usage is settled and credit leases given back.
-  server.close(() => {
-    flushMetering().finally(() => process.exit(0));
+  // In-flight answers finish (10 s at most; kept-alive connections close as their answers end),
+  // then their usage is settled and credit leases given back, on either path. Within the
+  // supervisor's 15 s.
+  void stop({ graceMs: 10_000, flush: flushMetering, flushTimeoutMs: 4_000 }).then((outcome) => {
+    logger().info({ outcome }, "web stopped");
+    process.exit(0);
   });
-  server.closeIdleConnections();
-  setTimeout(() => process.exit(0), 10_000).unref();
 });

@@ -70,6 +70,8 @@ export default function OpsOverview() {
           <dd>{usd(operations.ledger.ledgerMicroUsd)}</dd>
           <dt>Ledger drift</dt>
           <dd>{usd(operations.ledger.driftMicroUsd)}</dd>
+          <dt>Uncollected</dt>
+          <dd data-testid="ops-uncollected">{usd(operations.ledger.uncollectedMicroUsd)}</dd>
         </dl>
       </Card>
       <Card title={`AI providers (${aiStatus})`}>

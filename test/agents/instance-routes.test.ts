@@ -33,6 +33,7 @@ import {
   buildImage,
   cleanupTestObjects,
   describeDocker,
+  ensureHealthzImage,
   ensureSleeperImage,
   GATEWAY_IMAGE,
   HEALTHZ_LINES,
@@ -132,12 +133,17 @@ describeDocker("instance lifecycle routes (Docker)", () => {
   });
 
   it("start, stop, restart, stats, update answer the contract's bodies, observed in Docker", async () => {
+    // Start and restart answer once /healthz does (issue 52): a stand-in that answers it.
+    process.env.AGENT_GATEWAY_IMAGE = ensureHealthzImage();
+    resetEnvCache();
     const userId = "usr_life";
     await ensureUser(userId);
     const row = await ensureInstanceRecord(userId, { plan: "collective" });
 
     const started = await post(startRoute, userId, "start");
     expect(started).toMatchObject({ status: 200, json: { success: true, status: "running" } });
+    // The answer and a read straight after agree.
+    expect((await get(getInstanceRoute, userId)).json.status).toBe("running");
     const info = await rt.inspect(row.container_name);
     expect(info?.running).toBe(true);
     expect(info?.labels[LABELS.userId]).toBe(userId);
@@ -163,18 +169,19 @@ describeDocker("instance lifecycle routes (Docker)", () => {
     const restarted = await post(restartRoute, userId, "restart");
     expect(restarted.json).toEqual({ success: true, status: "running" });
     expect((await rt.inspect(row.container_name))?.running).toBe(true);
-    // Each start-up is a progress run (decision 0158). The stand-in never answers /healthz, so
-    // the start was never seen ready: the restart cut it short, and is at its first step.
+    // Issue 52: the restart answered `running` while a GET straight after said `starting`.
+    expect((await get(getInstanceRoute, userId)).json.status).toBe("running");
+    // Each start-up is a progress run (decision 0158), ready once the gateway answered.
     const runs = () =>
       db()<{ action: string; outcome: string | null }[]>`
         select action, outcome from instance_runs where instance_id = ${row.id} order by id`;
     expect(await runs()).toEqual([
-      { action: "start", outcome: "failed" },
-      { action: "restart", outcome: null },
+      { action: "start", outcome: "ready" },
+      { action: "restart", outcome: "ready" },
     ]);
     const steps = await db()<{ step: string }[]>`
-      select step from instance_progress where instance_id = ${row.id}`;
-    expect(steps.map((s) => s.step)).toEqual(["container-created"]);
+      select step from instance_progress where instance_id = ${row.id} order by step`;
+    expect(steps.map((s) => s.step)).toEqual(["container-created", "gateway-healthy", "ready"]);
 
     await sampleAll();
     const stats = await get(statsRoute, userId, "stats");
@@ -185,8 +192,8 @@ describeDocker("instance lifecycle routes (Docker)", () => {
       status: expect.any(String),
       plan: "collective",
       gatewayVersion: expect.any(String),
-      // The sleeper stand-in never answers /healthz, so it is not observed running: not live.
-      stale: true,
+      // Observed running (the stand-in answers /healthz): live.
+      stale: false,
       sampledAt: expect.any(String),
     });
 
@@ -200,6 +207,8 @@ describeDocker("instance lifecycle routes (Docker)", () => {
       },
       { timeoutMs: 60_000, what: "update-image to settle" },
     );
+    process.env.AGENT_GATEWAY_IMAGE = SLEEPER_IMAGE;
+    resetEnvCache();
   }, 120_000);
 
   it("answers 502 {success:false,status:'error'} when Docker does not answer", async () => {

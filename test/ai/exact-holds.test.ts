@@ -11,11 +11,14 @@ import {
 import { boundsFor } from "../../app/server/ai/completions.server.ts";
 import { issueInstanceToken } from "../../app/server/ai/instance-tokens.server.ts";
 import { flushMetering } from "../../app/server/ai/metering.server.ts";
+import { opsOverview } from "../../app/server/ops/overview.server.ts";
+import { registerDatabaseGauges } from "../../app/server/ops/prometheus.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { newUser } from "../accounts/helpers.ts";
 import { call } from "../helpers/api.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
+import { sample } from "../observability/support.ts";
 import { balanceOf, configureAi, giveCredits } from "./support.ts";
 
 // Issue 24: a burst of 20 concurrent calls against a balance that pays for a few of them is
@@ -207,7 +210,14 @@ describe("a provider reporting more than the bound", () => {
     const res = await viaChat(user.cookie, body)();
     expect(res.status).toBe(200);
     await flushMetering();
-    expect(await ledgerOf(user.id)).toEqual({ cost: hold, uncollected: 0, n: 1 });
+    // What the provider reported beyond the hold is counted as uncollected (issue 52), where
+    // operators look: the console's overview and the Prometheus gauge.
+    expect(hold).toBeLessThan(750);
+    expect(await ledgerOf(user.id)).toEqual({ cost: hold, uncollected: 750 - hold, n: 1 });
+    const { operations } = await opsOverview();
+    expect(operations.ledger.uncollectedMicroUsd).toBe(750 - hold);
+    registerDatabaseGauges();
+    expect(await sample("platform_credit_uncollected_micro_usd")).toBe(750 - hold);
     const rows = await db()`select a.provider, a.model, a.prompt_tokens, a.prompt_bound,
         a.completion_tokens, a.completion_bound, a.reported_cost_micro_usd, a.charged_micro_usd
       from ai_usage_anomalies a join ai_usage u on u.id = a.usage_id

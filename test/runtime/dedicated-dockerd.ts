@@ -111,7 +111,9 @@ export async function buildStandin(dockerd: DedicatedDockerd): Promise<string> {
       "COPY busybox /bin/busybox",
       'RUN ["/bin/busybox", "--install", "-s", "/bin"]',
       "RUN mkdir -p /www /home/node/.openclaw && echo ok > /www/healthz",
-      `CMD ["httpd", "-f", "-p", "${GATEWAY_PORT}", "-h", "/www"]`,
+      // Like the gateway, it ends with code 0 on SIGTERM (the engine's own shutdown sends it),
+      // so the engine's restart policy (on-failure) does not bring it back by itself.
+      `CMD ["sh", "-c", "trap 'exit 0' TERM; httpd -p ${GATEWAY_PORT} -h /www; while :; do sleep 1; done"]`,
     ].join("\n"),
   );
   execFileSync("docker", ["build", "-q", "-t", STANDIN_IMAGE, ctx], {

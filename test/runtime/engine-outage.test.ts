@@ -123,9 +123,12 @@ describeDocker("the container engine down and back (a dedicated dockerd)", () =>
     stopWatch = startEngineWatch();
     const back = Date.now();
     await dockerd.start();
+    // Every state the agents API could show meanwhile (issue 52: `error` for ~10 s).
+    const seen = new Set<string>();
     const healed = await waitFor(
       async () => {
         const now = await instance();
+        seen.add(now.observed_state);
         return now.observed_state === "running" || now.observed_state === "starting"
           ? now
           : undefined;
@@ -136,6 +139,12 @@ describeDocker("the container engine down and back (a dedicated dockerd)", () =>
     await waitFor(async () => (await observe(await instance())).observed_state === "running", {
       what: "the healed stand-in healthy",
     });
+    // The engine's shutdown stopped the gateway: not the gateway's error, nor a crash to back
+    // off from.
+    expect([...seen].filter((s) => !["unknown", "starting", "running"].includes(s))).toEqual([]);
+    const after = await instance();
+    expect(after.last_error ?? "").not.toMatch(/exited with code/);
+    expect(after.crash_restarts).toBe(0);
     // Figures for the report: how long after dockerd answered the instance was handled.
     process.stdout.write(`engine back → instance ${healed.observed_state} in ${reconciledMs} ms\n`);
     expect(reconciledMs).toBeLessThan(15_000);

@@ -5,6 +5,9 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { failRun } from "../../app/server/agents/progress.server.ts";
 import { clearSleep } from "../../app/server/agents/sleep.server.ts";
+import { GatewayUnavailableError } from "../../app/server/openclaw/errors.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import type { ContainerInfo } from "../runtime/index.ts";
 import { ensureContainer } from "./container.ts";
 import { gatewayAddress, isUp, rt } from "./engine.ts";
 import { reapplyConfig } from "./gateway-config.ts";
@@ -28,12 +31,25 @@ async function wantRunning(row: InstanceRow) {
   return updateInstance(row.id, { desired_state: "running", crash_restarts: 0 });
 }
 
+/**
+ * The lifecycle answers `running` (the contract), so it is true when it is given: the action
+ * waits for the gateway's /healthz and records it (observe), and a read straight after says
+ * `running` too (issue 52: restart answered `running`, the next GET `starting`). Bounded by the
+ * web's wait: a gateway that does not answer by then is a 502, as the engine not answering is.
+ */
+async function answering(row: InstanceRow, info: ContainerInfo): Promise<ActionResult> {
+  const { GATEWAY_HEALTH_TIMEOUT_MS, INSTANCE_ACTION_TIMEOUT_MS } = env();
+  await waitHealthy(info, Math.min(GATEWAY_HEALTH_TIMEOUT_MS, INSTANCE_ACTION_TIMEOUT_MS));
+  // Healthy and ready are recorded by the observation that sees the gateway answer.
+  await observe((await getInstance(row.id)) as InstanceRow);
+  return { ok: true, status: "running" };
+}
+
 async function start(row: InstanceRow): Promise<ActionResult> {
   const run = await startRun(row.id, "start");
-  await ensureContainer(await wantRunning(row));
-  // Healthy and ready are recorded when the worker sees the gateway answer (observe).
+  const info = await ensureContainer(await wantRunning(row));
   await run.step("container-created");
-  return { ok: true, status: "running" };
+  return answering(row, info);
 }
 
 async function stop(row: InstanceRow): Promise<ActionResult> {
@@ -56,9 +72,9 @@ async function restart(row: InstanceRow): Promise<ActionResult> {
   const run = await startRun(row.id, "restart");
   const info = await rt().inspect(wanted.container_name);
   if (!info?.running) {
-    await ensureContainer(wanted);
+    const created = await ensureContainer(wanted);
     await run.step("container-created");
-    return { ok: true, status: "running" };
+    return answering(row, created);
   }
   await rt().restart(info.id, 10);
   await run.step("container-created");
@@ -70,7 +86,8 @@ async function restart(row: InstanceRow): Promise<ActionResult> {
     started_at: now?.startedAt ? new Date(now.startedAt) : wanted.started_at,
     observed_at: new Date(),
   });
-  return { ok: true, status: "running" };
+  if (!now) throw new GatewayUnavailableError("the gateway container vanished on restart");
+  return answering(row, now);
 }
 
 /** Recreates the container from the same volume, then re-applies the platform's config. */

@@ -1,6 +1,7 @@
-import { recordEngineCheck } from "../../app/server/agents/engine-health.server.ts";
+import { engineHealth, recordEngineCheck } from "../../app/server/agents/engine-health.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { sendJob } from "../../app/server/platform/jobs.server.ts";
+import type { ContainerInfo } from "../runtime/index.ts";
 import { log, rt } from "./engine.ts";
 
 // The worker's check of the container engine: a ping every ENGINE_CHECK_INTERVAL_MS, recorded
@@ -62,4 +63,25 @@ export function startEngineWatch(): () => void {
   const timer = setInterval(tick, every);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/**
+ * How long before the check that saw the engine gone its containers may have stopped: the engine
+ * stops them first (up to their 10 s stop timeout), then stops answering, then a check notices.
+ */
+const SHUTDOWN_SLACK_MS = 15_000;
+
+/**
+ * Whether an exited container was stopped by the engine's own shutdown (an outage since
+ * recovered), not by its gateway: it exited between the engine's loss (less the slack) and its
+ * return. Such an exit is no error of the gateway's (issue 52: the healthy row kept "gateway
+ * exited with code 0", and the agent showed `error` until it was observed again).
+ */
+export async function stoppedWithEngine(info: ContainerInfo | undefined): Promise<boolean> {
+  if (!info || info.running || info.oomKilled || !info.finishedAt) return false;
+  const engine = await engineHealth();
+  if (!engine?.reachable || !engine.lostAt) return false;
+  const finished = new Date(info.finishedAt).getTime();
+  const from = engine.lostAt.getTime() - env().ENGINE_CHECK_INTERVAL_MS - SHUTDOWN_SLACK_MS;
+  return finished >= from && finished <= engine.changedAt.getTime();
 }

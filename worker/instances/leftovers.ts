@@ -21,13 +21,18 @@ export async function removeInstanceLeftovers(instanceId: string): Promise<strin
   return found.map((c) => c.id);
 }
 
+/** Is this attempt of the job still running (not died, failed, released or retried)? */
+export async function attemptAlive(name: string, id: string, attempt: number): Promise<boolean> {
+  const job = await jobAttempt(name, id);
+  return job?.state === "active" && job.retryCount === attempt;
+}
+
 /** Is the attempt of the job that created this container still running? */
 async function ownerAlive(labels: Record<string, string>): Promise<boolean> {
   const name = labels[LABELS.job];
   const id = labels[LABELS.jobId];
   if (!name || !id) return true; // not made by a job (a test, a script): not ours to judge
-  const job = await jobAttempt(name, id);
-  return job?.state === "active" && String(job.retryCount) === labels[LABELS.jobAttempt];
+  return attemptAlive(name, id, Number(labels[LABELS.jobAttempt]));
 }
 
 /** Removes one-shots of this deployment whose job attempt is over (died, failed or retried). */

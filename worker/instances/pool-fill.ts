@@ -29,13 +29,18 @@ import {
 import { waitHealthy } from "./health.ts";
 import { connectWithPairing } from "./pairing.ts";
 import { connectPooled, discardPooled, POOL_LIMITS, type PoolRow, poolNodes } from "./pool.ts";
+import { discardDeadFills, fillOwner } from "./pool-dead-fills.ts";
 import { poolSize } from "./pool-size.ts";
 import { pinnedGatewayImage } from "./update-image-version.ts";
 import { dryRunTurn, WARMUP_MESSAGE } from "./warm-up.ts";
 
 // Filling the warm pool: pooled gateways started, paired and warmed up (pool.ts).
 
-/** A 'starting' row this old belongs to a filler that died (the fill-pool job expires at 15 min). */
+/**
+ * A 'starting' row this old belongs to a filler that died (the fill-pool job expires at 15 min):
+ * the backstop for rows no job attempt is recorded on; the others go as soon as their attempt is
+ * over (pool-dead-fills.ts).
+ */
 const ORPHAN_AFTER_MINUTES = 20;
 
 /**
@@ -49,6 +54,7 @@ export async function fillPool(
 ): Promise<{ started: string[]; rewarmed: string[]; discarded: string[]; size: number }> {
   const size = poolSize();
   const started: string[] = [];
+  const deadFills = await discardDeadFills();
   const orphans = await db()<{ id: string; container_name: string }[]>`
     select id, container_name from gateway_pool
     where state = 'starting' and state_since < now() - make_interval(mins => ${ORPHAN_AFTER_MINUTES})`;
@@ -90,7 +96,8 @@ export async function fillPool(
   );
   const failed = fills.find((f): f is PromiseRejectedResult => f.status === "rejected");
   if (failed) throw failed.reason;
-  return { started, rewarmed, discarded: [...new Set(gone.map((o) => o.id))], size };
+  const discarded = [...new Set([...deadFills, ...gone.map((o) => o.id)])];
+  return { started, rewarmed, discarded, size };
 }
 
 /**
@@ -104,9 +111,13 @@ async function rewarmStale(): Promise<string[]> {
   const minutes = env().RUNTIME_POOL_REWARM_MINUTES;
   const rewarmed: string[] = [];
   if (minutes <= 0) return rewarmed;
+  const owner = fillOwner();
   for (;;) {
     const [row] = await db()<PoolRow[]>`
-      update gateway_pool set state = 'starting', state_since = now() where id = (
+      update gateway_pool set state = 'starting', state_since = now(),
+        fill_job = ${owner.fill_job}, fill_job_id = ${owner.fill_job_id},
+        fill_job_attempt = ${owner.fill_job_attempt}
+      where id = (
         select id from gateway_pool
         where state = 'ready' and state_since < now() - make_interval(mins => ${minutes})
         order by state_since limit 1 for update skip locked)
@@ -145,11 +156,13 @@ async function insertPooled(node: string | null) {
     token: newGatewayToken(),
     device: generateDeviceIdentity(),
   };
+  const owner = fillOwner();
   await db()`insert into gateway_pool (id, container_name, volume_name, image,
-      gateway_token_sealed, device_id, device_private_key_sealed, config_version, node_id)
+      gateway_token_sealed, device_id, device_private_key_sealed, config_version, node_id,
+      fill_job, fill_job_id, fill_job_attempt)
     values (${id}, ${pooled.name}, ${pooled.volume}, ${pooled.image}, ${seal(pooled.token)},
       ${pooled.device.deviceId}, ${seal(pooled.device.privateKeyPem)}, ${PLATFORM_CONFIG_VERSION},
-      ${node})`;
+      ${node}, ${owner.fill_job}, ${owner.fill_job_id}, ${owner.fill_job_attempt})`;
   return { ...pooled, node };
 }
 

@@ -44,6 +44,10 @@ export interface PoolRow {
   node_id: string | null;
   ready_at: Date | null;
   state_since: Date;
+  /** The fill-pool job attempt starting or re-warming it (null when not started by a job). */
+  fill_job: string | null;
+  fill_job_id: string | null;
+  fill_job_attempt: number | null;
 }
 
 /**

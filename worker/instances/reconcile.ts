@@ -11,6 +11,7 @@ import { recordReconcilePass } from "../metrics.ts";
 import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/index.ts";
 import { ensureContainer } from "./container.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, isUp, log, rt } from "./engine.ts";
+import { stoppedWithEngine } from "./engine-watch.ts";
 import { PLATFORM_CONFIG_VERSION, reapplyConfig } from "./gateway-config.ts";
 import { isolateGateway, removeOrphanNetworks } from "./gateway-networks.ts";
 import { removeDeadJobLeftovers, removeInstanceLeftovers } from "./leftovers.ts";
@@ -18,6 +19,7 @@ import { tryInstanceLock } from "./lock.ts";
 import { recordClusterNodes } from "./nodes.ts";
 import { observe } from "./observe.ts";
 import { pooledContainerNames } from "./pool.ts";
+import { discardDeadFills } from "./pool-dead-fills.ts";
 import { settleStaleVolumes } from "./recover.ts";
 import { recoverInterruptedRestores } from "./restore-recovery.ts";
 import { startRun } from "./run-progress.ts";
@@ -85,6 +87,15 @@ function downPatch(row: InstanceRow, info: ContainerInfo | undefined): InstanceP
 
 /** Records why the gateway is down, then restarts it unless its backoff is still running. */
 async function heal(row: InstanceRow, info: ContainerInfo | undefined): Promise<string> {
+  // Stopped by the engine's shutdown: no crash of the gateway's (no error, backoff or count),
+  // and `starting` while it comes back (ensureContainer records it), not `error`.
+  if (await stoppedWithEngine(info)) {
+    const run = await startRun(row.id, "restart");
+    await ensureContainer(row);
+    await run.step("container-created");
+    await queueWarmUp(row.id);
+    return "stopped with the engine, restarted";
+  }
   const patch = downPatch(row, info);
   const now = Date.now();
   if (row.next_restart_at && row.next_restart_at.getTime() > now) {
@@ -210,6 +221,7 @@ export async function reconcileAll() {
     [],
   );
   const leftovers = await step("removing dead jobs' one-shots", removeDeadJobLeftovers, []);
+  const deadFills = await step("discarding dead fills' pooled gateways", discardDeadFills, []);
   // Before the instances: an interrupted restore's instance goes back to its old volume.
   const restores = await step("recovering interrupted restores", recoverInterruptedRestores, []);
   const results: Record<string, string> = {};
@@ -219,13 +231,19 @@ export async function reconcileAll() {
   const staleVolumes = await step("settling stale volumes", settleStaleVolumes, []);
   recordReconcilePass(
     Object.values(results),
-    orphans.length + networks.length + leftovers.length + restores.length + staleVolumes.length,
+    orphans.length +
+      networks.length +
+      leftovers.length +
+      deadFills.length +
+      restores.length +
+      staleVolumes.length,
   );
   return {
     instances: results,
     orphansRemoved: orphans,
     networksRemoved: networks,
     leftoversRemoved: leftovers,
+    deadFillsDiscarded: deadFills,
     restoresRecovered: restores,
     storageMeasured,
     staleVolumesSettled: staleVolumes.length,

@@ -12,6 +12,8 @@ export interface EngineHealth {
   checkedAt: Date;
   /** When `reachable` last changed. */
   changedAt: Date;
+  /** When it last stopped answering (kept after it answers again); null if it never did. */
+  lostAt: Date | null;
   lastError: string | null;
 }
 
@@ -27,14 +29,18 @@ export async function recordEngineCheck(
   const deployment = runtimeDeployment();
   const [row] = await db()<{ previous: boolean | null }[]>`
     with prev as (select reachable from runtime_engines where deployment = ${deployment})
-    insert into runtime_engines (deployment, reachable, checked_at, changed_at, last_error)
-    values (${deployment}, ${reachable}, now(), now(), ${error?.slice(0, 500) ?? null})
+    insert into runtime_engines (deployment, reachable, checked_at, changed_at, last_error,
+      lost_at)
+    values (${deployment}, ${reachable}, now(), now(), ${error?.slice(0, 500) ?? null},
+      case when ${reachable}::boolean then null else now() end)
     on conflict (deployment) do update set
       reachable = excluded.reachable,
       checked_at = excluded.checked_at,
       changed_at = case when runtime_engines.reachable = excluded.reachable
                         then runtime_engines.changed_at else excluded.changed_at end,
-      last_error = excluded.last_error
+      last_error = excluded.last_error,
+      lost_at = case when runtime_engines.reachable and not excluded.reachable
+                     then excluded.checked_at else runtime_engines.lost_at end
     returning (select reachable from prev) as previous`;
   if (!reachable) {
     await db()`
@@ -47,14 +53,21 @@ export async function recordEngineCheck(
 /** The engine as the workers last saw it; undefined before any worker checked. */
 export async function engineHealth(): Promise<EngineHealth | undefined> {
   const [row] = await db()<
-    { reachable: boolean; checked_at: Date; changed_at: Date; last_error: string | null }[]
-  >`select reachable, checked_at, changed_at, last_error from runtime_engines
+    {
+      reachable: boolean;
+      checked_at: Date;
+      changed_at: Date;
+      last_error: string | null;
+      lost_at: Date | null;
+    }[]
+  >`select reachable, checked_at, changed_at, last_error, lost_at from runtime_engines
     where deployment = ${runtimeDeployment()}`;
   return (
     row && {
       reachable: row.reachable,
       checkedAt: row.checked_at,
       changedAt: row.changed_at,
+      lostAt: row.lost_at,
       lastError: row.last_error,
     }
   );

@@ -37,7 +37,8 @@ export interface UsageRecord {
   error: string | null;
   /**
    * The provider reported usage over the bounds the call was held for (`costMicroUsd` is then
-   * what was charged, at most the hold): recorded in ai_usage_anomalies (decision 0096).
+   * what was charged, at most the hold): recorded in ai_usage_anomalies (decision 0096), and
+   * the excess counted in the usage row's uncollected_micro_usd for credits (decision 0206).
    */
   anomaly?: { promptBound: number; completionBound: number; reportedCostMicroUsd: number };
 }
@@ -174,6 +175,12 @@ async function writeBatch(batch: Queued[]): Promise<void> {
       const left = record.userId ? (debits.get(record.userId) ?? 0) : 0;
       const debit = Math.min(charge, left);
       if (record.userId) debits.set(record.userId, left - debit);
+      // What the provider reported beyond the hold was never charged: counted as uncollected
+      // too, so the operators' total (console, metric) shows it (decision 0206).
+      const over =
+        charge > 0 && record.anomaly
+          ? Math.max(0, record.anomaly.reportedCostMicroUsd - record.costMicroUsd)
+          : 0;
       usage.push({
         id,
         user_id: record.userId,
@@ -185,7 +192,7 @@ async function writeBatch(batch: Queued[]): Promise<void> {
         completion_tokens: record.completionTokens,
         tokens_estimated: record.tokensEstimated,
         cost_micro_usd: record.costMicroUsd,
-        uncollected_micro_usd: charge - debit,
+        uncollected_micro_usd: charge - debit + over,
         billing_mode: record.billingMode,
         stream: record.stream,
         latency_ms: Math.round(record.latencyMs),

@@ -57,7 +57,7 @@ export interface LedgerFigures {
   balancesMicroUsd: number;
   /** Held for calls under way. */
   heldMicroUsd: number;
-  /** Charged beyond balances (recorded, not collected). */
+  /** Not collected: beyond balances, or reported by a provider beyond a call's hold. */
   uncollectedMicroUsd: number;
 }
 

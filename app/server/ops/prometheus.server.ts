@@ -148,7 +148,7 @@ export function registerDatabaseGauges(): void {
   );
   gauge(
     "credit_uncollected_micro_usd",
-    "AI usage charged beyond balances (recorded, not collected)",
+    "AI usage not collected: beyond balances, or reported beyond a call's hold",
     [],
     ledger,
     (g, l) => g.set(l.uncollectedMicroUsd),

@@ -135,8 +135,14 @@ export const jobCatalog = {
     retryDelay: 1,
     expireInSeconds: 600,
   }),
-  // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption).
-  "fill-pool": defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 900 }),
+  // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption). One retry: a
+  // dead worker's fill is retried within seconds, and the retry discards the gateway the dead
+  // attempt left 'starting' (worker/instances/pool-dead-fills.ts) instead of the next cron's fill.
+  "fill-pool": defineRuntimeJob(z.object({}).default({}), {
+    retryLimit: 1,
+    retryDelay: 1,
+    expireInSeconds: 900,
+  }),
   // Deletes an uninstalled skill's folder from a gateway's state volume (the gateway protocol
   // writes skill folders but has no call that deletes one; decision 0110). Awaited by the web.
   "remove-skill-folder": defineRuntimeJob(
