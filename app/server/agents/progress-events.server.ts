@@ -189,11 +189,15 @@ export async function progressEvents(
       timers.push(setTimeout(close, MAX_STREAM_MS));
       signal.addEventListener("abort", close);
       shutdownSignal().addEventListener("abort", close);
-      unguard = guardLive(credential, { ownerId: userId, agentId, permission: "agents.read" }, () => {
-        if (closed) return;
-        controller.enqueue(frame("error", { error: REVOKED }));
-        close();
-      });
+      unguard = guardLive(
+        credential,
+        { ownerId: userId, agentId, permission: "agents.read" },
+        () => {
+          if (closed) return;
+          controller.enqueue(frame("error", { error: REVOKED }));
+          close();
+        },
+      );
       // How soon EventSource reconnects when the stream ends early (a restart, the lifetime bound).
       controller.enqueue(encoder.encode("retry: 3000\n\n"));
       void read();
