@@ -11,7 +11,11 @@ import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/
 import { ensureContainer } from "./container.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, isUp, log, rt } from "./engine.ts";
 import { PLATFORM_CONFIG_VERSION, reapplyConfig } from "./gateway-config.ts";
-import { isolateGateway, removeOrphanNetworks } from "./gateway-networks.ts";
+import {
+  attachPlatformToGatewayNetworks,
+  isolateGateway,
+  removeOrphanNetworks,
+} from "./gateway-networks.ts";
 import { removeDeadJobLeftovers, removeInstanceLeftovers } from "./leftovers.ts";
 import { tryInstanceLock } from "./lock.ts";
 import { recordClusterNodes } from "./nodes.ts";
@@ -208,6 +212,11 @@ export async function reconcileAll() {
     async () => removeOrphanNetworks(await knownContainerNames(rows)),
     [],
   );
+  const platformJoined = await step(
+    "joining platform containers to gateway networks",
+    attachPlatformToGatewayNetworks,
+    0,
+  );
   const leftovers = await step("removing dead jobs' one-shots", removeDeadJobLeftovers, []);
   // Before the instances: an interrupted restore's instance goes back to its old volume.
   const restores = await step("recovering interrupted restores", recoverInterruptedRestores, []);
@@ -220,6 +229,7 @@ export async function reconcileAll() {
     instances: results,
     orphansRemoved: orphans,
     networksRemoved: networks,
+    platformJoined,
     leftoversRemoved: leftovers,
     restoresRecovered: restores,
     storageMeasured,
