@@ -667,7 +667,7 @@ export class SwarmRuntime implements ClusterRuntime {
       [LABELS.userId]: spec.userId,
       [LABELS.role]: "gateway",
     };
-    const created = (await call(() =>
+    const created = (await this.#newNetworkRetried(() =>
       this.docker.createService({
         Name: spec.name,
         Labels: labels,
@@ -707,6 +707,24 @@ export class SwarmRuntime implements ClusterRuntime {
       } as unknown as Docker.CreateServiceOptions),
     )) as { id?: string; ID?: string };
     return (created.ID ?? created.id) as string;
+  }
+
+  /**
+   * Runs a call naming a network made a moment ago (a gateway's own overlay): the manager
+   * answers 404 "no such network" for a moment after creating one, retried for ten seconds.
+   */
+  async #newNetworkRetried<T>(fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + 10_000;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 1_000)) {
+      try {
+        return await call(fn);
+      } catch (error) {
+        const missing =
+          statusOf(error) === 404 && /no such network/i.test((error as Error).message);
+        if (!missing || Date.now() > deadline) throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
   }
 
   async #service(id: string): Promise<Service | undefined> {
