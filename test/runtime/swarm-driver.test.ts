@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GATEWAY_PORT } from "../../worker/instances/engine.ts";
 import { chooseNode, type NodeCapacity } from "../../worker/runtime/placement.ts";
 import { SwarmRuntime } from "../../worker/runtime/swarm.ts";
+import { PLATFORM_ALIAS_LABEL, platformAddresses } from "../../worker/runtime/swarm-networks.ts";
 import {
   type ContainerSpec,
   LABELS,
@@ -12,6 +14,7 @@ import {
   buildTinyImage,
   describeSwarm,
   fetchFromOverlay,
+  probeFrom,
   type SwarmEngine,
   startSwarmEngine,
   TINY_IMAGE,
@@ -84,7 +87,12 @@ describeSwarm("Swarm driver (a real swarm)", () => {
   beforeAll(async () => {
     engine = await startSwarmEngine(`swt${process.pid}`);
     buildTinyImage(engine);
-    rt = new SwarmRuntime({ host: engine.host, settleMs: 45_000 });
+    rt = new SwarmRuntime({
+      host: engine.host,
+      settleMs: 45_000,
+      anchor: { image: TINY_IMAGE, network },
+      isolateGateways: true,
+    });
     await rt.ping();
   }, 120_000);
 
@@ -251,4 +259,151 @@ describeSwarm("Swarm driver (a real swarm)", () => {
     await rt.remove(id);
     await rt.removeVolume(fitting.volume);
   }, 120_000);
+  it("puts each gateway on an overlay of its own that only the platform's containers share: a tenant reaches the platform by name, never another tenant, before or after a restart", async () => {
+    await rt.ensureNetwork(network, testLabels());
+    // A platform container (as the stack's web replicas are): on the shared overlay, labelled
+    // to join every gateway's overlay as "web". The tiny image answers /healthz on the port.
+    const platform = async (name: string) => {
+      const c = await engine.docker.createContainer({
+        Image: TINY_IMAGE,
+        name: `${name}-${testRun}`,
+        Labels: { ...testLabels(), [PLATFORM_ALIAS_LABEL]: "web" },
+        HostConfig: { NetworkMode: network },
+      });
+      await c.start();
+      return c;
+    };
+    const web = await platform("web");
+    const timings: Record<string, number> = {};
+    const made: string[] = [];
+    const running = (id: string, on: string) =>
+      waitFor(
+        async () => {
+          const info = await rt.inspect(id);
+          return info?.running && info.networks?.[0] === on && info.address;
+        },
+        { timeoutMs: 60_000, what: `${id} running on ${on}` },
+      );
+    const isolated = (name: string, labels: Record<string, string>) => {
+      if (!rt.ensureIsolatedNetwork) throw new Error("the driver puts gateways on one overlay");
+      return rt.ensureIsolatedNetwork(name, labels);
+    };
+    const probe = (from: string, host: string | undefined) =>
+      probeFrom(rt, from, host, GATEWAY_PORT);
+    try {
+      // Before: two tenants' gateways on the shared overlay (the layout until now).
+      // A quarter CPU each: three fit beside each other on this machine's node.
+      const small = { limits: { ...limitsForPlan("solo"), cpus: 0.25, memoryBytes: GiB / 4 } };
+      const [a, b, c] = [spec(4, small), spec(5, small), spec(6, small)];
+      for (const s of [a, b, c]) {
+        await rt.ensureVolume(s.volume, { ...testLabels(), [LABELS.instanceId]: s.instanceId }, s);
+      }
+      let t0 = Date.now();
+      const aId = await rt.create(a);
+      await rt.start(aId);
+      timings.sharedCreateStartMs = Date.now() - t0;
+      made.push(aId);
+      const bId = await rt.create(b);
+      made.push(bId);
+      await rt.start(bId);
+      const bShared = await running(bId, network);
+      await expect.poll(() => probe(aId, bShared), { timeout: 60_000 }).toMatch(/ 200$/);
+
+      // After: each on its own overlay, as reconcile moves an older gateway (a new task).
+      const labels = { ...testLabels(), [LABELS.role]: "gateway-network" };
+      const [netA, netB, netC] = [a, b, c].map((s) => `${s.name}-net`) as [string, string, string];
+      for (const net of [netA, netB]) await isolated(net, labels);
+      const joined = async (container: typeof web) =>
+        Object.entries(
+          (
+            (await container.inspect()) as {
+              NetworkSettings: { Networks: Record<string, { Aliases?: string[] }> };
+            }
+          ).NetworkSettings.Networks,
+        )
+          .filter(([, n]) => n.Aliases?.includes("web"))
+          .map(([name]) => name)
+          .sort();
+      expect(await joined(web)).toEqual([netA, netB].sort());
+      // The platform's container took an address of the subnet's upper half, which the swarm
+      // never hands a task (its range is the lower half): no two containers share one.
+      const ipam = (await engine.docker.getNetwork(netA).inspect()).IPAM?.Config?.[0] as {
+        Subnet: string;
+        IPRange: string;
+      };
+      expect(ipam.IPRange.split("/")[1]).toBe("27");
+      const webOnA = (
+        (await web.inspect()) as {
+          NetworkSettings: { Networks: Record<string, { IPAddress: string }> };
+        }
+      ).NetworkSettings.Networks[netA]?.IPAddress;
+      expect(platformAddresses(ipam.Subnet)[0]).toBe(webOnA);
+      await rt.moveToNetwork(aId, network, netA);
+      await rt.moveToNetwork(bId, network, netB);
+      const aOwn = await running(aId, netA);
+      const bOwn = await running(bId, netB);
+      expect((await rt.inspect(aId))?.networks).toEqual([netA]);
+
+      // A tenant reaches the platform by its name on its own overlay, and the platform it.
+      await expect.poll(() => probe(aId, "web"), { timeout: 60_000 }).toMatch(/ 200$/);
+      await expect
+        .poll(() => fetchFromOverlay(engine, netA, aOwn).catch((e: Error) => e.message), {
+          timeout: 60_000,
+        })
+        .toMatch(/^HTTP\/1\.[01] 200/);
+      // B answers the platform, and nothing of B answers A: its address now, the one it had.
+      await expect.poll(() => probe(bId, "web"), { timeout: 60_000 }).toMatch(/ 200$/);
+      const reached: Record<string, string> = {
+        "B's address on the shared overlay, before": "200",
+        "B's address": await probe(aId, bOwn),
+        "B's address before the move": await probe(aId, bShared),
+      };
+      // B replaced (a new task, a new address): neither its new nor its old address answers.
+      await rt.restart(bId);
+      const bNext = await waitFor(
+        async () => {
+          const next = await running(bId, netB);
+          return next !== bOwn && next;
+        },
+        { timeoutMs: 60_000, what: "B's new task" },
+      );
+      reached["B's address after its restart"] = await probe(aId, bNext);
+      reached["B's address before its restart"] = await probe(aId, bOwn);
+      for (const [what, got] of Object.entries(reached).slice(1)) {
+        expect(`${what}: ${got}`).toMatch(/: unreached/);
+      }
+      process.stdout.write(`swarm isolation probes ${JSON.stringify(reached)}\n`);
+
+      // A gateway made on its own overlay from the start (provisioning's way), timed against
+      // one on the shared overlay.
+      t0 = Date.now();
+      await isolated(netC, labels);
+      const cId = await rt.create({ ...c, network: netC });
+      await rt.start(cId);
+      timings.ownOverlayCreateStartMs = Date.now() - t0;
+      made.push(cId);
+      process.stdout.write(`swarm isolation timings ${JSON.stringify(timings)}\n`);
+
+      // A platform container started later (a new web replica) joins every gateway overlay.
+      const web2 = await platform("web2");
+      expect(await rt.attachPlatform(labels)).toBe(3);
+      expect(await joined(web2)).toEqual([netA, netB, netC].sort());
+      expect(await rt.attachPlatform(labels)).toBe(0);
+      const listed = (await rt.listNetworks(labels)).map((n) => n.name).sort();
+      expect(listed).toEqual([netA, netB, netC].sort());
+
+      // Removed with their gateways: the platform containers leave them first.
+      for (const id of made.splice(0)) await rt.remove(id);
+      for (const net of [netA, netB, netC]) await rt.removeNetwork(net);
+      await rt.removeNetwork(netA); // a missing one is fine
+      // The node lets go of its own copy of a removed overlay a moment later.
+      await expect.poll(() => rt.listNetworks(labels), { timeout: 30_000 }).toEqual([]);
+      expect(await joined(web)).toEqual([]);
+      await web2.remove({ force: true });
+      for (const s of [a, b, c]) await rt.removeVolume(s.volume);
+    } finally {
+      for (const id of made) await rt.remove(id).catch(() => {});
+      await web.remove({ force: true }).catch(() => {});
+    }
+  }, 240_000);
 });

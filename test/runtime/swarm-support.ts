@@ -14,6 +14,7 @@ import Docker from "dockerode";
 import { describe } from "vitest";
 import { GATEWAY_PORT } from "../../worker/instances/engine.ts";
 import { demux } from "../../worker/runtime/docker.ts";
+import type { ExecResult } from "../../worker/runtime/types.ts";
 import { dockerRequired, waitFor } from "./docker-support.ts";
 
 // A Swarm of our own for the Swarm driver's tests: a dedicated dockerd in a network namespace
@@ -211,4 +212,25 @@ export async function fetchFromOverlay(
   } finally {
     await container.remove({ force: true }).catch(() => {});
   }
+}
+
+/**
+ * What a tenant's gateway (`id`, a task of the tiny image) gets when it asks `host:port` for
+ * `urlPath`, one address the test made at a time (never a scan): the answer's status line, or
+ * "unreached" with why (nc's exit and message: refused, no route, or its 3 s timeout).
+ */
+export async function probeFrom(
+  rt: { exec(id: string, cmd: string[], o?: { timeoutMs?: number }): Promise<ExecResult> },
+  id: string,
+  host: string | undefined,
+  port: number,
+  urlPath = "/healthz",
+): Promise<string> {
+  const out = await rt.exec(
+    id,
+    ["sh", "-c", `printf 'GET ${urlPath} HTTP/1.0\r\n\r\n' | nc -w 3 ${host} ${port}`],
+    { timeoutMs: 20_000 },
+  );
+  const status = /^HTTP\/1\.[01] \d{3}/.exec(out.stdout)?.[0];
+  return status ?? `unreached (exit ${out.exitCode}${out.stderr ? `: ${out.stderr.trim()}` : ""})`;
 }

@@ -98,7 +98,8 @@ export const GATEWAY_NETWORK_ROLE = "gateway-network";
 
 /**
  * Creates the gateway's own network when missing and returns the network its container joins:
- * that one, or the shared one where the driver has no isolated networks (process, swarm).
+ * that one, or the shared one where the driver has no isolated networks (process, and Swarm
+ * unless its isolateGateways option is on: decision 0201).
  */
 export async function ensureGatewayNetwork(
   containerName: string,

@@ -9,8 +9,9 @@ import {
   rt,
 } from "./engine.ts";
 
-// Reconcile's part of the gateways' own networks (decision 0195): a gateway made before them,
-// still on the shared network, moves onto its own; a network whose gateway is gone goes.
+// Reconcile's part of the gateways' own networks (decisions 0195, 0201): a gateway made before
+// them, still on the shared network, moves onto its own; a network whose gateway is gone goes;
+// on Swarm, a platform container started since (a new web replica) joins every one of them.
 
 /** A network younger than this may belong to a gateway being created (a pool fill's at most). */
 const ORPHAN_NETWORK_AFTER_MS = 20 * 60_000;
@@ -53,4 +54,20 @@ export async function removeOrphanNetworks(containerNames: Set<string>): Promise
   }
   if (removed.length) log().warn({ networks: removed }, "reconcile removed orphan networks");
   return removed;
+}
+
+/**
+ * Connects the platform's containers started since the gateways' networks were made to them
+ * (Swarm: the web reaches a gateway, and the gateway the web's AI endpoint, over the gateway's
+ * own overlay). Returns how many connections were made.
+ */
+export async function attachPlatformToGatewayNetworks(): Promise<number> {
+  const runtime = rt();
+  if (!runtime.attachPlatform) return 0;
+  const made = await runtime.attachPlatform({
+    [LABELS.role]: GATEWAY_NETWORK_ROLE,
+    ...deploymentLabels(),
+  });
+  if (made) log().info({ connections: made }, "platform containers joined gateway networks");
+  return made;
 }

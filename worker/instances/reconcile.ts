@@ -13,7 +13,11 @@ import { ensureContainer } from "./container.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, isUp, log, rt } from "./engine.ts";
 import { stoppedWithEngine } from "./engine-watch.ts";
 import { PLATFORM_CONFIG_VERSION, reapplyConfig } from "./gateway-config.ts";
-import { isolateGateway, removeOrphanNetworks } from "./gateway-networks.ts";
+import {
+  attachPlatformToGatewayNetworks,
+  isolateGateway,
+  removeOrphanNetworks,
+} from "./gateway-networks.ts";
 import { removeDeadJobLeftovers, removeInstanceLeftovers } from "./leftovers.ts";
 import { tryInstanceLock } from "./lock.ts";
 import { recordClusterNodes } from "./nodes.ts";
@@ -220,6 +224,11 @@ export async function reconcileAll() {
     async () => removeOrphanNetworks(await knownContainerNames(rows)),
     [],
   );
+  const platformJoined = await step(
+    "joining platform containers to gateway networks",
+    attachPlatformToGatewayNetworks,
+    0,
+  );
   const leftovers = await step("removing dead jobs' one-shots", removeDeadJobLeftovers, []);
   const deadFills = await step("discarding dead fills' pooled gateways", discardDeadFills, []);
   // Before the instances: an interrupted restore's instance goes back to its old volume.
@@ -242,6 +251,7 @@ export async function reconcileAll() {
     instances: results,
     orphansRemoved: orphans,
     networksRemoved: networks,
+    platformJoined,
     leftoversRemoved: leftovers,
     deadFillsDiscarded: deadFills,
     restoresRecovered: restores,

@@ -35,6 +35,8 @@ export function getRuntime(): AgentRuntime {
     RUNTIME_TENANT_SUBNETS,
     SWARM_NODE_ENGINES,
     RUNTIME_PLATFORM_AI_URL,
+    RUNTIME_NETWORK,
+    AGENT_GATEWAY_IMAGE,
   } = env();
   if (RUNTIME_DRIVER === "swarm" && !RUNTIME_PLATFORM_AI_URL) {
     // On an overlay network no address of this host is the platform's: name it.
@@ -46,7 +48,14 @@ export function getRuntime(): AgentRuntime {
     RUNTIME_DRIVER === "process"
       ? processRuntime()
       : RUNTIME_DRIVER === "swarm"
-        ? new SwarmRuntime({ maxCpus: RUNTIME_MAX_CPUS, nodeEngines: SWARM_NODE_ENGINES })
+        ? new SwarmRuntime({
+            maxCpus: RUNTIME_MAX_CPUS,
+            nodeEngines: SWARM_NODE_ENGINES,
+            // For isolateGateways (decision 0201: off until gateways resolve the web's name
+            // across nodes). Every node holds the gateway image; the anchor only sleeps in it.
+            anchor: { image: AGENT_GATEWAY_IMAGE, network: RUNTIME_NETWORK },
+            tenantSubnets: RUNTIME_TENANT_SUBNETS,
+          })
         : new DockerRuntime({ maxCpus: RUNTIME_MAX_CPUS, tenantSubnets: RUNTIME_TENANT_SUBNETS });
   return runtime;
 }

@@ -1,7 +1,17 @@
 import type Docker from "dockerode";
 import { z } from "zod";
-import { DockerRuntime } from "./docker.ts";
+import { DEFAULT_TENANT_SUBNETS, DockerRuntime } from "./docker.ts";
+import { type SubnetPool, subnetPool } from "./docker-networks.ts";
 import { chooseNode, type Demand, demandOf, fits, type NodeCapacity } from "./placement.ts";
+import {
+  type AnchorSpec,
+  attachPlatform,
+  ensureOverlay,
+  listOverlays,
+  networkNames,
+  OVERLAY_PREFIX,
+  removeOverlay,
+} from "./swarm-networks.ts";
 import {
   type AgentRuntime,
   type ClusterRuntime,
@@ -42,6 +52,15 @@ export interface SwarmDriverOptions {
   maxCpus?: number;
   /** How long start/stop/restart wait for the task to get there. */
   settleMs?: number;
+  /**
+   * The image and shared overlay of each node's network anchor (swarm-networks.ts), which lets
+   * the platform's service containers join gateways' overlays made on other nodes.
+   */
+  anchor?: AnchorSpec;
+  /** The range gateways' overlays are cut from (RUNTIME_TENANT_SUBNETS), a /26 each. */
+  tenantSubnets?: string;
+  /** Each gateway on an overlay of its own (decision 0201; off by default, see there). */
+  isolateGateways?: boolean;
 }
 
 type Task = Docker.Task & {
@@ -89,7 +108,7 @@ type ServiceSpec = {
     RestartPolicy?: { Condition?: string };
     Placement?: { Constraints?: string[] };
     ForceUpdate?: number;
-    Networks?: Array<{ Target?: string }>;
+    Networks?: Array<{ Target?: string; Aliases?: string[] }>;
   };
 };
 
@@ -159,13 +178,24 @@ export class SwarmRuntime implements ClusterRuntime {
   readonly #nodeEngines: Record<string, string>;
   readonly #engines = new Map<string, DockerRuntime>();
   readonly #settleMs: number;
+  readonly #anchor: AnchorSpec | undefined;
+  readonly #tenantSubnets: SubnetPool;
   #managerNodeId: string | undefined;
+  readonly #networkNames = new Map<string, string>();
 
   constructor(options: SwarmDriverOptions = {}) {
     this.manager = new DockerRuntime({ host: options.host });
     this.maxCpus = options.maxCpus;
     this.#nodeEngines = options.nodeEngines ?? {};
     this.#settleMs = options.settleMs ?? 60_000;
+    this.#anchor = options.anchor;
+    if (options.isolateGateways) {
+      this.ensureIsolatedNetwork = (name, labels) => this.#ensureIsolatedNetwork(name, labels);
+    }
+    this.#tenantSubnets = subnetPool(
+      options.tenantSubnets ?? DEFAULT_TENANT_SUBNETS,
+      OVERLAY_PREFIX,
+    );
   }
 
   get docker(): Docker {
@@ -483,38 +513,80 @@ export class SwarmRuntime implements ClusterRuntime {
     });
   }
 
-  // --- volumes -------------------------------------------------------------------------------
+  // --- networks (swarm-networks.ts, decision 0201) ------------------------------------------
 
   /**
-   * The gateways' overlay network, attachable so the platform's own containers (the AI
-   * endpoint) join it. Its gateway address is no host of ours: gateways reach the platform by
-   * RUNTIME_PLATFORM_AI_URL (a service name on this network), so none is returned.
+   * The shared overlay, attachable so the platform's own containers join it. Its gateway
+   * address is no host of ours: gateways reach the platform by RUNTIME_PLATFORM_AI_URL (a name
+   * the platform's containers take on every gateway's overlay), so none is returned.
    */
   async ensureNetwork(
     name: string,
     labels: Record<string, string> = {},
   ): Promise<{ gatewayIp: string | undefined }> {
-    try {
-      await call(() => this.docker.getNetwork(name).inspect());
-      return { gatewayIp: undefined };
-    } catch (error) {
-      if (statusOf(error) !== 404) throw error;
-    }
-    try {
-      await call(() =>
-        this.docker.createNetwork({
-          Name: name,
-          Driver: "overlay",
-          Attachable: true,
-          CheckDuplicate: true,
-          Labels: { ...labels, [LABELS.managed]: "1" },
-        }),
-      );
-    } catch (error) {
-      if (statusOf(error) !== 409) throw error;
-    }
+    await ensureOverlay(this.docker, call, name, labels);
     return { gatewayIp: undefined };
   }
+
+  /** A gateway's own overlay, with the platform's running containers connected to it. */
+  /**
+   * Present only with `isolateGateways` (decision 0201): until a gateway resolves the web's
+   * name on its overlay from another node than the web's, the deployed platform keeps its
+   * gateways on the shared overlay.
+   */
+  readonly ensureIsolatedNetwork?: (name: string, labels: Record<string, string>) => Promise<void>;
+
+  async #ensureIsolatedNetwork(name: string, labels: Record<string, string>): Promise<void> {
+    await ensureOverlay(this.docker, call, name, labels, this.#tenantSubnets);
+    await attachPlatform(await this.#engineClients(), [name], this.#anchor);
+  }
+
+  async removeNetwork(name: string): Promise<void> {
+    await removeOverlay(this.docker, call, await this.#engineClients(), name, this.#settleMs);
+  }
+
+  async listNetworks(
+    labels: Record<string, string>,
+  ): Promise<Array<{ name: string; createdAt: string }>> {
+    return listOverlays(this.docker, call, labels);
+  }
+
+  /** Connects platform containers started since (a new web replica) to the labelled overlays. */
+  async attachPlatform(labels: Record<string, string>): Promise<number> {
+    const overlays = (await this.listNetworks(labels)).map((n) => n.name);
+    if (overlays.length === 0) return 0;
+    return attachPlatform(await this.#engineClients(), overlays, this.#anchor);
+  }
+
+  /**
+   * Puts the service on `to` instead of `from`. A service's networks change only with a new
+   * task: a running gateway restarts (on its node, with its volume), and is waited for.
+   */
+  async moveToNetwork(id: string, from: string, to: string): Promise<void> {
+    const names = await networkNames(this.docker, call);
+    const before = this.#current(await this.#tasks(id));
+    const service = await this.#update(id, (s) => {
+      const tt = s.TaskTemplate ?? {};
+      const hostname = s.TaskTemplate?.ContainerSpec?.Hostname;
+      const kept = (tt.Networks ?? []).filter((n) => {
+        const name = names.get(n.Target ?? "") ?? n.Target;
+        return name !== from && name !== to;
+      });
+      // First: the address reported is the one on the first network.
+      tt.Networks = [{ Target: to, Aliases: hostname ? [hostname] : [] }, ...kept];
+      s.TaskTemplate = tt;
+    });
+    if (service.Spec?.Mode?.Replicated?.Replicas === 1) {
+      const old = before?.DesiredState === "running" ? before.ID : undefined;
+      await this.#settle(service.ID, "running", old);
+    }
+  }
+
+  async #engineClients(): Promise<Docker[]> {
+    return (await this.#readyEngines()).map((e) => e.engine.docker);
+  }
+
+  // --- volumes -------------------------------------------------------------------------------
 
   /**
    * A new volume goes where its instance will run: next to another volume of the same instance
@@ -595,7 +667,7 @@ export class SwarmRuntime implements ClusterRuntime {
       [LABELS.userId]: spec.userId,
       [LABELS.role]: "gateway",
     };
-    const created = (await call(() =>
+    const created = (await this.#newNetworkRetried(() =>
       this.docker.createService({
         Name: spec.name,
         Labels: labels,
@@ -635,6 +707,24 @@ export class SwarmRuntime implements ClusterRuntime {
       } as unknown as Docker.CreateServiceOptions),
     )) as { id?: string; ID?: string };
     return (created.ID ?? created.id) as string;
+  }
+
+  /**
+   * Runs a call naming a network made a moment ago (a gateway's own overlay): the manager
+   * answers 404 "no such network" for a moment after creating one, retried for ten seconds.
+   */
+  async #newNetworkRetried<T>(fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + 10_000;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 1_000)) {
+      try {
+        return await call(fn);
+      } catch (error) {
+        const missing =
+          statusOf(error) === 404 && /no such network/i.test((error as Error).message);
+        if (!missing || Date.now() > deadline) throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
   }
 
   async #service(id: string): Promise<Service | undefined> {
@@ -812,12 +902,14 @@ export class SwarmRuntime implements ClusterRuntime {
     else if (replicas > 0) state = "restarting";
     // Scaled to 0 the swarm drops the tasks: a service that was ever updated has been started.
     else state = tasks.length === 0 && !service.PreviousSpec ? "created" : "exited";
-    const network = spec.TaskTemplate?.Networks?.[0]?.Target;
+    const targets = (spec.TaskTemplate?.Networks ?? []).map((n) => n.Target ?? "");
+    const network = targets[0];
     const attachment = (task?.NetworksAttachments ?? []).find(
       (a) =>
         a.Network?.Spec?.Name === network ||
         (a as { Network?: { ID?: string } }).Network?.ID === network,
     );
+    const networks = await this.#networkNamesOf(targets, task);
     const address = running ? attachment?.Addresses?.[0]?.split("/")[0] : undefined;
     const found = await this.#container(service.ID).catch(() => undefined);
     const container = found ? await found.engine.inspect(found.containerId) : undefined;
@@ -846,6 +938,7 @@ export class SwarmRuntime implements ClusterRuntime {
       finishedAt: container?.finishedAt,
       labels: spec.Labels ?? {},
       address,
+      networks,
       node: nodeId,
       ports: {},
       hostname: cs.Hostname ?? "",
@@ -869,6 +962,20 @@ export class SwarmRuntime implements ClusterRuntime {
         type: m.Type ?? "volume",
       })),
     };
+  }
+
+  /** The names of a spec's networks (it holds ids): from the task's attachments, else looked up. */
+  async #networkNamesOf(targets: string[], task: Task | undefined): Promise<string[]> {
+    // A network's id names it for good: remembered (inspect runs every few seconds).
+    const known = this.#networkNames;
+    for (const a of task?.NetworksAttachments ?? []) {
+      const { ID, Spec } = (a.Network ?? {}) as { ID?: string; Spec?: { Name?: string } };
+      if (ID && Spec?.Name) known.set(ID, Spec.Name);
+    }
+    if (targets.some((t) => !known.has(t))) {
+      for (const [id, name] of await networkNames(this.docker, call)) known.set(id, name);
+    }
+    return targets.map((t) => known.get(t) ?? t);
   }
 
   async pauseForCopy(id: string): Promise<() => Promise<void>> {

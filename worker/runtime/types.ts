@@ -138,10 +138,17 @@ export interface AgentRuntime {
   /**
    * A network for one gateway alone, created when missing: nothing on it reaches another
    * tenant's network, and no other container can take an address on it (decision 0195).
-   * Drivers without it put gateways on the shared network: the process driver (no network at
-   * all) and, for now, the Swarm driver's overlay.
+   * The Swarm driver's, with its isolateGateways option, is an overlay shared with the
+   * platform's own containers only (decision 0201); without, its gateways share one overlay.
+   * The process driver has none (no network at all): its gateways share the host.
    */
   ensureIsolatedNetwork?(name: string, labels: Record<string, string>): Promise<void>;
+  /**
+   * Connects the platform's own containers that are missing from the labelled gateway networks
+   * (a web replica started after them) to them; returns how many connections were made. Only
+   * drivers whose gateways reach the platform over their own network need it (Swarm).
+   */
+  attachPlatform?(labels: Record<string, string>): Promise<number>;
   /** Removes a network (a missing one is fine; one with containers on it throws). */
   removeNetwork?(name: string): Promise<void>;
   /** The networks carrying every given label (createdAt: ISO 8601). */
