@@ -166,8 +166,9 @@ describeDocker("agents dashboard (browser, Docker)", () => {
 
     await page.getByRole("button", { name: "Start", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent started.");
-    await expect.poll(() => status(page)).toBe("starting");
-    // The worker's reconcile observes the healthy container; the page shows it on its own.
+    // A start answers once the gateway answers /healthz (decision 0206): running at once, as the
+    // worker's reconcile sees it too.
+    await expect.poll(() => status(page)).toBe("running");
     await reconcileUntilRunning(userId);
     await expect.poll(() => status(page)).toBe("running");
     // Stats refresh too: before the worker's first sample there are no live figures.
@@ -239,7 +240,8 @@ describeDocker("agents dashboard (browser, Docker)", () => {
 
     await page.getByRole("button", { name: "Start", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent started.");
-    await expect.poll(() => status(page)).toBe("starting");
+    // Running at once: the start answered once the gateway answered (decision 0206).
+    await expect.poll(() => status(page)).toBe("running");
     await reconcileUntilRunning(userId);
     await page.reload();
     await expect.poll(() => status(page)).toBe("running");
