@@ -186,7 +186,7 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     expect((await rt.inspect(row!.container_name))?.running).toBe(false);
 
     await page.getByRole("button", { name: "Start", exact: true }).click();
-    await expect.poll(() => status(page)).toBe("starting");
+    await expect.poll(() => status(page)).toBe("running"); // answered once healthy (0206)
     expect((await rt.inspect(row!.container_name))?.running).toBe(true);
     await reconcileUntilRunning(userId);
     await expect.poll(() => status(page)).toBe("running");
@@ -252,7 +252,7 @@ describeDocker("agents dashboard (browser, Docker)", () => {
 
     await page.getByRole("button", { name: "Start", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toBe("Agent started.");
-    await expect.poll(() => status(page)).toBe("starting");
+    await expect.poll(() => status(page)).toBe("running"); // answered once healthy (0206)
 
     // The server validates the configuration (400, the error on the field) and keeps the text.
     await page
