@@ -509,6 +509,20 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
         ) as { status: number; body: Record<string, unknown>; cookie: string };
         return out;
       };
+      // A chat as a client sends it: again after a 502 "gateway unavailable" (nothing was
+      // delivered). Right after an adoption or a move the gateway's address is cleared for a
+      // moment while its task is not running (decision 0195), and the first chat then met a
+      // 502 in some runs (2 of ~5 on this machine); a client retries, so the test does, for up
+      // to two minutes, and still requires the answer.
+      const chatAnswered = (body: Record<string, unknown>) =>
+        waitFor(
+          async () => {
+            const res = await api("POST", "/api/agent", body);
+            if (res.status === 502 && /unavailable/.test(String(res.body.error))) return undefined;
+            return res;
+          },
+          { timeoutMs: 120_000, intervalMs: 2_000, what: "the chat answered" },
+        );
       const signup = await api("POST", "/api/register", {
         email,
         password: "a good long password",
@@ -575,7 +589,7 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
       // web → the gateway over the overlay, across nodes; the gateway → web's AI endpoint
       // (http://web:3000) → the model server.
       const t3 = Date.now();
-      const chat = await api("POST", "/api/agent", { message: "Hello from the stack" });
+      const chat = await chatAnswered({ message: "Hello from the stack" });
       timings.stackFirstReplyMs = Date.now() - t3;
       expect(chat.status).toBe(200);
       expect(chat.body.reply).toBe(FAKE_MODEL_REPLY);
@@ -613,7 +627,7 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
           ).length === 0,
         { timeoutMs: 120_000, what: "no gateway left running on the drained node" },
       );
-      const next = await api("POST", "/api/agent", { message: "Still there?", sessionId });
+      const next = await chatAnswered({ message: "Still there?", sessionId });
       expect(next.status).toBe(200);
       expect(next.body).toMatchObject({ sessionId, reply: FAKE_MODEL_REPLY });
       const session = await api("GET", `/api/agent?action=session&sessionId=${sessionId}`);
