@@ -1,5 +1,4 @@
-import { type ParsedMail, simpleParser } from "mailparser";
-import { SMTPServer } from "smtp-server";
+import type { ParsedMail } from "mailparser";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as brandingRoute from "../../app/routes/api.organizations.$id.branding.ts";
 import * as invitationsRoute from "../../app/routes/api.organizations.$id.invitations.ts";
@@ -13,6 +12,7 @@ import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { call } from "../helpers/api.ts";
+import { startSmtpInbox } from "../helpers/smtp-inbox.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 
 // White-label branding (issue 48, decision 0207): set through the API on a label or network
@@ -20,29 +20,17 @@ import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 // name is the sender name (the address stays MAIL_FROM's), the text and HTML show the display
 // name and the logo.
 
-const inbox: ParsedMail[] = [];
-let smtp: SMTPServer;
+let inbox: ParsedMail[] = [];
+let smtp: Awaited<ReturnType<typeof startSmtpInbox>>;
 
 const OWNER = "usr_brand_owner";
 const MEMBER = "usr_brand_member";
 const STRANGER = "usr_brand_stranger";
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    disabledCommands: ["STARTTLS"],
-    authOptional: true,
-    onData(stream, _session, callback) {
-      simpleParser(stream)
-        .then((mail) => {
-          inbox.push(mail);
-          callback();
-        })
-        .catch(callback);
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
-  const address = smtp.server.address();
-  process.env.SMTP_URL = `smtp://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  smtp = await startSmtpInbox();
+  inbox = smtp.inbox;
+  process.env.SMTP_URL = smtp.url;
   process.env.APP_URL = "http://app.test";
   process.env.MAIL_FROM = "Agent Platform <no-reply@platform.test>";
   resetEnvCache();
@@ -52,7 +40,7 @@ beforeAll(async () => {
 beforeEach(() => resetRateLimiters());
 afterAll(async () => {
   await stopWorker(5_000);
-  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await smtp.close();
   delete process.env.SMTP_URL;
   delete process.env.APP_URL;
   delete process.env.MAIL_FROM;

@@ -1,5 +1,4 @@
-import { type ParsedMail, simpleParser } from "mailparser";
-import { SMTPServer } from "smtp-server";
+import type { ParsedMail } from "mailparser";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as acceptRoute from "../../app/routes/api.invitations.accept.ts";
 import * as invitationRoute from "../../app/routes/api.organizations.$id.invitations.$invitationId.ts";
@@ -16,13 +15,14 @@ import { sha256 } from "../../app/server/platform/ids.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { call } from "../helpers/api.ts";
+import { startSmtpInbox } from "../helpers/smtp-inbox.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 
 // Invitations by email (issue 48, decision 0204). The mail travels web → pg-boss → worker →
 // nodemailer → a real SMTP server here, and its link's token is what the tests accept with.
 
-const inbox: ParsedMail[] = [];
-let smtp: SMTPServer;
+let inbox: ParsedMail[] = [];
+let smtp: Awaited<ReturnType<typeof startSmtpInbox>>;
 
 const OWNER = "usr_inv_owner";
 const ADMIN = "usr_inv_admin";
@@ -32,21 +32,9 @@ const STRANGER = "usr_inv_stranger";
 const emailOf = (id: string) => `${id}@example.com`;
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    disabledCommands: ["STARTTLS"],
-    authOptional: true,
-    onData(stream, _session, callback) {
-      simpleParser(stream)
-        .then((mail) => {
-          inbox.push(mail);
-          callback();
-        })
-        .catch(callback);
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
-  const address = smtp.server.address();
-  process.env.SMTP_URL = `smtp://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  smtp = await startSmtpInbox();
+  inbox = smtp.inbox;
+  process.env.SMTP_URL = smtp.url;
   process.env.APP_URL = "http://app.test";
   resetEnvCache();
   for (const id of [OWNER, ADMIN, COLLEAGUE, OTHER, STRANGER]) await ensureUser(id);
@@ -55,7 +43,7 @@ beforeAll(async () => {
 beforeEach(() => resetRateLimiters());
 afterAll(async () => {
   await stopWorker(5_000);
-  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await smtp.close();
   delete process.env.SMTP_URL;
   delete process.env.APP_URL;
   resetEnvCache();
