@@ -45,6 +45,7 @@ create index sso_identities_user on sso_identities (user_id);
 create table saml_requests (
   id text primary key,
   organisation_id text not null references users (id) on delete cascade,
+  created_at timestamptz not null default now(),
   expires_at timestamptz not null
 );
 create table saml_seen_assertions (

@@ -18,10 +18,11 @@ export function requestCache(organisationId: string): CacheProvider {
         values (${key}, ${organisationId}, ${expires}) on conflict do nothing returning id`;
       return rows.length ? { value, createdAt: Date.now() } : null;
     },
+    // node-saml reads the value as the request's time.
     async getAsync(key: string): Promise<string | null> {
-      const [row] = await db()<{ id: string }[]>`select id from saml_requests
+      const [row] = await db()<{ created_at: Date }[]>`select created_at from saml_requests
         where id = ${key} and organisation_id = ${organisationId} and expires_at > now()`;
-      return row ? row.id : null;
+      return row ? row.created_at.toISOString() : null;
     },
     async removeAsync(key: string | null): Promise<string | null> {
       if (!key) return null;

@@ -14,7 +14,7 @@ import { SsoRefused, signInWithSso } from "./sign-in.server.ts";
 
 export const CLOCK_SKEW_MS = 60_000;
 
-function samlFor(c: SamlSso): SAML {
+function samlFor(c: SamlSso, metadata = false): SAML {
   const sp = serviceProviderUrls(c.organisationId);
   return new SAML({
     issuer: sp.samlEntityId,
@@ -23,7 +23,8 @@ function samlFor(c: SamlSso): SAML {
     idpCert: c.certificate,
     audience: sp.samlEntityId,
     // At least one signature covering the assertion: the assertion's own or the response's.
-    wantAssertionsSigned: false,
+    // The metadata asks for signed assertions, which every IdP can do.
+    wantAssertionsSigned: metadata,
     wantAuthnResponseSigned: false,
     acceptedClockSkewMs: CLOCK_SKEW_MS,
     // IdP-initiated answers carry no InResponseTo; an SP-initiated one must name our request.
@@ -37,7 +38,7 @@ function samlFor(c: SamlSso): SAML {
 
 /** The SP metadata an IdP is given (entity id, ACS URL, signed assertions wanted). */
 export function samlMetadata(c: SamlSso): string {
-  return samlFor(c).generateServiceProviderMetadata(null, null);
+  return samlFor(c, true).generateServiceProviderMetadata(null, null);
 }
 
 /** The IdP's sign-in URL with our AuthnRequest (HTTP-Redirect) and RelayState. */
