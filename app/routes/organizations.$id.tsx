@@ -6,7 +6,9 @@ import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { OrganisationBranding } from "../components/organisation-branding.tsx";
 import { MissionControl } from "../components/organisation-overview.tsx";
+import { OrganisationSso } from "../components/organisation-sso.tsx";
 import { brandingFormSchema, newMemberSchema, roleSchema } from "../schemas/organisations.ts";
+import { ssoConnectionSchema, ssoFormSchema, ssoInputFromForm } from "../schemas/sso.ts";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { brandingOf, setBranding } from "../server/organisations/branding.server.ts";
 import {
@@ -26,6 +28,11 @@ import { allows, ROLES } from "../server/organisations/roles.server.ts";
 import { seatsOf } from "../server/organisations/seats.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
+import {
+  removeSsoConnection,
+  setSsoConnection,
+  ssoSettingsOf,
+} from "../server/sso/connections.server.ts";
 
 export const meta: MetaFunction<typeof loader> = ({ data }) => [
   { title: `${data?.organisation.name ?? "Organisation"} — Agent Platform` },
@@ -47,6 +54,7 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
     seats: await seatsOf(id),
     branding: await brandingOf(id, user.id),
     overview: await organisationOverview(id, user.id),
+    sso: allows(membership.role, "members.manage") ? await ssoSettingsOf(id, user.id) : null,
     me: user.id,
   };
 }
@@ -58,6 +66,8 @@ const schema = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("role"), userId: z.string().max(64), role: roleSchema }),
   z.object({ intent: z.literal("remove"), userId: z.string().max(64) }),
   brandingFormSchema.extend({ intent: z.literal("branding") }),
+  ssoFormSchema.extend({ intent: z.literal("sso") }),
+  z.object({ intent: z.literal("sso-remove") }),
 ]);
 
 // The services check the caller's role (members.manage, the owner rules).
@@ -82,6 +92,20 @@ export const action = /* @__PURE__ */ formAction({
       });
       return { notice: "Branding saved: the organisation's emails carry it from now on." };
     }
+    if (value.intent === "sso") {
+      const { intent: _, ...form } = value;
+      const input = ssoConnectionSchema.safeParse(ssoInputFromForm(form));
+      if (!input.success) {
+        const issue = input.error.issues[0];
+        throw new DomainError(400, `${issue?.path.join(".") || "form"}: ${issue?.message}`);
+      }
+      await setSsoConnection(id, user.id, input.data);
+      return { notice: "Single sign-on saved." };
+    }
+    if (value.intent === "sso-remove") {
+      await removeSsoConnection(id, user.id);
+      return { notice: "Single sign-on removed." };
+    }
     if (value.intent === "revoke") {
       await revokeInvitation(id, user.id, value.invitationId);
       return { notice: "Invitation revoked: its link no longer works." };
@@ -102,7 +126,7 @@ export const action = /* @__PURE__ */ formAction({
 const selectClass = "rounded-md border border-slate-300 bg-white px-2 py-1 text-sm";
 
 export default function Organisation() {
-  const { organisation, role, manages, members, me, invitations, seats, branding, overview } =
+  const { organisation, role, manages, members, me, invitations, seats, branding, overview, sso } =
     useLoaderData<typeof loader>();
   const actionData = useActionData<typeof action>();
   const [form, fields] = useForm<z.input<typeof newMemberSchema>>({
@@ -131,6 +155,7 @@ export default function Organisation() {
       ) : null}
       <MissionControl overview={overview} />
       <OrganisationBranding branding={branding} manages={manages} />
+      {sso ? <OrganisationSso sso={sso} /> : null}
       <Card title="Members">
         <table className="w-full text-left text-sm">
           <thead className="text-slate-500">

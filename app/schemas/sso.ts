@@ -71,3 +71,32 @@ export type SsoConnectionInput = z.infer<typeof ssoConnectionSchema>;
 
 /** The sign-in page's "Sign in with SSO" field: an organisation's slug (or, later, an email). */
 export const ssoLookupSchema = z.object({ org: text(254) });
+
+/** The organisation page's SSO form: text fields; `groupRoles` one "group = role" a line. */
+export const ssoFormSchema = z.object({
+  protocol: z.enum(["oidc", "saml"]),
+  slug: z.string().max(40),
+  enabled: z.literal("on").optional(),
+  issuer: z.string().max(500).optional(),
+  clientId: z.string().max(255).optional(),
+  clientSecret: z.string().max(1000).optional(),
+  metadataXml: z.string().max(200_000).optional(),
+  idpEntityId: z.string().max(500).optional(),
+  ssoUrl: z.string().max(500).optional(),
+  certificate: z.string().max(20_000).optional(),
+  groupsAttribute: z.string().max(200).optional(),
+  groupRoles: z.string().max(20_000).optional(),
+  defaultRole: ssoRoleSchema.optional(),
+});
+
+/** The form's fields as the API's body (checked by ssoConnectionSchema afterwards). */
+export function ssoInputFromForm(form: z.infer<typeof ssoFormSchema>): unknown {
+  const groupRoles = Object.fromEntries(
+    (form.groupRoles ?? "")
+      .split("\n")
+      .map((line) => line.split("="))
+      .filter((parts) => parts.length === 2)
+      .map(([group = "", role = ""]) => [group.trim(), role.trim()]),
+  );
+  return { ...form, enabled: form.enabled === "on", groupRoles };
+}

@@ -42,13 +42,13 @@ export interface TestSamlIdp {
   close(): Promise<void>;
 }
 
-const escape = (s: string) =>
+const xmlEscape = (s: string) =>
   s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 function attributeStatement(user: SamlUser, groupsAttribute: string): string {
   const attr = (name: string, values: string[]) =>
-    `<saml:Attribute Name="${escape(name)}" NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:basic">${values
-      .map((v) => `<saml:AttributeValue xsi:type="xs:string">${escape(v)}</saml:AttributeValue>`)
+    `<saml:Attribute Name="${xmlEscape(name)}" NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:basic">${values
+      .map((v) => `<saml:AttributeValue xsi:type="xs:string">${xmlEscape(v)}</saml:AttributeValue>`)
       .join("")}</saml:Attribute>`;
   return `<saml:AttributeStatement>${[
     attr("email", [user.email]),
@@ -73,7 +73,9 @@ export async function startTestSamlIdp(opts: {
     entityID: entityId,
     privateKey: opts.privateKey,
     signingCert: opts.certificate,
-    singleSignOnService: [{ Binding: samlify.Constants.namespace.binding.redirect, Location: ssoUrl }],
+    singleSignOnService: [
+      { Binding: samlify.Constants.namespace.binding.redirect, Location: ssoUrl },
+    ],
     nameIDFormat: ["urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified"],
   });
   let sp: ReturnType<typeof samlify.ServiceProvider> | undefined;
@@ -107,43 +109,49 @@ export async function startTestSamlIdp(opts: {
     }
     const info = { extract: { request: { id: requestId } } };
     const user = state.user;
-    const result = await idp.createLoginResponse(sp, info, "post", { email: user.nameId }, {
-      relayState,
-      customTagReplacement: (template) => {
-        const now = new Date();
-        const later = new Date(now.getTime() + 5 * 60_000).toISOString();
-        const acs = sp!.entityMeta.getAssertionConsumerService("post") as string;
-        const id = `_${crypto.randomUUID()}`;
-        let values: Record<string, string> = {
-          ID: id,
-          AssertionID: `_${crypto.randomUUID()}`,
-          Destination: acs,
-          Audience: sp!.entityMeta.getEntityID(),
-          SubjectRecipient: acs,
-          Issuer: entityId,
-          IssueInstant: now.toISOString(),
-          StatusCode: "urn:oasis:names:tc:SAML:2.0:status:Success",
-          ConditionsNotBefore: now.toISOString(),
-          ConditionsNotOnOrAfter: later,
-          SubjectConfirmationDataNotOnOrAfter: later,
-          NameIDFormat: "urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified",
-          NameID: user.nameId,
-          InResponseTo: requestId,
-        };
-        if (state.override) values = state.override(values);
-        let xml = template;
-        for (const [k, v] of Object.entries(values)) xml = xml.replaceAll(`{${k}}`, escape(v));
-        // An IdP-initiated answer has no InResponseTo at all.
-        xml = xml.replaceAll(' InResponseTo=""', "");
-        xml = xml
-          .replace("{AuthnStatement}", "")
-          .replace(
-            "{AttributeStatement}",
-            attributeStatement(user, opts.groupsAttribute ?? "groups"),
-          );
-        return { id, context: xml };
+    const result = await idp.createLoginResponse(
+      sp,
+      info,
+      "post",
+      { email: user.nameId },
+      {
+        relayState,
+        customTagReplacement: (template) => {
+          const now = new Date();
+          const later = new Date(now.getTime() + 5 * 60_000).toISOString();
+          const acs = sp!.entityMeta.getAssertionConsumerService("post") as string;
+          const id = `_${crypto.randomUUID()}`;
+          let values: Record<string, string> = {
+            ID: id,
+            AssertionID: `_${crypto.randomUUID()}`,
+            Destination: acs,
+            Audience: sp!.entityMeta.getEntityID(),
+            SubjectRecipient: acs,
+            Issuer: entityId,
+            IssueInstant: now.toISOString(),
+            StatusCode: "urn:oasis:names:tc:SAML:2.0:status:Success",
+            ConditionsNotBefore: now.toISOString(),
+            ConditionsNotOnOrAfter: later,
+            SubjectConfirmationDataNotOnOrAfter: later,
+            NameIDFormat: "urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified",
+            NameID: user.nameId,
+            InResponseTo: requestId,
+          };
+          if (state.override) values = state.override(values);
+          let xml = template;
+          for (const [k, v] of Object.entries(values)) xml = xml.replaceAll(`{${k}}`, xmlEscape(v));
+          // An IdP-initiated answer has no InResponseTo at all.
+          xml = xml.replaceAll(' InResponseTo=""', "");
+          xml = xml
+            .replace("{AuthnStatement}", "")
+            .replace(
+              "{AttributeStatement}",
+              attributeStatement(user, opts.groupsAttribute ?? "groups"),
+            );
+          return { id, context: xml };
+        },
       },
-    });
+    );
     let samlResponse = result.context;
     if (state.tamper) {
       samlResponse = Buffer.from(
@@ -165,9 +173,9 @@ export async function startTestSamlIdp(opts: {
       (r) => {
         res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
         res.end(
-          `<!doctype html><html><body onload="document.forms[0].submit()"><form method="post" action="${escape(r.acsUrl)}"><input type="hidden" name="SAMLResponse" value="${r.samlResponse}"/>${
+          `<!doctype html><html><body onload="document.forms[0].submit()"><form method="post" action="${xmlEscape(r.acsUrl)}"><input type="hidden" name="SAMLResponse" value="${r.samlResponse}"/>${
             r.relayState
-              ? `<input type="hidden" name="RelayState" value="${escape(r.relayState)}"/>`
+              ? `<input type="hidden" name="RelayState" value="${xmlEscape(r.relayState)}"/>`
               : ""
           }<noscript><button type="submit">Continue</button></noscript></form></body></html>`,
         );

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import * as ssoLookup from "../../app/routes/api.auth.sso.ts";
-import * as ssoStart from "../../app/routes/api.auth.sso.$id.ts";
 import * as ssoCallback from "../../app/routes/api.auth.sso.$id.oidc.callback.ts";
+import * as ssoStart from "../../app/routes/api.auth.sso.$id.ts";
+import * as ssoLookup from "../../app/routes/api.auth.sso.ts";
 import * as user from "../../app/routes/api.user.ts";
 import { resetOidcDiscovery } from "../../app/server/accounts/oidc-discovery.server.ts";
 import { assignPlan } from "../../app/server/billing/plan-assignments.server.ts";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import * as ssoStart from "../../app/routes/api.auth.sso.$id.ts";
 import * as acsRoute from "../../app/routes/api.auth.sso.$id.saml.acs.ts";
 import * as metadataRoute from "../../app/routes/api.auth.sso.$id.saml.metadata.ts";
+import * as ssoStart from "../../app/routes/api.auth.sso.$id.ts";
 import * as user from "../../app/routes/api.user.ts";
 import { assignPlan } from "../../app/server/billing/plan-assignments.server.ts";
 import {

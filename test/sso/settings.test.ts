@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as ssoRoute from "../../app/routes/api.organizations.$id.sso.ts";
+import * as organisationPage from "../../app/routes/organizations.$id.tsx";
+import { loader as signinLoader } from "../../app/routes/signin.tsx";
 import { assignPlan } from "../../app/server/billing/plan-assignments.server.ts";
 import {
   addMember,
@@ -8,8 +10,13 @@ import {
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
-import { connectionOf, ssoConnectionFor } from "../../app/server/sso/connections.server.ts";
+import {
+  connectionOf,
+  setSsoConnection,
+  ssoConnectionFor,
+} from "../../app/server/sso/connections.server.ts";
 import { call } from "../helpers/api.ts";
+import { page } from "../helpers/pages.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import { idpMetadataXml, TEST_CERT_BASE64 } from "./saml-fixtures.ts";
 
@@ -168,5 +175,85 @@ describe("organisation SSO settings", () => {
     const [audit] = await db()`select 1 from audit_log
       where user_id = ${org} and action = 'sso.removed'`;
     expect(audit).toBeDefined();
+  });
+});
+
+describe("organisation SSO on the pages", () => {
+  it("is set from the organisation page's form (no JavaScript), and shown to managers only", async () => {
+    const saved = await page(
+      organisationPage,
+      `/organizations/${org}`,
+      await as(OWNER),
+      {
+        intent: "sso",
+        protocol: "oidc",
+        slug: "acme-pages",
+        enabled: "on",
+        issuer: "https://idp.example.com",
+        clientId: "acme-pages",
+        clientSecret: "a-secret-from-the-form",
+        groupsAttribute: "groups",
+        groupRoles: "engineers = member\nbosses = admin",
+        defaultRole: "viewer",
+      },
+      { id: org },
+    );
+    expect(saved.status).toBe(200);
+    const c = await connectionOf(org);
+    expect(c).toMatchObject({
+      slug: "acme-pages",
+      groupRoles: { engineers: "member", bosses: "admin" },
+      defaultRole: "viewer",
+    });
+    const bad = await page(
+      organisationPage,
+      `/organizations/${org}`,
+      await as(OWNER),
+      { intent: "sso", protocol: "oidc", slug: "acme-pages", groupRoles: "x = owner" },
+      { id: org },
+    );
+    expect(JSON.stringify(bad.body)).toMatch(/groupRoles|issuer/);
+    const owner = (await page(
+      organisationPage,
+      `/organizations/${org}`,
+      await as(OWNER),
+      undefined,
+      {
+        id: org,
+      },
+    )) as { body: { sso: { connection: { slug: string } } | null } };
+    expect(owner.body.sso?.connection.slug).toBe("acme-pages");
+    expect(JSON.stringify(owner.body)).not.toContain("a-secret-from-the-form");
+    const viewer = (await page(
+      organisationPage,
+      `/organizations/${org}`,
+      await as(MEMBER),
+      undefined,
+      {
+        id: org,
+      },
+    )) as { body: { sso: unknown } };
+    expect(viewer.body.sso).toBeNull();
+  });
+
+  it("offers 'Sign in with SSO' on the sign-in page once a connection exists, and explains a refusal", async () => {
+    await setSsoConnection(org, OWNER, {
+      protocol: "oidc",
+      slug: "acme-signin",
+      enabled: true,
+      issuer: "https://idp.example.com",
+      clientId: "acme-signin",
+      clientSecret: "another-secret",
+      groupsAttribute: "groups",
+      groupRoles: {},
+      defaultRole: "member",
+    });
+    const signin = await signinLoader({
+      request: new Request("http://app.test/signin?error=saml_replay"),
+      params: {},
+      context: {},
+    });
+    expect(signin.sso).toBe(true);
+    expect(signin.error).toMatch(/already used/);
   });
 });

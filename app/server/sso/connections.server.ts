@@ -110,6 +110,12 @@ export async function ssoConnectionFor(
   return row && toConnection(row);
 }
 
+/** Whether any organisation signs in through SSO (the sign-in page shows the form then). */
+export async function anySsoConnection(): Promise<boolean> {
+  const [row] = await db()`select 1 from organisation_sso where enabled limit 1`;
+  return row !== undefined;
+}
+
 /** Where the identity provider reaches us for this organisation (all under APP_URL). */
 export function serviceProviderUrls(organisationId: string) {
   const base = `${env().APP_URL.replace(/\/$/, "")}/api/auth/sso/${organisationId}`;
