@@ -73,6 +73,10 @@ export async function startTestSamlIdp(opts: {
     entityID: entityId,
     privateKey: opts.privateKey,
     signingCert: opts.certificate,
+    // Never used here; samlify warns without one.
+    singleLogoutService: [
+      { Binding: samlify.Constants.namespace.binding.redirect, Location: `${base}/slo` },
+    ],
     singleSignOnService: [
       { Binding: samlify.Constants.namespace.binding.redirect, Location: ssoUrl },
     ],
