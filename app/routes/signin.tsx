@@ -43,6 +43,8 @@ const oauthErrors: Record<string, string> = {
     "An account with your email address already exists here and is not linked to your organisation's sign-in. Sign in with it as you usually do, or ask your administrator.",
   sso_no_email: "Your organisation's identity provider did not give us an email address for you.",
   sso_failed: "Sign-in through your organisation failed. Please try again.",
+  sso_seats:
+    "Your organisation has no seat left for you. Ask its administrator to free one or add seats.",
   saml_signature:
     "Your organisation's sign-in answer was not signed by its identity provider, so we did not sign you in.",
   saml_audience:

@@ -203,6 +203,42 @@ describe("organisation SAML sign-in", () => {
     await refused(await post(await idp.idpInitiated()), "saml_invalid");
   });
 
+  it("refuses a new member when the organisation has no seat left, and says so", async () => {
+    // Without a plan an organisation has one seat, its owner's.
+    const tiny = (await createOrganisation(OWNER, "Tiny")).organisation.id;
+    await setSsoConnection(tiny, OWNER, {
+      protocol: "saml",
+      slug: "tiny",
+      enabled: true,
+      metadataXml: idpMetadataXml(idp.entityId, idp.ssoUrl),
+      groupsAttribute: "memberOf",
+      groupRoles: {},
+      defaultRole: "member",
+    });
+    const metadata = await call(metadataRoute, `/api/auth/sso/${tiny}/saml/metadata`, {
+      params: { id: tiny },
+    });
+    idp.trust(metadata.text);
+    try {
+      const answer = await idp.idpInitiated();
+      const form = new URLSearchParams({ SAMLResponse: answer.samlResponse });
+      const res = await call(acsRoute, `/api/auth/sso/${tiny}/saml/acs`, {
+        method: "POST",
+        params: { id: tiny },
+        rawBody: form.toString(),
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      });
+      await refused(res, "sso_seats");
+      // Nothing half-made: no account, no identity.
+      expect(await accountOf(idp.user.email)).toBeUndefined();
+    } finally {
+      const ours = await call(metadataRoute, `/api/auth/sso/${org}/saml/metadata`, {
+        params: { id: org },
+      });
+      idp.trust(ours.text);
+    }
+  });
+
   it("refuses an answer to a request we never sent (InResponseTo)", async () => {
     idp.override = (v) => ({ ...v, InResponseTo: "_a-request-we-never-made" });
     await refused(await post(await spInitiated()), "saml_request");

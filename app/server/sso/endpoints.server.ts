@@ -4,10 +4,11 @@ import { ssoLookupSchema } from "../../schemas/sso.ts";
 import { runSignInFlow, signInFailure } from "../accounts/oauth-endpoint.server.ts";
 import { createSession } from "../accounts/sessions.server.ts";
 import { endpoint } from "../api.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { safeRedirect } from "../platform/safe-redirect.server.ts";
 import { connectionOf, type SsoConnection, ssoConnectionFor } from "./connections.server.ts";
-import { ssoOidcFlow, ssoOidcPath } from "./oidc-flow.server.ts";
+import { ssoFailureReason, ssoOidcFlow, ssoOidcPath } from "./oidc-flow.server.ts";
 import { samlMetadata, samlSignIn, samlSignInUrl } from "./saml.server.ts";
 import { SsoRefused } from "./sign-in.server.ts";
 
@@ -111,7 +112,7 @@ const acsBody = z.object({
 export const ssoSamlAcs = endpoint({
   summary: "An organisation's SAML assertion consumer service (HTTP-POST)",
   description:
-    "The IdP's POSTed SAMLResponse (SP- or IdP-initiated). Needs a valid signature over the assertion (its own or the response's), our audience, our ACS as Recipient and Destination, NotBefore/NotOnOrAfter within 60 s of skew, InResponseTo one of our open requests when present, and an assertion id not seen before. Then signs in (the account made on first sign-in, a member with the mapped role) and 302s to RelayState (a local path) or the organisation's page. Refusals 302 to /signin?error=saml_signature|saml_audience|saml_expired|saml_replay|saml_request|saml_invalid|sso_conflict|sso_no_email.",
+    "The IdP's POSTed SAMLResponse (SP- or IdP-initiated). Needs a valid signature over the assertion (its own or the response's), our audience, our ACS as Recipient and Destination, NotBefore/NotOnOrAfter within 60 s of skew, InResponseTo one of our open requests when present, and an assertion id not seen before. Then signs in (the account made on first sign-in, a member with the mapped role) and 302s to RelayState (a local path) or the organisation's page. Refusals 302 to /signin?error=saml_signature|saml_audience|saml_expired|saml_replay|saml_request|saml_invalid|sso_conflict|sso_no_email|sso_seats.",
   auth: "none",
   rateLimit: "sso",
   params: organisationParams,
@@ -123,9 +124,9 @@ export const ssoSamlAcs = endpoint({
     try {
       userId = (await samlSignIn(c, body.SAMLResponse)).id;
     } catch (error) {
-      if (error instanceof SsoRefused) {
+      if (error instanceof SsoRefused || (error instanceof DomainError && error.status === 402)) {
         logger().info({ err: error, organisation: c.organisationId }, "SAML sign-in refused");
-        return failed(error.reason);
+        return failed(ssoFailureReason(error));
       }
       logger().error({ err: error, organisation: c.organisationId }, "SAML sign-in failed");
       return failed("sso_failed");

@@ -1,6 +1,7 @@
 import type { SignInFlow } from "../accounts/oauth-endpoint.server.ts";
 import { type OidcConnection, oidcStrategyFor } from "../accounts/oidc.server.ts";
 import { oidcFailureReason } from "../accounts/oidc-endpoint.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
 import type { OidcSso } from "./connections.server.ts";
 import { SsoRefused, signInWithSso } from "./sign-in.server.ts";
 
@@ -36,6 +37,8 @@ export function ssoOidcConnection(c: OidcSso): OidcConnection {
 /** The sign-in page's reason for a failed organisation sign-in. */
 export function ssoFailureReason(error: unknown): string {
   if (error instanceof SsoRefused) return error.reason;
+  // No seat left for the role the groups give (claimSeat's 402).
+  if (error instanceof DomainError && error.status === 402) return "sso_seats";
   const oidc = oidcFailureReason(error);
   // The organisation's provider's email needs no verification here (never linked by email).
   return oidc === "oidc_conflict" ? "sso_conflict" : oidc;
