@@ -150,6 +150,19 @@ describe("organisation SAML sign-in", () => {
     expect((await membershipOf(org, account!.id))?.role).toBe("admin");
   });
 
+  it("signs the same person into the same account when the IdP's NameID changes (transient)", async () => {
+    idp.user.nameId = `_transient-${serial}-a`;
+    expect(sessionOf(await post(await idp.idpInitiated()))).toBeDefined();
+    const account = await accountOf(idp.user.email);
+    idp.user.nameId = `_transient-${serial}-b`;
+    const again = await post(await idp.idpInitiated());
+    expect(again.headers.get("location")).toBe(`/organizations/${org}`);
+    expect(await accountOf(idp.user.email)).toEqual(account);
+    const [identity] = await db()<{ subject: string }[]>`
+      select subject from sso_identities where user_id = ${account!.id}`;
+    expect(identity!.subject).toBe(idp.user.nameId);
+  });
+
   it("refuses a tampered assertion (its signature no longer verifies)", async () => {
     idp.tamper = (xml) => xml.replaceAll(idp.user.email, "ceo@globex.test");
     await refused(await post(await spInitiated()), "saml_signature");

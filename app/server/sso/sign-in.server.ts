@@ -59,6 +59,18 @@ async function accountFor(
     return { user, created: false };
   }
   const existing = await findUserByEmail(profile.email, t);
+  if (existing) {
+    // An account this organisation's sign-in already owns, under another subject (a transient
+    // NameID, a changed issuer): the provider controls it already, so the new subject replaces
+    // the old one.
+    const [moved] = await t<{ user_id: string }[]>`
+      update sso_identities set subject = ${profile.subject}, email = ${profile.email},
+        groups = ${profile.groups}, last_sign_in_at = now()
+      where organisation_id = ${org} and user_id = ${existing.id}
+      returning user_id`;
+    const user = moved && (await getUser(moved.user_id, t));
+    if (user) return { user, created: false };
+  }
   if (existing && !(await mayLinkByEmail(org, profile.email))) {
     throw new SsoRefused(
       409,
