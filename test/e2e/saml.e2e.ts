@@ -5,9 +5,10 @@ import { createOrganisation } from "../../app/server/organisations/organisations
 import { db } from "../../app/server/platform/db.server.ts";
 import { setSsoConnection } from "../../app/server/sso/connections.server.ts";
 import { startTestSamlIdp, type TestSamlIdp } from "../helpers/saml-idp.ts";
-import { ensureUser } from "../helpers/users.ts";
+import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 import { idpMetadataXml, TEST_IDP_CERT, TEST_IDP_KEY } from "../sso/saml-fixtures.ts";
 import { launchBrowser, type RunningApp, startApp } from "./app.ts";
+import { violations } from "./axe.ts";
 
 // An organisation's SAML sign-in as its people meet it (issue 49, decision 0211): the sign-in
 // page's "Sign in with SSO" with the organisation's SSO name, our AuthnRequest to a real SAML
@@ -97,6 +98,26 @@ describe.each([true, false])("SAML sign-in in Chromium, JavaScript %s", (javaScr
     await expect
       .poll(() => page.getByText("was not signed by its identity provider").isVisible())
       .toBe(true);
+    await context.close();
+  });
+});
+
+describe("SSO pages", () => {
+  it("the sign-in page's SSO form and the organisation page's SSO section pass axe's WCAG A/AA rules", async () => {
+    const context = await browser.newContext({ userAgent });
+    const page = await context.newPage();
+    await page.goto(`${app.url}/signin`);
+    await expect.poll(() => page.getByLabel("Your organisation's SSO name").isVisible()).toBe(true);
+    expect(await violations(page)).toEqual([]);
+    const session = (await sessionCookieFor(OWNER)).split("=");
+    await context.addCookies([
+      { name: session[0]!, value: session.slice(1).join("="), url: app.url },
+    ]);
+    await page.goto(`${app.url}/organizations/${org}`);
+    await expect
+      .poll(() => page.getByText(`${app.url}/api/auth/sso/${org}/saml/acs`).isVisible())
+      .toBe(true);
+    expect(await violations(page)).toEqual([]);
     await context.close();
   });
 });
