@@ -170,6 +170,24 @@ describe("organisation OIDC sign-in", () => {
     expect(sessionOf(res)).toBeUndefined();
   });
 
+  it("sends the browser back with a reason when the organisation's provider cannot be reached", async () => {
+    const other = (await createOrganisation(OWNER, "Offline Co")).organisation.id;
+    await setSsoConnection(other, OWNER, {
+      protocol: "oidc",
+      slug: "offline-co",
+      enabled: true,
+      issuer: "http://127.0.0.1:1",
+      clientId: "c",
+      clientSecret: "s",
+      groupsAttribute: "groups",
+      groupRoles: {},
+      defaultRole: "member",
+    });
+    const res = await call(ssoStart, `/api/auth/sso/${other}`, { params: { id: other } });
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("/signin?error=sso_failed");
+  });
+
   it("sends an unknown slug back to the sign-in page", async () => {
     const res = await call(ssoLookup, "/api/auth/sso?org=nobody-here");
     expect(res.status).toBe(302);
