@@ -2,8 +2,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as domainRoute from "../../app/routes/api.organizations.$id.domains.$domainId.ts";
 import * as verifyRoute from "../../app/routes/api.organizations.$id.domains.$domainId.verify.ts";
 import * as domainsRoute from "../../app/routes/api.organizations.$id.domains.ts";
+import { oauthFailureReason, signInWithOAuth } from "../../app/server/accounts/oauth.server.ts";
 import { verifyCredentials } from "../../app/server/accounts/signin.server.ts";
 import { createUser } from "../../app/server/accounts/users.server.ts";
+import { userForWallet } from "../../app/server/identity/siwe.server.ts";
 import {
   organisationForEmailDomain,
   verifyDomain,
@@ -121,7 +123,10 @@ describe("verified domains", () => {
   it("are managed by owners and admins only", async () => {
     const { organisation } = await createOrganisation(OWNER, "Managed");
     await ensureUser("usr_dom_member");
-    await addMember(organisation.id, OWNER, { email: "usr_dom_member@example.com", role: "viewer" });
+    await addMember(organisation.id, OWNER, {
+      email: "usr_dom_member@example.com",
+      role: "viewer",
+    });
     const byViewer = await addDomain(organisation.id, "viewer.example", "usr_dom_member");
     expect(byViewer.status).toBe(403);
     const byStranger = await addDomain(organisation.id, "viewer.example", RIVAL);
@@ -156,7 +161,9 @@ describe("enforced single sign-on", () => {
     // The staff member (and an address with no account yet) is pointed to SSO.
     await expect(verifyCredentials("staff@corp.example", PASSWORD)).rejects.toMatchObject({
       status: 403,
-      message: expect.stringMatching(/Corp requires single sign-on for corp\.example.*Sign in with SSO/),
+      message: expect.stringMatching(
+        /Corp requires single sign-on for corp\.example.*Sign in with SSO/,
+      ),
     });
     await expect(verifyCredentials("new@corp.example", PASSWORD)).rejects.toMatchObject({
       status: 403,
@@ -184,6 +191,25 @@ describe("enforced single sign-on", () => {
       where name = 'send-email' and data->>'to' = 'boss@corp.example'
         and data->>'subject' = 'Break-glass sign-in to Corp'`;
     expect(mail?.n).toBe(1);
+    // Nor by a contract OAuth provider, nor by a linked wallet; the operator's install-wide
+    // OIDC is single sign-on and goes on.
+    const oauth = signInWithOAuth("oauth1", {
+      providerAccountId: "google-staff",
+      email: "staff@corp.example",
+      emailVerified: true,
+    });
+    await expect(oauth).rejects.toMatchObject({ status: 403 });
+    expect(oauthFailureReason(await oauth.catch((e: unknown) => e))).toBe("sso_required");
+    const wallet = "0x00000000000000000000000000000000000000aa";
+    await db()`insert into wallet_accounts (address, user_id, chain_id)
+      values (${wallet}, ${staff.id}, 8453)`;
+    await expect(userForWallet(wallet)).rejects.toMatchObject({ status: 403 });
+    const viaOidc = await signInWithOAuth("oidc", {
+      providerAccountId: "https://idp.corp.example#staff",
+      email: "staff@corp.example",
+      emailVerified: true,
+    });
+    expect(viaOidc.id).toBe(staff.id);
     // The refusal is audited on the staff member's own log.
     const [refused] = await db()<{ n: number }[]>`select count(*)::int as n from audit_log
       where user_id = ${staff.id} and action = 'auth.signin' and details->>'reason' = 'sso_required'`;

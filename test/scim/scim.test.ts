@@ -89,7 +89,9 @@ async function roleOf(userId: string): Promise<string | undefined> {
 }
 
 async function accountOf(scimId: string): Promise<string> {
-  const [row] = await db()<{ user_id: string }[]>`select user_id from scim_users where id = ${scimId}`;
+  const [row] = await db()<
+    { user_id: string }[]
+  >`select user_id from scim_users where id = ${scimId}`;
   return row!.user_id;
 }
 
@@ -206,10 +208,16 @@ describe("SCIM 2.0", () => {
     expect(again.json.scimType).toBe("uniqueness");
 
     // Filtering as Okta and Entra ID look a user up before creating one.
-    const found = await scim(usersRoute, `/Users?filter=${encodeURIComponent('userName eq "Alice@corp.example"')}`);
+    const found = await scim(
+      usersRoute,
+      `/Users?filter=${encodeURIComponent('userName eq "Alice@corp.example"')}`,
+    );
     expect(found.json).toMatchObject({ totalResults: 1, startIndex: 1, itemsPerPage: 1 });
     expect(found.json.Resources[0].id).toBe(alice.json.id);
-    const missing = await scim(usersRoute, `/Users?filter=${encodeURIComponent('userName eq "nobody@corp.example"')}`);
+    const missing = await scim(
+      usersRoute,
+      `/Users?filter=${encodeURIComponent('userName eq "nobody@corp.example"')}`,
+    );
     expect(missing.json).toMatchObject({ totalResults: 0, Resources: [] });
     const page = await scim(usersRoute, "/Users?startIndex=2&count=1");
     expect(page.json).toMatchObject({ totalResults: 2, startIndex: 2, itemsPerPage: 1 });
@@ -221,7 +229,7 @@ describe("SCIM 2.0", () => {
     // PATCH as Entra ID sends it (no path, capitalised op) and as Okta does (paths).
     const renamed = await patchUser(alice.json.id, [
       { op: "Replace", value: { "name.givenName": "Alicia", displayName: "Alicia Family" } },
-      { op: "replace", path: "emails[type eq \"work\"].value", value: "alicia@corp.example" },
+      { op: "replace", path: 'emails[type eq "work"].value', value: "alicia@corp.example" },
     ]);
     expect(renamed.status).toBe(200);
     expect(renamed.json).toMatchObject({
@@ -232,7 +240,9 @@ describe("SCIM 2.0", () => {
     const [row] = await db()<{ email: string; name: string }[]>`
       select email, name from users where id = ${aliceAccount}`;
     expect(row).toEqual({ email: "alicia@corp.example", name: "Alicia Family" });
-    const badPath = await patchUser(alice.json.id, [{ op: "replace", path: "nickName", value: "x" }]);
+    const badPath = await patchUser(alice.json.id, [
+      { op: "replace", path: "nickName", value: "x" },
+    ]);
     expect(badPath.status).toBe(400);
     expect(badPath.json.scimType).toBe("invalidPath");
     const unknown = await scim(userRoute, "/Users/00000000-0000-0000-0000-000000000000", {
@@ -262,7 +272,11 @@ describe("SCIM 2.0", () => {
 
     const admins = await scim(groupsRoute, "/Groups", {
       method: "POST",
-      body: { schemas: [GROUP], displayName: "Platform Admins", members: [{ value: dana.json.id }] },
+      body: {
+        schemas: [GROUP],
+        displayName: "Platform Admins",
+        members: [{ value: dana.json.id }],
+      },
     });
     expect(admins.status).toBe(201);
     expect(admins.json.members).toEqual([expect.objectContaining({ value: dana.json.id })]);
@@ -304,7 +318,10 @@ describe("SCIM 2.0", () => {
     expect(removed.json.members).toEqual([]);
     expect(await roleOf(danaAccount)).toBe("viewer");
 
-    const byName = await scim(groupsRoute, `/Groups?filter=${encodeURIComponent('displayName eq "Readers"')}`);
+    const byName = await scim(
+      groupsRoute,
+      `/Groups?filter=${encodeURIComponent('displayName eq "Readers"')}`,
+    );
     expect(byName.json.totalResults).toBe(1);
     const user = await scim(userRoute, `/Users/${dana.json.id}`, { params: { id: dana.json.id } });
     expect(user.json.groups).toEqual([expect.objectContaining({ display: "readers" })]);
@@ -361,7 +378,9 @@ describe("SCIM 2.0", () => {
     });
     expect(deleted.status).toBe(204);
     expect((await byKey()).status).toBe(401);
-    const after = await scim(userRoute, `/Users/${frank.json.id}`, { params: { id: frank.json.id } });
+    const after = await scim(userRoute, `/Users/${frank.json.id}`, {
+      params: { id: frank.json.id },
+    });
     expect(after.status).toBe(404);
   });
 
