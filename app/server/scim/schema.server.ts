@@ -11,7 +11,6 @@ export const scimBase = () => `${env().APP_URL.replace(/\/$/, "")}/scim/v2`;
 
 export const serviceProviderConfig = () => ({
   schemas: ["urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"],
-  documentationUri: `${env().APP_URL.replace(/\/$/, "")}/docs/scim`,
   patch: { supported: true },
   bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
   filter: { supported: true, maxResults: 200 },
