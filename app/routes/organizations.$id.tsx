@@ -124,6 +124,8 @@ export const action = /* @__PURE__ */ formAction({
       await changeRole(id, user.id, value.userId, value.role);
       return { notice: "Role changed." };
     }
+    // Every other intent was answered above (ssoIntent took the single sign-on ones).
+    if (value.intent !== "remove") throw new Error(`unhandled intent ${value.intent}`);
     await removeMember(id, user.id, value.userId);
     return { notice: "Member removed: their access ended at once." };
   },
