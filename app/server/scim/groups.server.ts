@@ -3,9 +3,10 @@ import { z } from "zod";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { applyAccess, type ScimUserRow } from "./access.server.ts";
-import { type EqFilter, listResponse } from "./filter.server.ts";
+import type { EqFilter } from "./filter.server.ts";
 import { parseScim, ScimError } from "./http.server.ts";
-import { GROUP_SCHEMA, scimBase } from "./schema.server.ts";
+import { isScimId, listPage, metaOf, reference } from "./resource.server.ts";
+import { GROUP_SCHEMA } from "./schema.server.ts";
 import type { PatchOperation } from "./user-input.server.ts";
 
 // SCIM Groups (RFC 7643 §4.2, decision 0213): kept so their members' roles follow the settings'
@@ -22,7 +23,6 @@ interface GroupRow {
   updated_at: Date;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const notFound = () => new ScimError(404, "Group not found");
 
 const memberRef = z.object({ value: z.string().max(64) });
@@ -42,22 +42,13 @@ async function representation(row: GroupRow, sql: postgres.Sql | Sql = db()) {
     id: row.id,
     displayName: row.display_name,
     ...(row.external_id ? { externalId: row.external_id } : {}),
-    members: members.map((m) => ({
-      value: m.id,
-      display: m.user_name,
-      $ref: `${scimBase()}/Users/${m.id}`,
-    })),
-    meta: {
-      resourceType: "Group",
-      created: row.created_at.toISOString(),
-      lastModified: row.updated_at.toISOString(),
-      location: `${scimBase()}/Groups/${row.id}`,
-    },
+    members: members.map((m) => reference("User", m.id, m.user_name)),
+    meta: metaOf("Group", row),
   };
 }
 
 async function findRow(sql: postgres.Sql | Sql, organisationId: string, id: string) {
-  if (!UUID.test(id)) throw notFound();
+  if (!isScimId(id)) throw notFound();
   const [row] = await sql<GroupRow[]>`
     select * from scim_groups where id = ${id} and organisation_id = ${organisationId}`;
   if (!row) throw notFound();
@@ -74,7 +65,7 @@ async function nameTaken(t: Sql, organisationId: string, name: string, except?: 
 /** The organisation's SCIM users among `ids` (another organisation's or unknown: 400). */
 async function ownUsers(t: Sql, organisationId: string, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  if (!ids.every((id) => UUID.test(id))) {
+  if (!ids.every((id) => isScimId(id))) {
     throw new ScimError(400, "members: unknown user", "invalidValue");
   }
   const rows = await t<{ id: string }[]>`
@@ -155,14 +146,9 @@ export async function listScimGroups(
       ? sql`and lower(display_name) = lower(${filter.value})`
       : sql`and external_id = ${filter.value}`
     : sql``;
-  const [total] = await sql<{ n: number }[]>`
-    select count(*)::int as n from scim_groups where organisation_id = ${organisationId} ${where}`;
-  const rows = await sql<GroupRow[]>`
-    select * from scim_groups where organisation_id = ${organisationId} ${where}
-    order by created_at, id offset ${startIndex - 1} limit ${count}`;
-  const resources = [];
-  for (const row of rows) resources.push(await representation(row));
-  return listResponse(resources, total?.n ?? 0, startIndex);
+  return listPage<GroupRow>("scim_groups", organisationId, where, { startIndex, count }, (row) =>
+    representation(row),
+  );
 }
 
 /** PUT: the group's name and members become the input's. */

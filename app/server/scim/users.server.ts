@@ -4,9 +4,10 @@ import { emailDomain, verifiedDomainsOf } from "../organisations/domains.server.
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { applyAccess, type ScimUserRow } from "./access.server.ts";
-import { type EqFilter, listResponse } from "./filter.server.ts";
+import type { EqFilter } from "./filter.server.ts";
 import { ScimError } from "./http.server.ts";
-import { scimBase, USER_SCHEMA } from "./schema.server.ts";
+import { isScimId, listPage, metaOf, reference } from "./resource.server.ts";
+import { USER_SCHEMA } from "./schema.server.ts";
 import type { UserDraft } from "./user-input.server.ts";
 
 // SCIM Users (RFC 7643 §4.1, decision 0213): the people an organisation's identity provider
@@ -21,7 +22,6 @@ interface AccountRow {
   name: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const notFound = () => new ScimError(404, "User not found");
 
 async function representation(row: ScimUserRow, sql: postgres.Sql | Sql = db()) {
@@ -43,23 +43,14 @@ async function representation(row: ScimUserRow, sql: postgres.Sql | Sql = db()) 
     displayName: account?.name ?? row.user_name,
     emails: account ? [{ value: account.email, type: "work", primary: true }] : [],
     active: row.active,
-    groups: groups.map((g) => ({
-      value: g.id,
-      display: g.display_name,
-      $ref: `${scimBase()}/Groups/${g.id}`,
-    })),
-    meta: {
-      resourceType: "User",
-      created: row.created_at.toISOString(),
-      lastModified: row.updated_at.toISOString(),
-      location: `${scimBase()}/Users/${row.id}`,
-    },
+    groups: groups.map((g) => reference("Group", g.id, g.display_name)),
+    meta: metaOf("User", row),
   };
 }
 export type ScimUser = Awaited<ReturnType<typeof representation>>;
 
 async function findRow(sql: postgres.Sql | Sql, organisationId: string, id: string, lock = false) {
-  if (!UUID.test(id)) throw notFound();
+  if (!isScimId(id)) throw notFound();
   const [row] = lock
     ? await sql<ScimUserRow[]>`select * from scim_users
         where id = ${id} and organisation_id = ${organisationId} for update`
@@ -172,14 +163,9 @@ export async function listScimUsers(
         ? sql`and external_id = ${filter.value}`
         : sql`and user_id in (select id from users where lower(email) = lower(${filter.value}))`
     : sql``;
-  const [total] = await sql<{ n: number }[]>`
-    select count(*)::int as n from scim_users where organisation_id = ${organisationId} ${where}`;
-  const rows = await sql<ScimUserRow[]>`
-    select * from scim_users where organisation_id = ${organisationId} ${where}
-    order by created_at, id offset ${startIndex - 1} limit ${count}`;
-  const resources = [];
-  for (const row of rows) resources.push(await representation(row));
-  return listResponse(resources, total?.n ?? 0, startIndex);
+  return listPage<ScimUserRow>("scim_users", organisationId, where, { startIndex, count }, (row) =>
+    representation(row),
+  );
 }
 
 /** PUT and PATCH: the resource becomes `draft`; access follows at once. */
