@@ -405,6 +405,48 @@ describe("SCIM 2.0", () => {
     expect((await call(agentsRoute, "/api/agents", { headers: { cookie } })).status).toBe(200);
   });
 
+  it("answers malformed and hostile requests with SCIM errors, never a 500", async () => {
+    const raw = (module: RouteModule, path: string, method: string, body: string, type?: string) =>
+      call(module, `/scim/v2${path}`, {
+        method,
+        rawBody: body,
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": type ?? "application/scim+json",
+        },
+        ...(path.startsWith("/Users/") ? { params: { id: path.slice(7) } } : {}),
+      });
+    const cases = [
+      await raw(usersRoute, "/Users", "POST", "{not json"),
+      await raw(usersRoute, "/Users", "POST", `${"[".repeat(5000)}${"]".repeat(5000)}`),
+      await raw(usersRoute, "/Users", "POST", JSON.stringify({ userName: ["x"] })),
+      await raw(usersRoute, "/Users", "POST", "userName=x", "application/x-www-form-urlencoded"),
+      await raw(userRoute, "/Users/not-a-uuid", "PATCH", JSON.stringify({ Operations: [] })),
+      await raw(
+        userRoute,
+        "/Users/not-a-uuid",
+        "PUT",
+        JSON.stringify({ userName: "a@corp.example" }),
+      ),
+      await raw(
+        groupsRoute,
+        "/Groups",
+        "POST",
+        JSON.stringify({ displayName: "x", members: [{ value: "nope" }] }),
+      ),
+    ];
+    expect(cases.map((c) => c.status)).toEqual([400, 400, 400, 415, 400, 404, 400]);
+    for (const c of cases) {
+      expect(c.headers.get("content-type")).toMatch(/^application\/scim\+json/);
+      expect(c.json).toMatchObject({ schemas: [ERROR], status: String(c.status) });
+    }
+    const wrongMethod = await call(configRoute, "/scim/v2/ServiceProviderConfig", {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(wrongMethod.status).toBe(405);
+  });
+
   it("never deactivates an owner", async () => {
     const owner = await createUser({ email: "owner2@corp.example" });
     await db()`insert into organisation_members (organisation_id, user_id, role)

@@ -3,7 +3,12 @@ import { z } from "zod";
 import { withAuditScope } from "../platform/audit.server.ts";
 import { clientIp } from "../platform/client-ip.server.ts";
 import { DomainError, domainErrorStatus } from "../platform/errors.server.ts";
-import { MAX_BODY_BYTES, readRawBody } from "../platform/http.server.ts";
+import {
+  MAX_BODY_BYTES,
+  MAX_BODY_DEPTH,
+  nestingDepthExceeds,
+  readRawBody,
+} from "../platform/http.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { consume } from "../platform/rate-limit.server.ts";
 import { resolveScimToken } from "./tokens.server.ts";
@@ -75,8 +80,17 @@ async function readJson(request: Request): Promise<unknown> {
   if (type && !/json/i.test(type)) {
     throw new ScimError(415, `Content-Type must be ${SCIM_CONTENT_TYPE}`, "invalidSyntax");
   }
+  const text = bytes.toString("utf8");
+  // As the /api builder: a deep document costs recursion in every schema that walks it.
+  if (nestingDepthExceeds(text, MAX_BODY_DEPTH)) {
+    throw new ScimError(
+      400,
+      `JSON body is nested deeper than ${MAX_BODY_DEPTH} levels`,
+      "invalidSyntax",
+    );
+  }
   try {
-    return JSON.parse(bytes.toString("utf8"));
+    return JSON.parse(text);
   } catch {
     throw new ScimError(400, "Malformed JSON body", "invalidSyntax");
   }
