@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as domainRoute from "../../app/routes/api.organizations.$id.domains.$domainId.ts";
 import * as verifyRoute from "../../app/routes/api.organizations.$id.domains.$domainId.verify.ts";
 import * as domainsRoute from "../../app/routes/api.organizations.$id.domains.ts";
+import * as registerRoute from "../../app/routes/api.register.ts";
 import { oauthFailureReason, signInWithOAuth } from "../../app/server/accounts/oauth.server.ts";
 import { verifyCredentials } from "../../app/server/accounts/signin.server.ts";
 import { createUser } from "../../app/server/accounts/users.server.ts";
@@ -168,6 +169,14 @@ describe("enforced single sign-on", () => {
     await expect(verifyCredentials("new@corp.example", PASSWORD)).rejects.toMatchObject({
       status: 403,
     });
+    // Nor register by password (which would sign them in).
+    const registered = await call(registerRoute, "/api/register", {
+      method: "POST",
+      body: { email: "newcomer@corp.example", password: PASSWORD },
+      headers: { "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0" },
+    });
+    expect(registered.status).toBe(403);
+    expect(registered.json.error).toMatch(/requires single sign-on/);
     // A person at another domain is not concerned.
     await createUser({ email: "guest@else.example", password: PASSWORD });
     expect((await verifyCredentials("guest@else.example", PASSWORD)).email).toBe(

@@ -68,6 +68,15 @@ export async function refuseSignIn(
 }
 
 /**
+ * Registering by password signs the new account in: refused (403, pointing to SSO) for an email
+ * at a domain that requires SSO. Such people get their account through SSO or SCIM.
+ */
+export async function assertPasswordSignUpAllowed(email: string): Promise<void> {
+  const refused = await refuseSignIn(email, undefined, "password");
+  if (refused) throw refused;
+}
+
+/**
  * Records a successful break-glass sign-in: on the organisation's audit log (its owners, admins
  * and billing managers read it) and in a mail to every owner, so a stolen owner password used
  * to get around SSO does not go unnoticed.
