@@ -194,8 +194,8 @@ export async function signInWithOAuth(
     select u.* from oauth_accounts a join users u on u.id = a.user_id
     where a.provider = ${provider} and a.provider_account_id = ${profile.providerAccountId}`;
   // An organisation requiring SSO for the email's domain refuses the contract's OAuth
-  // providers; the operator's install-wide OIDC is SSO (docs/decisions/0212).
-  if (provider !== "oidc") {
+  // providers; the operator's install-wide OIDC (and any SSO link) is SSO (docs/decisions/0212).
+  if ((oauthProviders as readonly string[]).includes(provider)) {
     const refused = await refuseSignIn(linked?.email ?? profile.email, linked?.id, "oauth");
     if (refused) throw refused;
   }
