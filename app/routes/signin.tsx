@@ -35,6 +35,9 @@ const oauthErrors: Record<string, string> = {
   oidc_token:
     "The identity provider's answer did not pass our checks, so we did not sign you in. Please try again; if it keeps happening, tell the operator.",
   oidc_failed: "Sign-in with the identity provider failed. Please try again.",
+  // An organisation requires single sign-on for the email's domain (docs/decisions/0212).
+  sso_required:
+    'Your organisation requires single sign-on for your email\'s domain: use "Sign in with SSO" with your work email.',
 };
 
 export async function loader({ request }: LoaderFunctionArgs) {

@@ -92,6 +92,20 @@ const schema = z.object({
   OIDC_SCOPES: z.string().default("openid email profile"),
   /** The ID-token (or userinfo) claim whose values are recorded as the account's groups. */
   OIDC_GROUPS_CLAIM: z.string().min(1).default("groups"),
+  /**
+   * DNS servers asked for a domain's verification TXT record (issue 49, decision 0212), as
+   * comma-separated `address` or `address:port`; unset: the system's resolvers.
+   */
+  DNS_RESOLVER: z.preprocess(
+    blank,
+    z
+      .string()
+      .regex(
+        /^\s*[^,\s]+(\s*,\s*[^,\s]+)*\s*$/,
+        "DNS_RESOLVER: comma-separated addresses (address or address:port)",
+      )
+      .optional(),
+  ),
   // Identity (issue 8): the EVM chain (Base) for wallet sign-in, token gating and EAS proofs,
   // the identity network's token issuer, and the gating token. docs/decisions/0050–0055.
   BASE_RPC_URL: z.url().default("https://mainnet.base.org"),
