@@ -826,6 +826,7 @@ const part = (file: string) =>
 if (process.env.BENCH_RUNTIME !== "0" && only !== "reads") await part("runtime.ts");
 if (process.env.BENCH_TALK !== "0" && only !== "reads") await part("talk.ts");
 if (process.env.BENCH_INGRESS !== "0" && only !== "reads") await part("ingress.ts");
+if (process.env.BENCH_SOCKETS !== "0" && only !== "reads") await part("live-sockets.ts");
 if (process.env.BENCH_SWARM !== "0" && only !== "reads") await part("swarm.ts");
 if (process.env.BENCH_SLEEP !== "0" && only !== "reads") await part("sleep.ts");
 if (process.env.BENCH_GATEWAY_MEMORY !== "0" && only !== "reads") await part("gateway-memory.ts");

@@ -1,169 +1,168 @@
 import { Form } from "@remix-run/react";
-import type { SsoSettings } from "../server/sso/connections.server.ts";
+import type { OrganisationDomain } from "../server/organisations/domains.server.ts";
+import type { GroupRole } from "../server/scim/group-roles.server.ts";
+import type { ScimTokenInfo } from "../server/scim/tokens.server.ts";
 import { Card } from "./forms.tsx";
 
-// The organisation page's single sign-on section (decision 0210), for those who manage members:
-// what to give the identity provider, and the connection (OpenID Connect or SAML) in one form.
+// The organisation page's single sign-on sections (issue 49, decisions 0212 and 0213): verified
+// domains with their TXT record and the SSO requirement, and SCIM provisioning (token, group →
+// role mapping). Every member sees the domains; owners and admins change them. Plain forms.
 
+const button = "rounded-md bg-indigo-600 px-3 py-1.5 text-sm font-medium text-white";
+const link = "text-indigo-700 underline";
 const inputClass =
   "block w-full rounded-md border border-slate-300 px-3 py-2 text-sm shadow-sm focus:border-indigo-500 focus:outline-none focus:ring-1 focus:ring-indigo-500";
 
-function Input(props: { name: string; label: string; value?: string; hint?: string }) {
-  const id = `sso-${props.name}`;
+function DomainRow({ d, manages }: { d: OrganisationDomain; manages: boolean }) {
   return (
-    <div className="space-y-1">
-      <label htmlFor={id} className="block text-sm font-medium text-slate-700">
-        {props.label}
-      </label>
-      <input id={id} name={props.name} defaultValue={props.value ?? ""} className={inputClass} />
-      {props.hint ? <p className="text-xs text-slate-500">{props.hint}</p> : null}
-    </div>
-  );
-}
-
-function Area(props: { name: string; label: string; value?: string; hint?: string }) {
-  const id = `sso-${props.name}`;
-  return (
-    <div className="space-y-1">
-      <label htmlFor={id} className="block text-sm font-medium text-slate-700">
-        {props.label}
-      </label>
-      <textarea
-        id={id}
-        name={props.name}
-        rows={4}
-        defaultValue={props.value ?? ""}
-        className={`${inputClass} font-mono`}
-      />
-      {props.hint ? <p className="text-xs text-slate-500">{props.hint}</p> : null}
-    </div>
-  );
-}
-
-export function OrganisationSso({ sso }: { sso: SsoSettings }) {
-  const c = sso.connection;
-  const sp = sso.serviceProvider;
-  const oidc = c?.protocol === "oidc" ? c : undefined;
-  const saml = c?.protocol === "saml" ? c : undefined;
-  const mapping = c
-    ? Object.entries(c.groupRoles)
-        .map(([group, role]) => `${group} = ${role}`)
-        .join("\n")
-    : "";
-  return (
-    <Card title="Single sign-on">
-      <div className="space-y-4 text-sm">
-        <p className="text-slate-600">
-          Your people sign in with your identity provider: on the sign-in page they give the SSO
-          name below. New people get an account on their first sign-in and join with the role their
-          groups map to. See the set-up guide in docs/sso.md.
-        </p>
-        <dl className="grid grid-cols-[auto_1fr] gap-x-4 gap-y-1 break-all text-xs">
-          <dt className="font-medium">OIDC redirect URI</dt>
-          <dd>
-            <code>{sp.oidcRedirectUri}</code>
-          </dd>
-          <dt className="font-medium">SAML entity id and metadata</dt>
-          <dd>
-            <code>{sp.samlMetadataUrl}</code>
-          </dd>
-          <dt className="font-medium">SAML ACS URL</dt>
-          <dd>
-            <code>{sp.samlAcsUrl}</code>
-          </dd>
-        </dl>
-        <Form method="post" className="space-y-3">
-          <input type="hidden" name="intent" value="sso" />
-          <div className="space-y-1">
-            <label htmlFor="sso-protocol" className="block text-sm font-medium text-slate-700">
-              Protocol
-            </label>
-            <select
-              id="sso-protocol"
-              name="protocol"
-              defaultValue={c?.protocol ?? "oidc"}
-              className={inputClass}
-            >
-              <option value="oidc">OpenID Connect</option>
-              <option value="saml">SAML 2.0</option>
-            </select>
-          </div>
-          <Input
-            name="slug"
-            label="SSO name"
-            value={c?.slug}
-            hint="What your people type on the sign-in page: lowercase letters, digits, hyphens."
-          />
-          <label className="flex items-center gap-2">
-            <input type="checkbox" name="enabled" defaultChecked={c?.enabled ?? true} /> Enabled
-          </label>
-          <fieldset className="space-y-3 rounded-md border border-slate-200 p-3">
-            <legend className="px-1 font-medium">OpenID Connect</legend>
-            <Input name="issuer" label="Issuer" value={oidc?.issuer} />
-            <Input name="clientId" label="Client id" value={oidc?.clientId} />
-            <Input
-              name="clientSecret"
-              label="Client secret"
-              hint={
-                oidc ? "Set; leave empty to keep it (stored encrypted, never shown)." : undefined
-              }
-            />
-          </fieldset>
-          <fieldset className="space-y-3 rounded-md border border-slate-200 p-3">
-            <legend className="px-1 font-medium">SAML 2.0</legend>
-            <Area
-              name="metadataXml"
-              label="IdP metadata XML"
-              hint="Paste it, or fill the three fields below instead."
-            />
-            <Input name="idpEntityId" label="IdP entity id" value={saml?.idpEntityId} />
-            <Input name="ssoUrl" label="IdP SSO URL (HTTP-Redirect)" value={saml?.ssoUrl} />
-            <Area name="certificate" label="IdP signing certificate" value={saml?.certificate} />
-          </fieldset>
-          <Input
-            name="groupsAttribute"
-            label="Groups claim or attribute"
-            value={c?.groupsAttribute ?? "groups"}
-          />
-          <Area
-            name="groupRoles"
-            label="Groups to roles"
-            value={mapping}
-            hint="One a line: group = admin, member, viewer or billing. Several: the highest wins."
-          />
-          <div className="space-y-1">
-            <label htmlFor="sso-defaultRole" className="block text-sm font-medium text-slate-700">
-              Role when no group matches
-            </label>
-            <select
-              id="sso-defaultRole"
-              name="defaultRole"
-              defaultValue={c?.defaultRole ?? "member"}
-              className={inputClass}
-            >
-              {["member", "viewer", "billing", "admin"].map((r) => (
-                <option key={r} value={r}>
-                  {r}
-                </option>
-              ))}
-            </select>
-          </div>
-          <button
-            type="submit"
-            className="rounded-md bg-indigo-600 px-4 py-2 text-sm font-medium text-white hover:bg-indigo-700"
-          >
-            Save single sign-on
-          </button>
-        </Form>
-        {c ? (
+    <li className="space-y-2 py-3">
+      <div className="flex items-center justify-between">
+        <span className="font-medium">
+          {d.domain}{" "}
+          <span className={d.verified ? "text-green-700" : "text-amber-700"}>
+            {d.verified ? "verified" : "not verified"}
+          </span>
+          {d.requireSso ? " · single sign-on required" : ""}
+        </span>
+        {manages ? (
           <Form method="post">
-            <input type="hidden" name="intent" value="sso-remove" />
-            <button type="submit" className="text-sm text-red-700 underline">
-              Remove single sign-on
+            <input type="hidden" name="intent" value="domain-remove" />
+            <input type="hidden" name="domainId" value={d.id} />
+            <button
+              type="submit"
+              aria-label={`Remove ${d.domain}`}
+              className="text-red-700 underline"
+            >
+              Remove
             </button>
           </Form>
         ) : null}
       </div>
+      {!d.verified ? (
+        <p className="text-xs text-slate-600">
+          Publish a TXT record at <code>{d.record.name}</code> with the value{" "}
+          <code className="break-all">{d.record.value}</code>, then verify.
+        </p>
+      ) : null}
+      {manages ? (
+        <Form method="post" className="flex gap-3">
+          <input type="hidden" name="domainId" value={d.id} />
+          {!d.verified ? (
+            <button type="submit" name="intent" value="domain-verify" className={link}>
+              Verify now
+            </button>
+          ) : (
+            <>
+              <input type="hidden" name="requireSso" value={d.requireSso ? "off" : "on"} />
+              <button type="submit" name="intent" value="domain-sso" className={link}>
+                {d.requireSso ? "Stop requiring single sign-on" : "Require single sign-on"}
+              </button>
+            </>
+          )}
+        </Form>
+      ) : null}
+    </li>
+  );
+}
+
+export function OrganisationDomains({
+  domains,
+  manages,
+}: {
+  domains: OrganisationDomain[];
+  manages: boolean;
+}) {
+  return (
+    <Card title="Verified domains">
+      <p className="text-sm text-slate-600">
+        A verified domain lets the organisation require single sign-on for everyone with an email at
+        it (owners keep a break-glass password sign-in, recorded in the audit log and mailed to the
+        owners) and lets SCIM make accounts at it.
+      </p>
+      {domains.length > 0 ? (
+        <ul className="divide-y divide-slate-100 text-sm">
+          {domains.map((d) => (
+            <DomainRow key={d.id} d={d} manages={manages} />
+          ))}
+        </ul>
+      ) : null}
+      {manages ? (
+        <Form method="post" className="mt-3 flex items-end gap-2">
+          <input type="hidden" name="intent" value="domain-add" />
+          <div className="flex-1 space-y-1">
+            <label htmlFor="new-domain" className="block text-sm font-medium text-slate-700">
+              Domain
+            </label>
+            <input id="new-domain" name="domain" placeholder="example.com" className={inputClass} />
+          </div>
+          <button type="submit" className={button}>
+            Add domain
+          </button>
+        </Form>
+      ) : null}
+    </Card>
+  );
+}
+
+export interface ScimView {
+  baseUrl: string;
+  token: ScimTokenInfo | null;
+  groupRoles: GroupRole[];
+}
+
+export function OrganisationScim({ scim, newToken }: { scim: ScimView; newToken?: string }) {
+  return (
+    <Card title="SCIM provisioning">
+      <p className="text-sm text-slate-600">
+        Give your identity provider the base URL <code>{scim.baseUrl}</code> and a bearer token.
+        People it assigns become members (accounts are made at verified domains); people it
+        deactivates lose their access at once.
+      </p>
+      {newToken ? (
+        <p role="status" className="text-sm">
+          The new token, shown this once: <code className="break-all">{newToken}</code>
+        </p>
+      ) : null}
+      <p className="text-sm">
+        {scim.token
+          ? `Token ${scim.token.preview}, made ${scim.token.createdAt.slice(0, 10)}, last used ${scim.token.lastUsedAt?.slice(0, 16).replace("T", " ") ?? "never"}.`
+          : "No token yet."}
+      </p>
+      <Form method="post" className="flex gap-3">
+        <button type="submit" name="intent" value="scim-token" className={button}>
+          {scim.token ? "Rotate the token" : "Make a token"}
+        </button>
+        {scim.token ? (
+          <button
+            type="submit"
+            name="intent"
+            value="scim-revoke"
+            className="text-red-700 underline"
+          >
+            Revoke the token
+          </button>
+        ) : null}
+      </Form>
+      <Form method="post" className="mt-4 space-y-2">
+        <input type="hidden" name="intent" value="group-roles" />
+        <label htmlFor="group-roles" className="block text-sm font-medium text-slate-700">
+          Group → role, one a line (<code>Group name = admin | member | viewer | billing</code>)
+        </label>
+        <textarea
+          id="group-roles"
+          name="groupRoles"
+          rows={4}
+          defaultValue={scim.groupRoles.map((g) => `${g.group} = ${g.role}`).join("\n")}
+          className={inputClass}
+        />
+        <p className="text-xs text-slate-500">
+          Groups compare in any case; someone in several gets the highest role, someone in none is a
+          member. Owners are never changed by SCIM.
+        </p>
+        <button type="submit" className={button}>
+          Save the mapping
+        </button>
+      </Form>
     </Card>
   );
 }

@@ -6,11 +6,21 @@ import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { OrganisationBranding } from "../components/organisation-branding.tsx";
 import { MissionControl } from "../components/organisation-overview.tsx";
-import { OrganisationSso } from "../components/organisation-sso.tsx";
+import { OrganisationDomains, OrganisationScim } from "../components/organisation-sso.tsx";
+import { OrganisationSso } from "../components/organisation-sso-connection.tsx";
+import { domainName } from "../schemas/domains.ts";
 import { brandingFormSchema, newMemberSchema, roleSchema } from "../schemas/organisations.ts";
+import { groupRolesText } from "../schemas/scim.ts";
 import { ssoConnectionSchema, ssoFormSchema, ssoInputFromForm } from "../schemas/sso.ts";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { brandingOf, setBranding } from "../server/organisations/branding.server.ts";
+import {
+  addDomain,
+  listDomains,
+  removeDomain,
+  setRequireSso,
+  verifyDomain,
+} from "../server/organisations/domains.server.ts";
 import {
   inviteMember,
   listInvitations,
@@ -28,6 +38,9 @@ import { allows, ROLES } from "../server/organisations/roles.server.ts";
 import { seatsOf } from "../server/organisations/seats.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
+import { groupRolesOf, setGroupRoles } from "../server/scim/group-roles.server.ts";
+import { scimBase } from "../server/scim/schema.server.ts";
+import { createScimToken, revokeScimToken, scimTokenInfo } from "../server/scim/tokens.server.ts";
 import {
   removeSsoConnection,
   setSsoConnection,
@@ -55,6 +68,10 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
     branding: await brandingOf(id, user.id),
     overview: await organisationOverview(id, user.id),
     sso: allows(membership.role, "members.manage") ? await ssoSettingsOf(id, user.id) : null,
+    domains: await listDomains(id, user.id),
+    scim: allows(membership.role, "members.manage")
+      ? { baseUrl: scimBase(), token: await scimTokenInfo(id), groupRoles: await groupRolesOf(id) }
+      : null,
     me: user.id,
   };
 }
@@ -68,6 +85,17 @@ const schema = z.discriminatedUnion("intent", [
   brandingFormSchema.extend({ intent: z.literal("branding") }),
   ssoFormSchema.extend({ intent: z.literal("sso") }),
   z.object({ intent: z.literal("sso-remove") }),
+  z.object({ intent: z.literal("domain-add"), domain: domainName }),
+  z.object({ intent: z.literal("domain-verify"), domainId: z.string().max(64) }),
+  z.object({
+    intent: z.literal("domain-sso"),
+    domainId: z.string().max(64),
+    requireSso: z.enum(["on", "off"]),
+  }),
+  z.object({ intent: z.literal("domain-remove"), domainId: z.string().max(64) }),
+  z.object({ intent: z.literal("scim-token") }),
+  z.object({ intent: z.literal("scim-revoke") }),
+  z.object({ intent: z.literal("group-roles"), groupRoles: groupRolesText }),
 ]);
 
 // The services check the caller's role (members.manage, the owner rules).
@@ -106,6 +134,8 @@ export const action = /* @__PURE__ */ formAction({
       await removeSsoConnection(id, user.id);
       return { notice: "Single sign-on removed." };
     }
+    const sso = await ssoIntent(id, user.id, value);
+    if (sso) return sso;
     if (value.intent === "revoke") {
       await revokeInvitation(id, user.id, value.invitationId);
       return { notice: "Invitation revoked: its link no longer works." };
@@ -118,16 +148,71 @@ export const action = /* @__PURE__ */ formAction({
       await changeRole(id, user.id, value.userId, value.role);
       return { notice: "Role changed." };
     }
+    // Every other intent was answered above (ssoIntent took the single sign-on ones).
+    if (value.intent !== "remove") throw new Error(`unhandled intent ${value.intent}`);
     await removeMember(id, user.id, value.userId);
     return { notice: "Member removed: their access ended at once." };
   },
 });
 
+/** The single sign-on forms (decisions 0212, 0213); undefined for any other intent. */
+async function ssoIntent(
+  id: string,
+  personId: string,
+  value: z.output<typeof schema>,
+): Promise<{ notice: string; token?: string } | undefined> {
+  switch (value.intent) {
+    case "domain-add": {
+      const added = await addDomain(id, personId, value.domain);
+      return { notice: `${added.domain} added: publish its TXT record, then verify it.` };
+    }
+    case "domain-verify": {
+      const verified = await verifyDomain(id, personId, value.domainId);
+      return { notice: `${verified.domain} is verified.` };
+    }
+    case "domain-sso": {
+      const d = await setRequireSso(id, personId, value.domainId, value.requireSso === "on");
+      return {
+        notice: d.requireSso
+          ? `Single sign-on is now required for ${d.domain}.`
+          : `Single sign-on is no longer required for ${d.domain}.`,
+      };
+    }
+    case "domain-remove":
+      await removeDomain(id, personId, value.domainId);
+      return { notice: "Domain removed." };
+    case "scim-token": {
+      const made = await createScimToken(id, personId);
+      return { notice: "SCIM token made: copy it now, it is not shown again.", token: made.token };
+    }
+    case "scim-revoke":
+      await revokeScimToken(id, personId);
+      return { notice: "SCIM token revoked: provisioning stops." };
+    case "group-roles":
+      await setGroupRoles(id, personId, value.groupRoles);
+      return { notice: "Group mapping saved: provisioned members' roles follow it now." };
+    default:
+      return undefined;
+  }
+}
+
 const selectClass = "rounded-md border border-slate-300 bg-white px-2 py-1 text-sm";
 
 export default function Organisation() {
-  const { organisation, role, manages, members, me, invitations, seats, branding, overview, sso } =
-    useLoaderData<typeof loader>();
+  const {
+    sso,
+    organisation,
+    role,
+    manages,
+    members,
+    me,
+    invitations,
+    seats,
+    branding,
+    overview,
+    domains,
+    scim,
+  } = useLoaderData<typeof loader>();
   const actionData = useActionData<typeof action>();
   const [form, fields] = useForm<z.input<typeof newMemberSchema>>({
     id: "add-member",
@@ -156,6 +241,13 @@ export default function Organisation() {
       <MissionControl overview={overview} />
       <OrganisationBranding branding={branding} manages={manages} />
       {sso ? <OrganisationSso sso={sso} /> : null}
+      <OrganisationDomains domains={domains} manages={manages} />
+      {scim ? (
+        <OrganisationScim
+          scim={scim}
+          {...(actionData?.value?.token ? { newToken: actionData.value.token } : {})}
+        />
+      ) : null}
       <Card title="Members">
         <table className="w-full text-left text-sm">
           <thead className="text-slate-500">

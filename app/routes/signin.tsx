@@ -56,6 +56,9 @@ const oauthErrors: Record<string, string> = {
   saml_request: "That sign-in answer does not belong to a sign-in we started. Please start again.",
   saml_invalid:
     "Your organisation's sign-in answer did not pass our checks, so we did not sign you in. If it keeps happening, tell your administrator.",
+  // An organisation requires single sign-on for the email's domain (docs/decisions/0212).
+  sso_required:
+    'Your organisation requires single sign-on for your email\'s domain: use "Sign in with SSO" with your work email.',
 };
 
 export async function loader({ request }: LoaderFunctionArgs) {

@@ -53,6 +53,20 @@ export const AUDIT_ACTIONS = [
   "branding.changed",
   "sso.configured",
   "sso.removed",
+  "domain.added",
+  "domain.verified",
+  "domain.removed",
+  "domain.sso_changed",
+  "auth.break_glass",
+  "scim.token_created",
+  "scim.token_revoked",
+  "scim.group_roles_changed",
+  "scim.user_provisioned",
+  "scim.user_changed",
+  "scim.user_deactivated",
+  "scim.user_reactivated",
+  "scim.user_deleted",
+  "scim.group_changed",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -92,6 +92,20 @@ const schema = z.object({
   OIDC_SCOPES: z.string().default("openid email profile"),
   /** The ID-token (or userinfo) claim whose values are recorded as the account's groups. */
   OIDC_GROUPS_CLAIM: z.string().min(1).default("groups"),
+  /**
+   * DNS servers asked for a domain's verification TXT record (issue 49, decision 0212), as
+   * comma-separated `address` or `address:port`; unset: the system's resolvers.
+   */
+  DNS_RESOLVER: z.preprocess(
+    blank,
+    z
+      .string()
+      .regex(
+        /^\s*[^,\s]+(\s*,\s*[^,\s]+)*\s*$/,
+        "DNS_RESOLVER: comma-separated addresses (address or address:port)",
+      )
+      .optional(),
+  ),
   // Identity (issue 8): the EVM chain (Base) for wallet sign-in, token gating and EAS proofs,
   // the identity network's token issuer, and the gating token. docs/decisions/0050–0055.
   BASE_RPC_URL: z.url().default("https://mainnet.base.org"),
@@ -279,6 +293,16 @@ const schema = z.object({
    * (a NOTIFY closes them at once; docs/decisions/0198-live-sockets-recheck-their-credential.md).
    */
   LIVE_RECHECK_MS: z.coerce.number().int().min(10).default(5_000),
+  /**
+   * Caps per person and web process on long-lived connections (docs/decisions/0220): live agent
+   * sockets (/agent/<id>), agent event streams (GET /api/agents/:id/events), and the agent
+   * ingress's concurrent requests and sockets (per user, and per agent's gateway). One more is
+   * refused with 429 {error} (a socket before its upgrade).
+   */
+  LIVE_SOCKETS_PER_USER: z.coerce.number().int().min(1).default(50),
+  PROGRESS_STREAMS_PER_USER: z.coerce.number().int().min(1).default(5),
+  INGRESS_CONNECTIONS_PER_USER: z.coerce.number().int().min(1).default(64),
+  INGRESS_CONNECTIONS_PER_AGENT: z.coerce.number().int().min(1).default(32),
   /** How long POST /api/agents/provision waits for a new instance (warm pool: it is running). */
   AGENT_PROVISION_WAIT_MS: z.coerce.number().int().min(0).default(10_000),
   /** Keep-alive comment (and re-read) interval of the agent event stream (decision 0158). */

@@ -19,6 +19,10 @@ export const rateLimitScopes = {
   organisations: { points: 10, duration: 60 * 60, key: "user-or-ip" },
   // Invitations sent per person an hour (each sends an email: decision 0204).
   invitations: { points: 30, duration: 60 * 60, key: "user-or-ip" },
+  // Domain verifications per person a minute (each asks DNS: decision 0212).
+  "organisation-domain-verify": { points: 20, duration: 60, key: "user-or-ip" },
+  // SCIM calls per organisation's token a minute (an identity provider's sync: decision 0213).
+  scim: { points: 600, duration: 60, key: "account" },
   "forgot-password": { points: 5, duration: 15 * 60, key: "ip" },
   "reset-password": { points: 10, duration: 15 * 60, key: "ip" },
   "email-change": { points: 10, duration: 15 * 60, key: "ip" },
