@@ -1,12 +1,13 @@
 /**
- * "Sign in with SSO" (decision 0210): the organisation's SSO name, sent to /api/auth/sso,
+ * "Sign in with SSO" (decision 0210): a work email (its verified domain, decision 0212) or the
+ * organisation's SSO name, sent to /api/auth/sso,
  * which starts its connection. A plain GET form, so it works without JavaScript.
  */
 export function SsoSignIn() {
   return (
     <form method="get" action="/api/auth/sso" className="space-y-2" aria-label="Sign in with SSO">
       <label htmlFor="sso-org" className="block text-sm font-medium text-slate-700">
-        Your organisation's SSO name
+        Your work email or your organisation's SSO name
       </label>
       <div className="flex gap-2">
         <input
@@ -14,8 +15,8 @@ export function SsoSignIn() {
           name="org"
           required
           maxLength={254}
-          autoComplete="organization"
-          placeholder="acme"
+          autoComplete="email"
+          placeholder="you@company.com or acme"
           className="min-w-0 flex-1 rounded-md border border-slate-300 px-3 py-2 text-sm"
         />
         <button

@@ -38,7 +38,8 @@ const oauthErrors: Record<string, string> = {
     "The identity provider's answer did not pass our checks, so we did not sign you in. Please try again; if it keeps happening, tell the operator.",
   oidc_failed: "Sign-in with the identity provider failed. Please try again.",
   // An organisation's single sign-on (docs/decisions/0210, 0211); the log has the detail.
-  sso_unknown: "No organisation signs in with that SSO name. Check it with your administrator.",
+  sso_unknown:
+    "No organisation signs in with that SSO name or email domain. Check it with your administrator.",
   sso_conflict:
     "An account with your email address already exists here and is not linked to your organisation's sign-in. Sign in with it as you usually do, or ask your administrator.",
   sso_no_email: "Your organisation's identity provider did not give us an email address for you.",

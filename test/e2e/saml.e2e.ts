@@ -53,7 +53,7 @@ afterAll(async () => {
 /** From our sign-in page to the IdP and back (its form sends itself, or is sent by hand). */
 async function signInWithSso(page: Page, javaScriptEnabled: boolean) {
   await page.goto(`${app.url}/signin`);
-  await page.getByLabel("Your organisation's SSO name").fill("umbrella");
+  await page.getByLabel("Your work email or your organisation's SSO name").fill("umbrella");
   await page.getByRole("button", { name: "Sign in with SSO" }).click();
   if (!javaScriptEnabled) {
     await page.waitForURL((url) => url.href.startsWith(idp.ssoUrl));
@@ -107,7 +107,9 @@ describe("SSO pages", () => {
     const context = await browser.newContext({ userAgent });
     const page = await context.newPage();
     await page.goto(`${app.url}/signin`);
-    await expect.poll(() => page.getByLabel("Your organisation's SSO name").isVisible()).toBe(true);
+    await expect
+      .poll(() => page.getByLabel("Your work email or your organisation's SSO name").isVisible())
+      .toBe(true);
     expect(await violations(page)).toEqual([]);
     const session = (await sessionCookieFor(OWNER)).split("=");
     await context.addCookies([

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as acsRoute from "../../app/routes/api.auth.sso.$id.saml.acs.ts";
 import * as metadataRoute from "../../app/routes/api.auth.sso.$id.saml.metadata.ts";
 import * as ssoStart from "../../app/routes/api.auth.sso.$id.ts";
+import * as ssoLookup from "../../app/routes/api.auth.sso.ts";
 import * as user from "../../app/routes/api.user.ts";
+import { createUser } from "../../app/server/accounts/users.server.ts";
 import { assignPlan } from "../../app/server/billing/plan-assignments.server.ts";
 import {
   createOrganisation,
@@ -161,6 +163,27 @@ describe("organisation SAML sign-in", () => {
     const [identity] = await db()<{ subject: string }[]>`
       select subject from sso_identities where user_id = ${account!.id}`;
     expect(identity!.subject).toBe(idp.user.nameId);
+  });
+
+  it("with the organisation's verified domain: found by a work email, and links an existing account there", async () => {
+    await db()`insert into organisation_domains (id, organisation_id, domain, token, verified_at)
+      values ('dom_saml_globex', ${org}, 'globex.test', 'test-token', now())
+      on conflict do nothing`;
+    const lookup = await call(ssoLookup, "/api/auth/sso?org=someone%40Globex.test");
+    expect(lookup.headers.get("location")).toBe(`/api/auth/sso/${org}`);
+    const elsewhere = await call(ssoLookup, "/api/auth/sso?org=someone%40elsewhere.test");
+    expect(elsewhere.headers.get("location")).toBe("/signin?error=sso_unknown");
+    // An account made before the organisation's sign-in (by password, by an invitation).
+    const before = await createUser({ email: idp.user.email, name: "Made before" });
+    const res = await post(await idp.idpInitiated());
+    expect(res.headers.get("location")).toBe(`/organizations/${org}`);
+    expect((await accountOf(idp.user.email))?.id).toBe(before.id);
+    expect((await membershipOf(org, before.id))?.role).toBe("member");
+    // Another organisation's address is still refused.
+    idp.user.email = `someone-${serial}@example.com`;
+    idp.user.nameId = idp.user.email;
+    await createUser({ email: idp.user.email, name: "Not theirs" });
+    await refused(await post(await idp.idpInitiated()), "sso_conflict");
   });
 
   it("refuses a tampered assertion (its signature no longer verifies)", async () => {

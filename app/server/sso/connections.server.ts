@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { type SsoConnectionInput, type SsoRole, ssoRoleSchema } from "../../schemas/sso.ts";
+import { organisationForEmailDomain } from "../organisations/domains.server.ts";
 import { requirePermission } from "../organisations/organisations.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
@@ -96,13 +97,17 @@ export async function connectionOf(organisationId: string): Promise<SsoConnectio
 }
 
 /**
- * The enabled connection a sign-in names: an organisation's slug for now. The verified-domains
- * work extends it to `{ email }` (the organisation that proved the address's domain).
+ * The enabled connection a sign-in names: an organisation's slug, or a work email, whose domain
+ * the organisation verified (decision 0212).
  */
 export async function ssoConnectionFor(
   lookup: { slug: string } | { email: string },
 ): Promise<SsoConnection | undefined> {
-  if (!("slug" in lookup)) return undefined;
+  if (!("slug" in lookup)) {
+    const owner = await organisationForEmailDomain(lookup.email);
+    const c = owner && (await connectionOf(owner.organisationId));
+    return c?.enabled ? c : undefined;
+  }
   const [row] = await db()<Row[]>`
     select s.* from organisation_sso s join users o on o.id = s.organisation_id
     where s.slug = ${lookup.slug.trim().toLowerCase()} and s.enabled

@@ -31,7 +31,7 @@ async function enabledConnection(organisationId: string): Promise<SsoConnection 
 export const ssoLookup = endpoint({
   summary: "Sign in with an organisation's SSO: find its connection",
   description:
-    "The sign-in page's form: `org` is the organisation's SSO slug. 302 to /api/auth/sso/<organisation id>, or to /signin?error=sso_unknown when no enabled connection has it.",
+    "The sign-in page's form: `org` is the organisation's SSO slug, or a work email whose domain the organisation verified. 302 to /api/auth/sso/<organisation id>, or to /signin?error=sso_unknown when no enabled connection answers it.",
   auth: "none",
   rateLimit: "sso",
   query: ssoLookupSchema,

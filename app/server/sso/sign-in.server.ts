@@ -1,6 +1,7 @@
 import type postgres from "postgres";
 import type { User } from "../accounts/model.server.ts";
 import { createUser, findUserByEmail, getUser } from "../accounts/users.server.ts";
+import { organisationForEmailDomain } from "../organisations/domains.server.ts";
 import { membershipOf, revokeOpenInvitations } from "../organisations/organisations.server.ts";
 import type { Role } from "../organisations/roles.server.ts";
 import { claimSeat, seatLimit, takesSeat } from "../organisations/seats.server.ts";
@@ -35,11 +36,15 @@ export class SsoRefused extends DomainError {
 }
 
 /**
- * Whether the organisation may link an identity to an existing account of `email` (off until
- * the organisation has proven the address's domain: the verified-domains work answers here).
+ * Whether the organisation may link an identity to an existing account of `email`: only when it
+ * has verified the address's domain (decision 0212), so it holds the mailbox anyway.
  */
-export async function mayLinkByEmail(_organisationId: string, _email: string): Promise<boolean> {
-  return false;
+export async function mayLinkByEmail(
+  organisationId: string,
+  email: string,
+  t: postgres.TransactionSql,
+): Promise<boolean> {
+  return (await organisationForEmailDomain(email, t))?.organisationId === organisationId;
 }
 
 async function accountFor(
@@ -71,7 +76,7 @@ async function accountFor(
     const user = moved && (await getUser(moved.user_id, t));
     if (user) return { user, created: false };
   }
-  if (existing && !(await mayLinkByEmail(org, profile.email))) {
+  if (existing && !(await mayLinkByEmail(org, profile.email, t))) {
     throw new SsoRefused(
       409,
       "An account with this email exists and is not linked to this organisation's sign-in",
