@@ -7,9 +7,11 @@ import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { OrganisationBranding } from "../components/organisation-branding.tsx";
 import { MissionControl } from "../components/organisation-overview.tsx";
 import { OrganisationDomains, OrganisationScim } from "../components/organisation-sso.tsx";
+import { OrganisationSso } from "../components/organisation-sso-connection.tsx";
 import { domainName } from "../schemas/domains.ts";
 import { brandingFormSchema, newMemberSchema, roleSchema } from "../schemas/organisations.ts";
 import { groupRolesText } from "../schemas/scim.ts";
+import { ssoConnectionSchema, ssoFormSchema, ssoInputFromForm } from "../schemas/sso.ts";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
 import { brandingOf, setBranding } from "../server/organisations/branding.server.ts";
 import {
@@ -39,6 +41,11 @@ import { formAction } from "../server/platform/form-action.server.ts";
 import { groupRolesOf, setGroupRoles } from "../server/scim/group-roles.server.ts";
 import { scimBase } from "../server/scim/schema.server.ts";
 import { createScimToken, revokeScimToken, scimTokenInfo } from "../server/scim/tokens.server.ts";
+import {
+  removeSsoConnection,
+  setSsoConnection,
+  ssoSettingsOf,
+} from "../server/sso/connections.server.ts";
 
 export const meta: MetaFunction<typeof loader> = ({ data }) => [
   { title: `${data?.organisation.name ?? "Organisation"} — Agent Platform` },
@@ -60,6 +67,7 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
     seats: await seatsOf(id),
     branding: await brandingOf(id, user.id),
     overview: await organisationOverview(id, user.id),
+    sso: allows(membership.role, "members.manage") ? await ssoSettingsOf(id, user.id) : null,
     domains: await listDomains(id, user.id),
     scim: allows(membership.role, "members.manage")
       ? { baseUrl: scimBase(), token: await scimTokenInfo(id), groupRoles: await groupRolesOf(id) }
@@ -75,6 +83,8 @@ const schema = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("role"), userId: z.string().max(64), role: roleSchema }),
   z.object({ intent: z.literal("remove"), userId: z.string().max(64) }),
   brandingFormSchema.extend({ intent: z.literal("branding") }),
+  ssoFormSchema.extend({ intent: z.literal("sso") }),
+  z.object({ intent: z.literal("sso-remove") }),
   z.object({ intent: z.literal("domain-add"), domain: domainName }),
   z.object({ intent: z.literal("domain-verify"), domainId: z.string().max(64) }),
   z.object({
@@ -109,6 +119,20 @@ export const action = /* @__PURE__ */ formAction({
         senderName: value.senderName ?? null,
       });
       return { notice: "Branding saved: the organisation's emails carry it from now on." };
+    }
+    if (value.intent === "sso") {
+      const { intent: _, ...form } = value;
+      const input = ssoConnectionSchema.safeParse(ssoInputFromForm(form));
+      if (!input.success) {
+        const issue = input.error.issues[0];
+        throw new DomainError(400, `${issue?.path.join(".") || "form"}: ${issue?.message}`);
+      }
+      await setSsoConnection(id, user.id, input.data);
+      return { notice: "Single sign-on saved." };
+    }
+    if (value.intent === "sso-remove") {
+      await removeSsoConnection(id, user.id);
+      return { notice: "Single sign-on removed." };
     }
     const sso = await ssoIntent(id, user.id, value);
     if (sso) return sso;
@@ -176,6 +200,7 @@ const selectClass = "rounded-md border border-slate-300 bg-white px-2 py-1 text-
 
 export default function Organisation() {
   const {
+    sso,
     organisation,
     role,
     manages,
@@ -215,6 +240,7 @@ export default function Organisation() {
       ) : null}
       <MissionControl overview={overview} />
       <OrganisationBranding branding={branding} manages={manages} />
+      {sso ? <OrganisationSso sso={sso} /> : null}
       <OrganisationDomains domains={domains} manages={manages} />
       {scim ? (
         <OrganisationScim

@@ -51,6 +51,8 @@ export const AUDIT_ACTIONS = [
   "invitation.accepted",
   "seats.changed",
   "branding.changed",
+  "sso.configured",
+  "sso.removed",
   "domain.added",
   "domain.verified",
   "domain.removed",

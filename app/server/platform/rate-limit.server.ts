@@ -29,6 +29,9 @@ export const rateLimitScopes = {
   // Public identity endpoints (SIWE nonces write a row each; the others call the chain or the
   // identity network): docs/decisions/0051-wallet-sign-in.md
   identity: { points: 60, duration: 60, key: "ip" },
+  // Organisation SSO lookups and SAML assertions per IP (each ACS call checks a signature and
+  // writes its assertion id): docs/decisions/0211.
+  sso: { points: 60, duration: 60, key: "ip" },
   // Hosted wallets, splits and escrow (each call reads the chain; some send transfers):
   // docs/decisions/0125-hosted-wallets.md
   payments: { points: 60, duration: 60, key: "user-or-ip" },
