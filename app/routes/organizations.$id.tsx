@@ -18,7 +18,6 @@ import {
   addDomain,
   listDomains,
   removeDomain,
-  setRequireSso,
   verifyDomain,
 } from "../server/organisations/domains.server.ts";
 import {
@@ -43,6 +42,7 @@ import { scimBase } from "../server/scim/schema.server.ts";
 import { createScimToken, revokeScimToken, scimTokenInfo } from "../server/scim/tokens.server.ts";
 import {
   removeSsoConnection,
+  requireSsoForDomain,
   setSsoConnection,
   ssoSettingsOf,
 } from "../server/sso/connections.server.ts";
@@ -171,7 +171,7 @@ async function ssoIntent(
       return { notice: `${verified.domain} is verified.` };
     }
     case "domain-sso": {
-      const d = await setRequireSso(id, personId, value.domainId, value.requireSso === "on");
+      const d = await requireSsoForDomain(id, personId, value.domainId, value.requireSso === "on");
       return {
         notice: d.requireSso
           ? `Single sign-on is now required for ${d.domain}.`

@@ -3,6 +3,7 @@ import * as domainRoute from "../../app/routes/api.organizations.$id.domains.$do
 import * as verifyRoute from "../../app/routes/api.organizations.$id.domains.$domainId.verify.ts";
 import * as domainsRoute from "../../app/routes/api.organizations.$id.domains.ts";
 import * as registerRoute from "../../app/routes/api.register.ts";
+import { ssoConnectionSchema } from "../../app/schemas/sso.ts";
 import { oauthFailureReason, signInWithOAuth } from "../../app/server/accounts/oauth.server.ts";
 import { verifyCredentials } from "../../app/server/accounts/signin.server.ts";
 import { createUser } from "../../app/server/accounts/users.server.ts";
@@ -18,6 +19,7 @@ import {
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
+import { setSsoConnection } from "../../app/server/sso/connections.server.ts";
 import { call } from "../helpers/api.ts";
 import { type DnsServer, startDnsServer } from "../helpers/dns-server.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
@@ -146,16 +148,29 @@ describe("enforced single sign-on", () => {
 
     // Both sign in by password until SSO is required.
     expect((await verifyCredentials("staff@corp.example", PASSWORD)).id).toBe(staff.id);
-    const required = await call(
-      domainRoute,
-      `/api/organizations/${organisation.id}/domains/${added.json.id}`,
-      {
+    const requireSso = async () =>
+      call(domainRoute, `/api/organizations/${organisation.id}/domains/${added.json.id}`, {
         method: "PATCH",
         params: { id: organisation.id, domainId: added.json.id },
         body: { requireSso: true },
         headers: await as(owner.id),
-      },
+      });
+    // Not before the organisation has a way to sign in by SSO: its people would be locked out.
+    const early = await requireSso();
+    expect(early.status).toBe(409);
+    expect(early.json.error).toMatch(/single sign-on before requiring it/);
+    await setSsoConnection(
+      organisation.id,
+      owner.id,
+      ssoConnectionSchema.parse({
+        protocol: "oidc",
+        slug: "corp",
+        issuer: "https://idp.corp.example",
+        clientId: "corp-platform",
+        clientSecret: "the-client-secret-0123456789",
+      }),
     );
+    const required = await requireSso();
     expect(required.status).toBe(200);
     expect(required.json.requireSso).toBe(true);
 

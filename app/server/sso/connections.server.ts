@@ -1,6 +1,11 @@
 import { z } from "zod";
 import { type SsoConnectionInput, type SsoRole, ssoRoleSchema } from "../../schemas/sso.ts";
-import { organisationForEmailDomain } from "../organisations/domains.server.ts";
+import { oidcConfig } from "../accounts/oidc.server.ts";
+import {
+  type OrganisationDomain,
+  organisationForEmailDomain,
+  setRequireSso,
+} from "../organisations/domains.server.ts";
 import { requirePermission } from "../organisations/organisations.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
@@ -113,6 +118,29 @@ export async function ssoConnectionFor(
     where s.slug = ${lookup.slug.trim().toLowerCase()} and s.enabled
       and o.kind = 'organisation'`;
   return row && toConnection(row);
+}
+
+/**
+ * Turns the SSO requirement of a verified domain on or off. Turning it on needs a way to sign in
+ * by SSO that works for its people: the organisation's enabled connection, or the install-wide
+ * OIDC (decision 0212). Without one, everyone at the domain but the owners would be locked out.
+ */
+export async function requireSsoForDomain(
+  organisationId: string,
+  personId: string,
+  domainId: string,
+  requireSso: boolean,
+): Promise<OrganisationDomain> {
+  if (requireSso && !oidcConfig()) {
+    const connection = await connectionOf(organisationId);
+    if (!connection?.enabled) {
+      throw new DomainError(
+        409,
+        "Set up and enable the organisation's single sign-on before requiring it for a domain",
+      );
+    }
+  }
+  return setRequireSso(organisationId, personId, domainId, requireSso);
 }
 
 /** Whether any organisation signs in through SSO (the sign-in page shows the form then). */
