@@ -8,6 +8,7 @@ import { onStopSignal } from "../app/server/platform/supervisor.server.ts";
 import { migrate } from "../db/migrate.ts";
 import { ensureNetwork } from "./instances/engine.ts";
 import { startEngineWatch } from "./instances/engine-watch.ts";
+import { startPlatformWatch } from "./instances/platform-watch.ts";
 import { poolSize } from "./instances/pool-size.ts";
 import { startRecorder } from "./instances/recorder.ts";
 import { startSampler } from "./instances/sampler.ts";
@@ -27,6 +28,7 @@ const stopSampler = await startSampler();
 const stopRecorder = startRecorder();
 const stopEngineWatch = startEngineWatch();
 const stopSleepWatch = startSleepWatch();
+const stopPlatformWatch = startPlatformWatch();
 // Existing gateways reach the AI endpoint at once after a restart, not at the next reconcile.
 ensureNetwork().catch((error: unknown) =>
   logger().warn({ err: error }, "gateways' network not ready at start"),
@@ -45,6 +47,7 @@ onStopSignal((signal) => {
   stopRecorder();
   stopEngineWatch();
   stopSleepWatch();
+  stopPlatformWatch();
   metricsServer?.close();
   stopWorker()
     .then(closeDb)

@@ -14,10 +14,10 @@ import { repoDir } from "./platform-image-build.ts";
 // deploy/stack.yml deployed with `docker stack deploy` onto the test swarm (swarm-cluster.ts),
 // as docs/running-across-hosts.md tells an operator to: the gateways' overlay made first, the
 // secrets created, the db's node labelled. The test swarm's engines run without iptables
-// (decision 0145), so the stack file is deployed with the three changes that needs and nothing
-// else: no routing-mesh port and DNS round robin for web instead of a virtual IP (neither IPVS
-// nor the ingress network work without iptables), and the Docker sockets at the paths the test
-// engines have. The model is a local OpenAI-compatible server (bench/fake-openai.ts) run as one
+// (decision 0145), so the stack file is deployed with the three changes that needs: no
+// routing-mesh port and DNS round robin for web instead of a virtual IP (neither IPVS nor the
+// ingress network work without iptables), and the Docker sockets at the paths the test engines
+// have; and a more patient health check for web (a shared test machine, below). The model is a local OpenAI-compatible server (bench/fake-openai.ts) run as one
 // more service: a keyless OPENAI_BASE_URL, as a self-hosted operator with their own model server
 // would configure it (decision 0157).
 
@@ -88,6 +88,15 @@ export function stackForTestSwarm(
   delete web.ports;
   (web.deploy as Record<string, unknown>).endpoint_mode = "dnsrr";
   web.environment = { ...web.environment, ...model, ...operators };
+  // The test machine is shared: under a load of 30-50 on its 2 cores a web replica took ~95 s
+  // to listen, and the check's own `node -e` often more than its 5 s: the swarm killed every
+  // replica, again and again (2026-12-05). Failed checks count from 5 minutes on, each may take
+  // 30 s, and ten in a row make a replica unhealthy; a healthy replica is one at once.
+  Object.assign(web.healthcheck as Record<string, unknown>, {
+    start_period: "300s",
+    timeout: "30s",
+    retries: 10,
+  });
   // The other nodes' engines, as SWARM_NODE_ENGINES names them, at their test socket paths.
   const others = cluster.nodes.filter((n) => n !== cluster.manager);
   worker.volumes = [
@@ -104,6 +113,8 @@ export function stackForTestSwarm(
     AGENT_GATEWAY_IMAGE: options.gatewayImage,
     // Pooled gateways per node (0: none; each one boots a gateway on a 2-CPU machine).
     RUNTIME_POOL_SIZE: String(options.poolSize ?? 0),
+    // A gateway's boot took longer than the default 3 minutes on the loaded shared machine.
+    GATEWAY_HEALTH_TIMEOUT_MS: "480000",
   };
   doc.services["fake-model"] = {
     // biome-ignore lint/suspicious/noTemplateCurlyInString: interpolated by `docker stack deploy`

@@ -21,10 +21,16 @@ import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { openStream } from "../../app/server/platform/sealed-stream.server.ts";
 import { takeBackup } from "../../worker/instances/backup.ts";
 import { lostInstances } from "../../worker/instances/drain.ts";
+import {
+  ensureGatewayNetwork,
+  GATEWAY_PORT,
+  removeGatewayNetwork,
+} from "../../worker/instances/engine.ts";
 import { recordClusterNodes, runDrainJob, runRecoveryJob } from "../../worker/instances/nodes.ts";
 import { type Settled, settleStaleVolumes } from "../../worker/instances/recover.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { SwarmRuntime } from "../../worker/runtime/swarm.ts";
+import { PLATFORM_ALIAS_LABEL, platformHostAddress } from "../../worker/runtime/swarm-networks.ts";
 import {
   type ContainerSpec,
   LABELS,
@@ -42,7 +48,7 @@ import {
 } from "../deploy/platform-stack.ts";
 import { GATEWAY_IMAGE, testLabels, testRun, waitFor } from "./docker-support.ts";
 import { loadImage, type SwarmCluster, startSwarmCluster } from "./swarm-cluster.ts";
-import { buildTinyImage, describeSwarm, TINY_IMAGE } from "./swarm-support.ts";
+import { buildTinyImage, describeSwarm, probeFrom, TINY_IMAGE } from "./swarm-support.ts";
 
 // The Swarm driver across a real multi-node swarm: two dockerd daemons, each in its own network
 // namespace joined by a bridge in a third (swarm-cluster.ts), one swarm. Placement spreads by
@@ -73,7 +79,10 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
   let cluster: SwarmCluster;
   let rt: SwarmRuntime;
   const network = `agent-swarm-${testRun}`;
-  const timings: Record<string, number | Record<string, number> | Record<string, string[]>> = {};
+  const timings: Record<
+    string,
+    number | Record<string, number> | Record<string, string[]> | Record<string, string>
+  > = {};
 
   const spec = (n: number, limits = small): ContainerSpec => {
     const instanceId = `ins_${testRun}_${n}`;
@@ -105,11 +114,13 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
         }
       : spec(n, limits);
     await rt.ensureVolume(s.volume, { ...testLabels(), [LABELS.instanceId]: s.instanceId }, s);
-    const id = await rt.create(s);
-    made.push({ id, volume: s.volume });
-    return { id, spec: s, node: (await rt.nodeOf(id)) as string };
+    // Each on an overlay of its own, as provisioning makes it (decision 0201).
+    const own = { ...s, network: await ensureGatewayNetwork(s.name, s.instanceId) };
+    const id = await rt.create(own);
+    made.push({ id, volume: s.volume, name: s.name });
+    return { id, spec: own, node: (await rt.nodeOf(id)) as string };
   };
-  const made: Array<{ id: string; volume: string }> = [];
+  const made: Array<{ id: string; volume: string; name: string }> = [];
   let gatewayImageLoaded: Promise<void> | undefined;
   let platformImageLoaded: Promise<string> | undefined;
 
@@ -131,6 +142,10 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
       host: manager.host,
       nodeEngines: cluster.nodeEngines,
       settleMs: 90_000,
+      anchor: { image: TINY_IMAGE, network },
+      // As getRuntime builds it for deployments (decision 0201): the platform's name is "web".
+      isolateGateways: true,
+      platformHost: "web",
     });
     setRuntime(rt);
     await rt.ping();
@@ -163,9 +178,10 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
 
   // Each test starts on an empty, open cluster, whatever the last one left.
   afterEach(async () => {
-    for (const { id, volume } of made.splice(0)) {
+    for (const { id, volume, name } of made.splice(0)) {
       await rt.remove(id);
       await rt.removeVolume(volume);
+      await removeGatewayNetwork(name);
     }
     for (const n of await rt.nodes()) {
       if (n.state === "ready" && n.availability !== "active") await rt.setDraining(n.id, false);
@@ -194,15 +210,44 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
   });
 
   it("spreads instances by free capacity and refuses clearly when the cluster is full", async () => {
-    const [a, b] = [await provision(1), await provision(2)];
+    // A platform service as the stack's web is: on the manager, on the shared overlay, its
+    // container labelled to join every gateway's own overlay as "web" (decision 0201).
+    const web = (await cluster.manager.docker.createService({
+      Name: `web-${testRun}`,
+      Labels: testLabels(),
+      TaskTemplate: {
+        ContainerSpec: { Image: TINY_IMAGE, Labels: { [PLATFORM_ALIAS_LABEL]: "web" } },
+        Placement: { Constraints: [`node.id==${cluster.manager.nodeId}`] },
+        Networks: [{ Target: network }],
+      },
+      Mode: { Replicated: { Replicas: 1 } },
+    } as Docker.CreateServiceOptions)) as { id?: string; ID?: string };
+    const webContainer = await waitFor(
+      async () =>
+        (
+          await cluster.manager.docker.listContainers({
+            filters: { label: [`com.docker.swarm.service.name=web-${testRun}`] },
+          })
+        )[0]?.Id,
+      { timeoutMs: 60_000, what: "the platform service's container" },
+    );
+    try {
+      await spreadsAndIsolates(webContainer);
+    } finally {
+      await cluster.manager.docker.getService((web.ID ?? web.id) as string).remove();
+    }
+  }, 300_000);
+
+  const spreadsAndIsolates = async (webContainer: string) => {
+    const [first, second] = [await provision(1), await provision(2)];
     // The second goes where the first is not: the other node keeps more free.
-    expect(new Set([a.node, b.node]).size).toBe(2);
+    expect(new Set([first.node, second.node]).size).toBe(2);
     const perNode = (await rt.capacity()).map((n) => n.nanoCpus / small.cpus / 1e9);
     const room = perNode.reduce((x, y) => x + Math.floor(y), 0);
     const more = [];
     for (let i = 3; i <= room; i++) more.push(await provision(i));
     const counts = new Map<string, number>();
-    for (const x of [a, b, ...more]) counts.set(x.node, (counts.get(x.node) ?? 0) + 1);
+    for (const x of [first, second, ...more]) counts.set(x.node, (counts.get(x.node) ?? 0) + 1);
     expect([...counts.values()].sort()).toEqual(perNode.map(Math.floor).sort());
 
     // One more does not fit anywhere: a clear error, and no volume left behind.
@@ -213,22 +258,83 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     await expect(rt.place(small)).rejects.toThrow(/No node has room .* 1\.0 GiB and 0\.5 CPUs/);
     expect(await rt.volumeExists(extra.volume)).toBe(false);
 
-    // A started instance runs on the node it was placed on (a worker node as well).
-    for (const x of [a, b]) {
+    // Tenant A's gateway on the node without the platform's container (the web is on the
+    // manager), B's on the other node, C's beside A's.
+    const [a, b] = first.node === cluster.manager.nodeId ? [second, first] : [first, second];
+    const c = more.find((x) => x.node === a.node);
+    if (!c) throw new Error("no second instance on A's node");
+    // A started instance runs on the node it was placed on (a worker node as well), alone on
+    // an overlay of its own.
+    const addresses: Record<string, string> = {};
+    const networks: Record<string, string[]> = {};
+    for (const x of [a, b, c]) {
       await rt.start(x.id);
       const info = await rt.inspect(x.id);
       expect(info?.running).toBe(true);
       expect(info?.node).toBe(x.node);
+      addresses[x.id] = info?.address as string;
+      networks[x.id] = info?.networks ?? [];
     }
-    const onWorker = [a, b].find((x) => x.node !== cluster.manager.nodeId);
-    expect(onWorker).toBeDefined();
-    // The task's own container is on that node's engine, not the manager's.
-    const worker = cluster.nodes.find((n) => n.nodeId === onWorker?.node);
+    // A hostile tenant's gateway (A's), one address or name the test made at a time: its own
+    // port answers (what the probe sees when a port is open); B's and C's do not, by address
+    // or by name, nor B's new address once B's task is replaced, nor the one B held before.
+    const probe = (host: string | undefined) => probeFrom(rt, a.id, host, GATEWAY_PORT);
+    await expect.poll(() => probe("127.0.0.1"), { timeout: 60_000 }).toMatch(/ 200$/);
+    const reached: Record<string, string> = {
+      "B's address (other node)": await probe(addresses[b.id]),
+      "B's name (other node)": await probe(b.spec.hostname),
+      "C's address (same node)": await probe(addresses[c.id]),
+      "C's name (same node)": await probe(c.spec.hostname),
+    };
+    await rt.restart(b.id);
+    const replaced = await waitFor(
+      async () => {
+        const info = await rt.inspect(b.id);
+        return info?.running && info.address !== addresses[b.id] && info.address;
+      },
+      { timeoutMs: 90_000, what: "b's new task" },
+    );
+    reached["B's address after its task was replaced"] = await probe(replaced);
+    reached["B's address before"] = await probe(addresses[b.id]);
+    timings.isolationProbes = reached;
+    for (const [what, got] of Object.entries(reached)) {
+      expect(`${what}: ${got}`).toMatch(/: unreached/);
+    }
+    for (const x of [a, b, c]) expect(networks[x.id]).toEqual([`${x.spec.name}-net`]);
+    // The platform's container on the manager reaches each gateway at its address, and each
+    // reaches it by the platform's name (the AI URL's host, "web"), A and C from the other
+    // node: their hosts file names the overlay's host address, which the web's container holds.
+    const webOn = async (overlay: string) =>
+      (
+        (await cluster.manager.docker.getContainer(webContainer).inspect()) as {
+          NetworkSettings: { Networks: Record<string, { IPAddress: string }> };
+        }
+      ).NetworkSettings.Networks[overlay]?.IPAddress;
+    for (const [x, address] of [
+      [a, addresses[a.id]],
+      [b, replaced],
+      [c, addresses[c.id]],
+    ] as const) {
+      const overlay = `${x.spec.name}-net`;
+      const subnet = (await cluster.manager.docker.getNetwork(overlay).inspect()).IPAM?.Config?.[0]
+        ?.Subnet as string;
+      expect(await webOn(overlay)).toBe(platformHostAddress(subnet));
+      await expect
+        .poll(() => probeFrom(rt, x.id, "web", GATEWAY_PORT), { timeout: 60_000 })
+        .toMatch(/ 200$/);
+      await expect
+        .poll(() => probeFrom(rt.manager, webContainer, address, GATEWAY_PORT), {
+          timeout: 60_000,
+        })
+        .toMatch(/ 200$/);
+    }
+    // The task's own container is on its node's engine, not the manager's.
+    const worker = cluster.nodes.find((n) => n.nodeId === a.node);
     const there = await worker?.docker.listContainers({
-      filters: { label: [`${LABELS.instanceId}=${onWorker?.spec.instanceId}`] },
+      filters: { label: [`${LABELS.instanceId}=${a.spec.instanceId}`] },
     });
     expect(there).toHaveLength(1);
-  }, 300_000);
+  };
 
   it("drains a node: one instance at a time, state intact, verified healthy; the node takes no new instance", async () => {
     const instances = [] as Array<Awaited<ReturnType<typeof provision>>>;
@@ -510,15 +616,21 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
         return out;
       };
       // A chat as a client sends it: again after a 502 "gateway unavailable" (nothing was
-      // delivered). Right after an adoption or a move the gateway's address is cleared for a
-      // moment while its task is not running (decision 0195), and the first chat then met a
-      // 502 in some runs (2 of ~5 on this machine); a client retries, so the test does, for up
-      // to two minutes, and still requires the answer.
+      // delivered), for up to two minutes, and still must be answered; each such 502 is
+      // recorded in the timings. The chat after the drain met one in some runs (2 of ~5): a
+      // sampler pass could write an observation of the gateway stopped for its move after the
+      // move had recorded the new task, leaving the row without an address for a pass (fixed,
+      // decision 0208). The retry stays until runs show no 502 here.
+      const unavailable: string[] = [];
+      timings.stackChatUnavailable = { seen: unavailable };
       const chatAnswered = (body: Record<string, unknown>) =>
         waitFor(
           async () => {
             const res = await api("POST", "/api/agent", body);
-            if (res.status === 502 && /unavailable/.test(String(res.body.error))) return undefined;
+            if (res.status === 502 && /unavailable/.test(String(res.body.error))) {
+              unavailable.push(String(res.body.error));
+              return undefined;
+            }
             return res;
           },
           { timeoutMs: 120_000, intervalMs: 2_000, what: "the chat answered" },

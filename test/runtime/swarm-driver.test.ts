@@ -2,7 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GATEWAY_PORT } from "../../worker/instances/engine.ts";
 import { chooseNode, type NodeCapacity } from "../../worker/runtime/placement.ts";
 import { SwarmRuntime } from "../../worker/runtime/swarm.ts";
-import { PLATFORM_ALIAS_LABEL, platformAddresses } from "../../worker/runtime/swarm-networks.ts";
+import {
+  PLATFORM_ALIAS_LABEL,
+  platformAddresses,
+  platformHostAddress,
+} from "../../worker/runtime/swarm-networks.ts";
 import {
   type ContainerSpec,
   LABELS,
@@ -92,6 +96,7 @@ describeSwarm("Swarm driver (a real swarm)", () => {
       settleMs: 45_000,
       anchor: { image: TINY_IMAGE, network },
       isolateGateways: true,
+      platformHost: "web",
     });
     await rt.ping();
   }, 120_000);
@@ -290,6 +295,19 @@ describeSwarm("Swarm driver (a real swarm)", () => {
     };
     const probe = (from: string, host: string | undefined) =>
       probeFrom(rt, from, host, GATEWAY_PORT);
+    /** The hosts-file entries of a gateway's service. */
+    const hostsOf = async (id: string) =>
+      (
+        (await engine.docker.getService(id).inspect()) as {
+          Spec: { TaskTemplate: { ContainerSpec: { Hosts?: string[] } } };
+        }
+      ).Spec.TaskTemplate.ContainerSpec.Hosts ?? [];
+    const addressOf = async (container: { inspect(): Promise<unknown> }, overlay: string) =>
+      (
+        (await container.inspect()) as {
+          NetworkSettings: { Networks: Record<string, { IPAddress: string }> };
+        }
+      ).NetworkSettings.Networks[overlay]?.IPAddress;
     try {
       // Before: two tenants' gateways on the shared overlay (the layout until now).
       // A quarter CPU each: three fit beside each other on this machine's node.
@@ -338,11 +356,17 @@ describeSwarm("Swarm driver (a real swarm)", () => {
         }
       ).NetworkSettings.Networks[netA]?.IPAddress;
       expect(platformAddresses(ipam.Subnet)[0]).toBe(webOnA);
+      // The highest is the platform's host address: the "web" container holds it, and a
+      // gateway's hosts file names it "web" (from another node no DNS answers that name).
+      expect(platformHostAddress(ipam.Subnet)).toBe(webOnA);
       await rt.moveToNetwork(aId, network, netA);
       await rt.moveToNetwork(bId, network, netB);
       const aOwn = await running(aId, netA);
       const bOwn = await running(bId, netB);
       expect((await rt.inspect(aId))?.networks).toEqual([netA]);
+      expect(await hostsOf(aId)).toEqual([`${webOnA} web`]);
+      const hostsFile = await rt.exec(aId, ["cat", "/etc/hosts"]);
+      expect(hostsFile.stdout).toContain(`${webOnA}\tweb`);
 
       // A tenant reaches the platform by its name on its own overlay, and the platform it.
       await expect.poll(() => probe(aId, "web"), { timeout: 60_000 }).toMatch(/ 200$/);
@@ -384,10 +408,20 @@ describeSwarm("Swarm driver (a real swarm)", () => {
       made.push(cId);
       process.stdout.write(`swarm isolation timings ${JSON.stringify(timings)}\n`);
 
+      const subnetC = (await engine.docker.getNetwork(netC).inspect()).IPAM?.Config?.[0]?.Subnet;
+      expect(await hostsOf(cId)).toEqual([`${platformHostAddress(String(subnetC))} web`]);
+
       // A platform container started later (a new web replica) joins every gateway overlay.
       const web2 = await platform("web2");
       expect(await rt.attachPlatform(labels)).toBe(3);
       expect(await joined(web2)).toEqual([netA, netB, netC].sort());
+      expect(await rt.attachPlatform(labels)).toBe(0);
+      // The host address's holder goes (a web replica replaced): the next attach moves another
+      // "web" container onto it, and the gateway reaches "web" again with its hosts file as it is.
+      await web.remove({ force: true });
+      expect(await rt.attachPlatform(labels)).toBe(3);
+      expect(await addressOf(web2, netA)).toBe(webOnA);
+      await expect.poll(() => probe(aId, "web"), { timeout: 60_000 }).toMatch(/ 200$/);
       expect(await rt.attachPlatform(labels)).toBe(0);
       const listed = (await rt.listNetworks(labels)).map((n) => n.name).sort();
       expect(listed).toEqual([netA, netB, netC].sort());
@@ -398,7 +432,7 @@ describeSwarm("Swarm driver (a real swarm)", () => {
       await rt.removeNetwork(netA); // a missing one is fine
       // The node lets go of its own copy of a removed overlay a moment later.
       await expect.poll(() => rt.listNetworks(labels), { timeout: 30_000 }).toEqual([]);
-      expect(await joined(web)).toEqual([]);
+      expect(await joined(web2)).toEqual([]);
       await web2.remove({ force: true });
       for (const s of [a, b, c]) await rt.removeVolume(s.volume);
     } finally {

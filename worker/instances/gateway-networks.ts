@@ -56,12 +56,23 @@ export async function removeOrphanNetworks(containerNames: Set<string>): Promise
   return removed;
 }
 
+/** The pass under way (attachPlatformToGatewayNetworks runs one at a time). */
+let attaching: Promise<number> = Promise.resolve(0);
+
 /**
  * Connects the platform's containers started since the gateways' networks were made to them
  * (Swarm: the web reaches a gateway, and the gateway the web's AI endpoint, over the gateway's
  * own overlay). Returns how many connections were made.
  */
-export async function attachPlatformToGatewayNetworks(): Promise<number> {
+export function attachPlatformToGatewayNetworks(): Promise<number> {
+  // One pass at a time in a process (reconcile and the platform watch both call it): two would
+  // both find an overlay's host address free and move the same web container twice.
+  const pass = attaching.then(attachOnce, attachOnce);
+  attaching = pass.catch(() => 0);
+  return pass;
+}
+
+async function attachOnce(): Promise<number> {
   const runtime = rt();
   if (!runtime.attachPlatform) return 0;
   const made = await runtime.attachPlatform({

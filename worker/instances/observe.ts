@@ -1,6 +1,11 @@
-import { type InstanceRow, updateInstance } from "../../app/server/agents/instances.server.ts";
+import {
+  getInstance,
+  type InstancePatch,
+  type InstanceRow,
+} from "../../app/server/agents/instances.server.ts";
 import { finishBootRun, provisioningUnderWay } from "../../app/server/agents/progress.server.ts";
 import { gatewayHealthy } from "../../app/server/openclaw/health.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
 import { gatewayAddress, isUp, rt } from "./engine.ts";
 
@@ -40,27 +45,53 @@ async function observedState(
   return { observed_state: crashed ? "crashed" : "stopped", health: "unknown" };
 }
 
+/**
+ * Writes an observation begun at `since` unless the row was observed or changed by an action
+ * since (its observed_at is later): an inspect and a health probe take seconds (more on a busy
+ * engine), and a sampler pass that read a gateway stopped for a move, then wrote after the move
+ * recorded the new task, left the row without an address (chats answered 502 "the agent is not
+ * running") until its next pass. Returns the row as it is now.
+ */
+async function writeObservation(
+  id: string,
+  since: Date,
+  patch: Omit<InstancePatch, "observed_at">,
+): Promise<InstanceRow> {
+  const values = { ...patch, observed_at: since, updated_at: new Date() } as Record<
+    string,
+    unknown
+  >;
+  const [written] = await db()<InstanceRow[]>`
+    update instances set ${db()(values as Record<string, never>)}
+    where id = ${id} and (observed_at is null or observed_at <= ${since})
+    returning *`;
+  if (written) return written;
+  const now = await getInstance(id);
+  if (!now) throw new Error(`instance ${id} is gone`);
+  return now;
+}
+
 /** Reads the container and gateway state into the row (used after every action). */
 export async function observe(row: InstanceRow): Promise<InstanceRow> {
+  const since = new Date();
   const info = await rt().inspect(row.container_name);
   if (!info) {
-    return updateInstance(row.id, {
+    return writeObservation(row.id, since, {
       observed_state: row.container_id ? "missing" : "new",
       health: "unknown",
-      observed_at: new Date(),
     });
   }
   const address = gatewayAddress(info);
   const state = await observedState(row, info, address);
-  const seen = await updateInstance(row.id, {
+  const seen = await writeObservation(row.id, since, {
     container_id: info.id,
     ...state,
     // Only a container that is up holds its address: a stopped one's is the engine's to give
     // away, and no credential may follow it there (decision 0195).
     gateway_address: isUp(info) ? (address ?? null) : null,
     started_at: info.startedAt ? new Date(info.startedAt) : row.started_at,
-    observed_at: new Date(),
   });
+  if (seen.observed_at?.getTime() !== since.getTime()) return seen; // a newer one stands
   // A started, restarted or woken gateway answering now ends its progress run (decision 0158).
   if (state.observed_state === "running" && row.observed_state !== "running") {
     await finishBootRun(row.id);

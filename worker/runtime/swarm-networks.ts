@@ -25,6 +25,15 @@ import { LABELS, RuntimeUnavailableError } from "./types.ts";
 // gateway's overlay gets a subnet the platform picks (RUNTIME_TENANT_SUBNETS, a /26 each) whose
 // lower half alone the swarm allocates from (the gateway's tasks, the anchors), and the worker
 // gives each platform container an address of the upper half.
+//
+// A gateway on another node than a platform container does not resolve that container's name
+// (Docker's embedded DNS learns a `docker network connect` alias on the container's own node
+// only). So the upper half's highest address is the platform's host address: the worker keeps
+// it held by a running container whose alias is the name gateways call the platform by (the
+// host of RUNTIME_PLATFORM_AI_URL, `web`), and every gateway's service names it in its hosts
+// file (ContainerSpec.Hosts, written before its task starts, so never updated: the address
+// stays, its holder may change). When the holder goes (a web replica replaced), the next
+// attach gives the address to another web container (decision 0201).
 
 /** A running container carrying it joins every gateway's overlay under the label's value. */
 export const PLATFORM_ALIAS_LABEL = "agent-platform.gateway-alias";
@@ -48,6 +57,16 @@ export function platformAddresses(subnet: string): string[] {
   const out: string[] = [];
   for (let i = size - 2; i >= size / 2; i--) out.push(toIp(base + i));
   return out;
+}
+
+/** The platform's host address on a split subnet (above): its upper half's highest. */
+export function platformHostAddress(subnet: string): string {
+  return platformAddresses(subnet)[0] as string;
+}
+
+/** A gateway service's hosts-file entries naming the platform `host` on a split subnet. */
+export function platformHostEntries(subnet: string, host: string): string[] {
+  return [`${platformHostAddress(subnet)} ${host}`];
 }
 
 const overlaps = (error: unknown) => /overlap|already (in use|allocated)/i.test(messageOf(error));
@@ -105,7 +124,7 @@ export async function ensureOverlay(
 }
 
 /** The subnet of an overlay whose addresses the platform splits (above), if it is one. */
-async function splitSubnet(docker: Docker, overlay: string): Promise<string | undefined> {
+export async function splitSubnet(docker: Docker, overlay: string): Promise<string | undefined> {
   const info = await docker.getNetwork(overlay).inspect();
   const config = (info.IPAM?.Config ?? [])[0] as { Subnet?: string; IPRange?: string } | undefined;
   return config?.Subnet && config.IPRange ? config.Subnet : undefined;
@@ -128,7 +147,7 @@ async function addressesInUse(engines: Docker[], overlay: string): Promise<Set<s
 }
 
 /** The running platform containers on one engine, with the name each takes on gateway overlays. */
-async function platformContainers(engine: Docker) {
+export async function platformContainers(engine: Docker) {
   const found = await engine.listContainers({
     filters: { label: [PLATFORM_ALIAS_LABEL], status: ["running"] },
   });
@@ -236,37 +255,60 @@ async function connectAnchor(engine: Docker, overlay: string, anchor: string): P
   }
 }
 
+/** What attachPlatform hands out on one split overlay. */
+interface OverlayPlan {
+  hostAddress: string;
+  /** No running container holds the host address. */
+  hostFree: boolean;
+  free: string[];
+}
+
 /**
  * Connects every running platform container on the given engines to each overlay it is not on
- * yet, after the node's anchor (above). Returns how many platform containers were connected. A
- * node that does not answer is skipped (the next reconcile connects its containers).
+ * yet, after the node's anchor (above); on a split overlay, a container whose alias is
+ * `hostAlias` takes the host address while it is free, and when none took it, one already on
+ * the overlay is moved to it (its connections to that gateway are cut once). Returns how many
+ * connections were made. A node that does not answer is skipped (the next reconcile connects
+ * its containers).
  */
 export async function attachPlatform(
   engines: Docker[],
   overlays: string[],
   anchor: AnchorSpec | undefined,
+  hostAlias?: string,
 ): Promise<number> {
   let made = 0;
-  const subnets = new Map<string, string | undefined>();
-  const free = new Map<string, string[]>();
-  /** The next free platform address on an overlay of a split subnet, else none (the node picks). */
-  const nextAddress = async (overlay: string) => {
-    if (!subnets.has(overlay)) {
-      subnets.set(overlay, await splitSubnet(engines[0] as Docker, overlay));
+  const plans = new Map<string, OverlayPlan | undefined>();
+  const planOf = async (overlay: string) => {
+    if (!plans.has(overlay)) {
+      const subnet = await splitSubnet(engines[0] as Docker, overlay);
+      if (!subnet) plans.set(overlay, undefined);
+      else {
+        const used = await addressesInUse(engines, overlay);
+        const [hostAddress = "", ...rest] = platformAddresses(subnet);
+        plans.set(overlay, {
+          hostAddress,
+          hostFree: !used.has(hostAddress),
+          free: rest.filter((a) => !used.has(a)),
+        });
+      }
     }
-    const subnet = subnets.get(overlay);
-    if (!subnet) return undefined;
-    if (!free.has(overlay)) {
-      const used = await addressesInUse(engines, overlay);
-      free.set(
-        overlay,
-        platformAddresses(subnet).filter((a) => !used.has(a)),
-      );
+    return plans.get(overlay);
+  };
+  /** The next address on an overlay for a container of `alias`; none: the node picks. */
+  const nextAddress = async (overlay: string, alias: string) => {
+    const plan = await planOf(overlay);
+    if (!plan) return undefined;
+    if (hostAlias && alias === hostAlias && plan.hostFree) {
+      plan.hostFree = false;
+      return plan.hostAddress;
     }
-    const address = free.get(overlay)?.shift();
+    const address = plan.free.shift();
     if (!address) throw new Error(`no platform address left on network ${overlay}`);
     return address;
   };
+  /** Containers of hostAlias on each overlay, to move onto a host address nobody took. */
+  const hostCandidates = new Map<string, Array<{ engine: Docker; id: string }>>();
   for (const engine of engines) {
     const containers = await platformContainers(engine).catch(() => []);
     if (containers.length === 0) continue;
@@ -279,15 +321,38 @@ export async function attachPlatform(
     for (const overlay of overlays) {
       if (anchored && !anchorOn.has(overlay)) await connectAnchor(engine, overlay, anchored);
       for (const container of containers) {
-        if (container.networks.has(overlay)) continue;
+        if (container.networks.has(overlay)) {
+          if (container.alias === hostAlias) {
+            const list = hostCandidates.get(overlay) ?? [];
+            list.push({ engine, id: container.id });
+            hostCandidates.set(overlay, list);
+          }
+          continue;
+        }
         try {
-          const address = await nextAddress(overlay);
+          const address = await nextAddress(overlay, container.alias);
           if (await connect(engine, overlay, container.id, container.alias, address)) made++;
         } catch (error) {
           // The container stopped or went (a replaced web replica: its successor is connected
           // by the next reconcile).
           if (!/No such container|not running/i.test(messageOf(error))) throw error;
         }
+      }
+    }
+  }
+  if (!hostAlias) return made;
+  for (const overlay of overlays) {
+    const plan = await planOf(overlay);
+    if (!plan?.hostFree) continue;
+    for (const { engine, id } of hostCandidates.get(overlay) ?? []) {
+      try {
+        await engine.getNetwork(overlay).disconnect({ Container: id, Force: true });
+        await connect(engine, overlay, id, hostAlias, plan.hostAddress);
+        plan.hostFree = false;
+        made++;
+        break;
+      } catch (error) {
+        if (!/No such container|not running|is not connected/i.test(messageOf(error))) throw error;
       }
     }
   }

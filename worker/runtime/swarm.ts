@@ -10,7 +10,10 @@ import {
   listOverlays,
   networkNames,
   OVERLAY_PREFIX,
+  platformContainers,
+  platformHostEntries,
   removeOverlay,
+  splitSubnet,
 } from "./swarm-networks.ts";
 import {
   type AgentRuntime,
@@ -59,8 +62,14 @@ export interface SwarmDriverOptions {
   anchor?: AnchorSpec;
   /** The range gateways' overlays are cut from (RUNTIME_TENANT_SUBNETS), a /26 each. */
   tenantSubnets?: string;
-  /** Each gateway on an overlay of its own (decision 0201; off by default, see there). */
+  /** Each gateway on an overlay of its own (decision 0201). */
   isolateGateways?: boolean;
+  /**
+   * The name gateways call the platform by (RUNTIME_PLATFORM_AI_URL's host, `web`): with
+   * isolateGateways, the platform containers of that alias hold the host address of every
+   * gateway's overlay, and each gateway's hosts file names it so (swarm-networks.ts).
+   */
+  platformHost?: string;
 }
 
 type Task = Docker.Task & {
@@ -100,6 +109,7 @@ type ServiceSpec = {
       Privileges?: { NoNewPrivileges?: boolean };
       User?: string;
       Mounts?: Array<{ Type?: string; Source?: string; Target?: string }>;
+      Hosts?: string[];
     };
     Resources?: {
       Limits?: { NanoCPUs?: number; MemoryBytes?: number; Pids?: number };
@@ -180,6 +190,7 @@ export class SwarmRuntime implements ClusterRuntime {
   readonly #settleMs: number;
   readonly #anchor: AnchorSpec | undefined;
   readonly #tenantSubnets: SubnetPool;
+  readonly #platformHost: string | undefined;
   #managerNodeId: string | undefined;
   readonly #networkNames = new Map<string, string>();
 
@@ -189,6 +200,7 @@ export class SwarmRuntime implements ClusterRuntime {
     this.#nodeEngines = options.nodeEngines ?? {};
     this.#settleMs = options.settleMs ?? 60_000;
     this.#anchor = options.anchor;
+    this.#platformHost = options.platformHost;
     if (options.isolateGateways) {
       this.ensureIsolatedNetwork = (name, labels) => this.#ensureIsolatedNetwork(name, labels);
     }
@@ -528,17 +540,27 @@ export class SwarmRuntime implements ClusterRuntime {
     return { gatewayIp: undefined };
   }
 
-  /** A gateway's own overlay, with the platform's running containers connected to it. */
   /**
-   * Present only with `isolateGateways` (decision 0201): until a gateway resolves the web's
-   * name on its overlay from another node than the web's, the deployed platform keeps its
-   * gateways on the shared overlay.
+   * A gateway's own overlay, with the platform's running containers connected to it. Present
+   * only with `isolateGateways` (decision 0201).
    */
   readonly ensureIsolatedNetwork?: (name: string, labels: Record<string, string>) => Promise<void>;
 
   async #ensureIsolatedNetwork(name: string, labels: Record<string, string>): Promise<void> {
     await ensureOverlay(this.docker, call, name, labels, this.#tenantSubnets);
-    await attachPlatform(await this.#engineClients(), [name], this.#anchor);
+    await attachPlatform(await this.#engineClients(), [name], this.#anchor, this.#platformHost);
+  }
+
+  /**
+   * The hosts-file entries of a gateway on `network`: the platform's name at its host address
+   * there, when the network is a gateway's own overlay (none on the shared one, where Docker's
+   * DNS answers for the service). Written into the service before its task starts: a gateway on
+   * another node than the web's resolves its name by it (decision 0201).
+   */
+  async #platformHosts(network: string): Promise<string[]> {
+    if (!this.#platformHost || !this.ensureIsolatedNetwork) return [];
+    const subnet = await this.#newNetworkRetried(() => splitSubnet(this.docker, network));
+    return subnet ? platformHostEntries(subnet, this.#platformHost) : [];
   }
 
   async removeNetwork(name: string): Promise<void> {
@@ -555,7 +577,16 @@ export class SwarmRuntime implements ClusterRuntime {
   async attachPlatform(labels: Record<string, string>): Promise<number> {
     const overlays = (await this.listNetworks(labels)).map((n) => n.name);
     if (overlays.length === 0) return 0;
-    return attachPlatform(await this.#engineClients(), overlays, this.#anchor);
+    return attachPlatform(await this.#engineClients(), overlays, this.#anchor, this.#platformHost);
+  }
+
+  /** The running platform containers on the ready nodes (a node that does not answer: none). */
+  async platformContainers(): Promise<string[]> {
+    const ids: string[] = [];
+    for (const engine of await this.#engineClients()) {
+      for (const c of await platformContainers(engine).catch(() => [])) ids.push(c.id);
+    }
+    return ids;
   }
 
   /**
@@ -565,8 +596,11 @@ export class SwarmRuntime implements ClusterRuntime {
   async moveToNetwork(id: string, from: string, to: string): Promise<void> {
     const names = await networkNames(this.docker, call);
     const before = this.#current(await this.#tasks(id));
+    const hosts = await this.#platformHosts(to);
     const service = await this.#update(id, (s) => {
       const tt = s.TaskTemplate ?? {};
+      // The platform's name on the new overlay (none on the shared one: DNS answers there).
+      tt.ContainerSpec = { ...tt.ContainerSpec, Hosts: hosts };
       const hostname = s.TaskTemplate?.ContainerSpec?.Hostname;
       const kept = (tt.Networks ?? []).filter((n) => {
         const name = names.get(n.Target ?? "") ?? n.Target;
@@ -667,6 +701,7 @@ export class SwarmRuntime implements ClusterRuntime {
       [LABELS.userId]: spec.userId,
       [LABELS.role]: "gateway",
     };
+    const hosts = await this.#platformHosts(spec.network);
     const created = (await this.#newNetworkRetried(() =>
       this.docker.createService({
         Name: spec.name,
@@ -685,6 +720,7 @@ export class SwarmRuntime implements ClusterRuntime {
             Privileges: { NoNewPrivileges: true },
             StopGracePeriod: 10e9,
             Mounts: [{ Type: "volume", Source: spec.volume, Target: spec.volumeTarget }],
+            ...(hosts.length ? { Hosts: hosts } : {}),
           },
           Resources: {
             Limits: {
@@ -720,7 +756,8 @@ export class SwarmRuntime implements ClusterRuntime {
         return await call(fn);
       } catch (error) {
         const missing =
-          statusOf(error) === 404 && /no such network/i.test((error as Error).message);
+          statusOf(error) === 404 &&
+          /no such network|network \S+ not found/i.test((error as Error).message);
         if (!missing || Date.now() > deadline) throw error;
       }
       await new Promise((resolve) => setTimeout(resolve, delay));

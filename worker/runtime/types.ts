@@ -149,6 +149,8 @@ export interface AgentRuntime {
    * drivers whose gateways reach the platform over their own network need it (Swarm).
    */
   attachPlatform?(labels: Record<string, string>): Promise<number>;
+  /** The ids of the running platform containers that attachPlatform joins, on every node. */
+  platformContainers?(): Promise<string[]>;
   /** Removes a network (a missing one is fine; one with containers on it throws). */
   removeNetwork?(name: string): Promise<void>;
   /** The networks carrying every given label (createdAt: ISO 8601). */
