@@ -1,6 +1,6 @@
 import { getFormProps, getSelectProps, useForm } from "@conform-to/react";
 import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
-import type { LoaderFunctionArgs, MetaFunction } from "@remix-run/node";
+import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
 import { Form, useActionData, useLoaderData } from "@remix-run/react";
 import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
@@ -34,6 +34,7 @@ import {
   removeMember,
 } from "../server/organisations/organisations.server.ts";
 import { organisationOverview } from "../server/organisations/overview.server.ts";
+import { deleteOrganisation, transferOwnership } from "../server/organisations/ownership.server.ts";
 import { allows, ROLES } from "../server/organisations/roles.server.ts";
 import { seatsOf } from "../server/organisations/seats.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
@@ -82,6 +83,8 @@ const schema = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("revoke"), invitationId: z.string().max(64) }),
   z.object({ intent: z.literal("role"), userId: z.string().max(64), role: roleSchema }),
   z.object({ intent: z.literal("remove"), userId: z.string().max(64) }),
+  z.object({ intent: z.literal("transfer"), userId: z.string().max(64) }),
+  z.object({ intent: z.literal("delete"), confirm: z.literal("delete") }),
   brandingFormSchema.extend({ intent: z.literal("branding") }),
   ssoFormSchema.extend({ intent: z.literal("sso") }),
   z.object({ intent: z.literal("sso-remove") }),
@@ -143,6 +146,14 @@ export const action = /* @__PURE__ */ formAction({
     if (value.intent === "add") {
       const added = await addMember(id, user.id, { email: value.email, role: value.role });
       return { notice: `${added.email} added as ${added.role}.` };
+    }
+    if (value.intent === "transfer") {
+      await transferOwnership(id, user.id, value.userId);
+      return { notice: "Ownership transferred: you are an admin now." };
+    }
+    if (value.intent === "delete") {
+      await deleteOrganisation(id, user.id);
+      return redirect("/organizations");
     }
     if (value.intent === "role") {
       await changeRole(id, user.id, value.userId, value.role);
@@ -296,9 +307,22 @@ export default function Organisation() {
                     m.role
                   )}
                 </td>
-                <td className="text-right">
+                <td className="space-x-3 text-right">
+                  {role === "owner" && m.userId !== me && m.role !== "owner" ? (
+                    <Form method="post" className="inline">
+                      <input type="hidden" name="intent" value="transfer" />
+                      <input type="hidden" name="userId" value={m.userId} />
+                      <button
+                        type="submit"
+                        aria-label={`Transfer ownership to ${m.name}`}
+                        className="text-indigo-700 underline"
+                      >
+                        Make owner (you become admin)
+                      </button>
+                    </Form>
+                  ) : null}
                   {manages && m.userId !== me ? (
-                    <Form method="post">
+                    <Form method="post" className="inline">
                       <input type="hidden" name="intent" value="remove" />
                       <input type="hidden" name="userId" value={m.userId} />
                       <button
@@ -364,6 +388,24 @@ export default function Organisation() {
               ))}
             </ul>
           ) : null}
+        </Card>
+      ) : null}
+      {role === "owner" ? (
+        <Card title="Delete the organisation">
+          <Form method="post" className="space-y-3 text-sm">
+            <input type="hidden" name="intent" value="delete" />
+            <p>
+              Deletes its agents, credits, keys and audit log for good. To leave it or delete your
+              account instead, make another member its owner above.
+            </p>
+            <label className="flex items-center gap-2">
+              <input type="checkbox" name="confirm" value="delete" required />
+              Yes, delete {organisation.name} and everything it owns
+            </label>
+            <button type="submit" className="text-red-700 underline">
+              Delete organisation
+            </button>
+          </Form>
         </Card>
       ) : null}
     </div>

@@ -76,3 +76,6 @@ export const brandingFormSchema = z.object({
   logoUrl: logoUrlSchema.optional(),
   senderName: oneLine(60).optional(),
 });
+
+/** POST /api/organizations/:id/ownership: the member who becomes an owner (decision 0214). */
+export const transferOwnershipSchema = z.object({ userId: z.string().trim().min(1).max(64) });
