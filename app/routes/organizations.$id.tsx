@@ -4,6 +4,7 @@ import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run
 import { Form, useActionData, useLoaderData } from "@remix-run/react";
 import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
+import { OrganisationBilling } from "../components/organisation-billing.tsx";
 import { OrganisationBranding } from "../components/organisation-branding.tsx";
 import { MissionControl } from "../components/organisation-overview.tsx";
 import { OrganisationDomains, OrganisationScim } from "../components/organisation-sso.tsx";
@@ -13,6 +14,12 @@ import { brandingFormSchema, newMemberSchema, roleSchema } from "../schemas/orga
 import { groupRolesText } from "../schemas/scim.ts";
 import { ssoConnectionSchema, ssoFormSchema, ssoInputFromForm } from "../schemas/sso.ts";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
+import { getUser } from "../server/accounts/users.server.ts";
+import { planIds } from "../server/billing/catalog.server.ts";
+import { createCheckout } from "../server/billing/checkout.server.ts";
+import { setPaidSeats } from "../server/billing/seat-purchase.server.ts";
+import { currentPlanSubscription } from "../server/billing/subscriptions.server.ts";
+import { billingContactOf } from "../server/organisations/billing-contact.server.ts";
 import { brandingOf, setBranding } from "../server/organisations/branding.server.ts";
 import {
   addDomain,
@@ -32,11 +39,13 @@ import {
   listMembers,
   membershipOf,
   removeMember,
+  requirePermission,
 } from "../server/organisations/organisations.server.ts";
 import { organisationOverview } from "../server/organisations/overview.server.ts";
 import { deleteOrganisation, transferOwnership } from "../server/organisations/ownership.server.ts";
 import { allows, ROLES } from "../server/organisations/roles.server.ts";
 import { seatsOf } from "../server/organisations/seats.server.ts";
+import { db } from "../server/platform/db.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 import { groupRolesOf, setGroupRoles } from "../server/scim/group-roles.server.ts";
@@ -73,6 +82,12 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
     scim: allows(membership.role, "members.manage")
       ? { baseUrl: scimBase(), token: await scimTokenInfo(id), groupRoles: await groupRolesOf(id) }
       : null,
+    billing: allows(membership.role, "billing.manage")
+      ? {
+          contact: (await billingContactOf(id)) ?? null,
+          subscribed: Boolean(await currentPlanSubscription(id)),
+        }
+      : null,
     me: user.id,
   };
 }
@@ -85,6 +100,12 @@ const schema = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("remove"), userId: z.string().max(64) }),
   z.object({ intent: z.literal("transfer"), userId: z.string().max(64) }),
   z.object({ intent: z.literal("delete"), confirm: z.literal("delete") }),
+  z.object({
+    intent: z.literal("checkout"),
+    plan: z.enum(planIds),
+    seats: z.coerce.number().int().min(0).max(1000).default(0),
+  }),
+  z.object({ intent: z.literal("seats"), seats: z.coerce.number().int().min(0).max(1000) }),
   brandingFormSchema.extend({ intent: z.literal("branding") }),
   ssoFormSchema.extend({ intent: z.literal("sso") }),
   z.object({ intent: z.literal("sso-remove") }),
@@ -146,6 +167,22 @@ export const action = /* @__PURE__ */ formAction({
     if (value.intent === "add") {
       const added = await addMember(id, user.id, { email: value.email, role: value.role });
       return { notice: `${added.email} added as ${added.role}.` };
+    }
+    if (value.intent === "checkout" || value.intent === "seats") {
+      await requirePermission(id, user.id, "billing.manage", db());
+      if (value.intent === "seats") {
+        await setPaidSeats(id, value.seats);
+        return { notice: "Seats changed at the payment processor." };
+      }
+      const organisation = await getUser(id);
+      if (!organisation) throw new DomainError(404, "Organisation not found");
+      const back = `/organizations/${id}`;
+      const { url } = await createCheckout(organisation, "plan", value.plan, {
+        ...(value.seats ? { seats: value.seats } : {}),
+        successPath: `${back}?checkout=success`,
+        cancelPath: `${back}?checkout=canceled`,
+      });
+      return redirect(url, 303);
     }
     if (value.intent === "transfer") {
       await transferOwnership(id, user.id, value.userId);
@@ -223,6 +260,7 @@ export default function Organisation() {
     overview,
     domains,
     scim,
+    billing,
   } = useLoaderData<typeof loader>();
   const actionData = useActionData<typeof action>();
   const [form, fields] = useForm<z.input<typeof newMemberSchema>>({
@@ -250,6 +288,14 @@ export default function Organisation() {
         </p>
       ) : null}
       <MissionControl overview={overview} />
+      {billing ? (
+        <OrganisationBilling
+          seats={seats}
+          contact={billing.contact}
+          subscribed={billing.subscribed}
+          organisationId={organisation.id}
+        />
+      ) : null}
       <OrganisationBranding branding={branding} manages={manages} />
       {sso ? <OrganisationSso sso={sso} /> : null}
       <OrganisationDomains domains={domains} manages={manages} />

@@ -92,3 +92,11 @@ const utcDay = z
 
 /** GET /api/organizations/:id/spend: the UTC days counted, both inclusive (decision 0215). */
 export const spendQuery = z.object({ from: utcDay.optional(), to: utcDay.optional() });
+
+/** PUT /api/organizations/:id/seats: the extra seats bought in all (decision 0215). */
+export const paidSeatsSchema = z.object({
+  seats: z.number().int("a whole number").min(0, "at least 0").max(1000, "at most 1000"),
+});
+
+/** PUT /api/organizations/:id/billing-contact: the member who gets the invoices. */
+export const billingContactSchema = z.object({ userId: z.string().trim().min(1).max(64) });

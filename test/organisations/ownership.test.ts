@@ -105,6 +105,17 @@ describe("an organisation keeps an owner", () => {
     });
     expect(byAdmin.status).toBe(403);
 
+    // A live subscription would go on billing it: cancelled first.
+    await db()`insert into subscriptions (id, user_id, stripe_customer_id, kind, item, price_id,
+        status) values ('sub_own_solo', ${org}, 'cus_own', 'plan', 'solo', 'price_solo', 'active')`;
+    const billed = await call(organisationRoute, `/api/organizations/${org}`, {
+      method: "DELETE",
+      params: { id: org },
+      headers: await as("usr_own_solo"),
+    });
+    expect(billed.status).toBe(409);
+    expect(billed.json.error).toMatch(/live subscription \(solo\)/);
+    await db()`update subscriptions set status = 'canceled' where id = 'sub_own_solo'`;
     const deleted = await call(organisationRoute, `/api/organizations/${org}`, {
       method: "DELETE",
       params: { id: org },

@@ -206,10 +206,10 @@ describe("GET /api/organizations/:id/spend", () => {
       { agentId: null, name: null, calls: 1, costMicroUsd: 100_000, creditsMicroUsd: 100_000 },
     ]);
     // The same ledger the balance follows.
-    const [{ spent }] = await db()<{ spent: string }[]>`
+    const [ledger] = await db()<{ spent: string }[]>`
       select -sum(amount_micro_usd)::bigint as spent from credit_ledger
       where user_id = ${org} and amount_micro_usd < 0`;
-    expect(Number(spent)).toBe(700_000);
+    expect(Number(ledger?.spent)).toBe(700_000);
   });
 
   it("counts only the period's days, and refuses a reversed or over-long one", async () => {

@@ -1,4 +1,5 @@
 import { credentialCache } from "../accounts/credential-cache.server.ts";
+import { LIVE_STATUSES } from "../billing/checkout.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { txExecutor } from "../platform/db-helpers.server.ts";
@@ -69,6 +70,16 @@ export async function transferOwnership(
 export async function deleteOrganisation(organisationId: string, personId: string): Promise<void> {
   await db().begin(async (t) => {
     const { organisation } = await requireOwner(t, organisationId, personId, "delete");
+    // Its subscription would go on billing an organisation that is gone (decision 0215).
+    const [live] = await t<{ item: string }[]>`
+      select item from subscriptions
+      where user_id = ${organisationId} and status = any(${LIVE_STATUSES}) limit 1`;
+    if (live) {
+      throw new DomainError(
+        409,
+        `The organisation still has a live subscription (${live.item}): cancel it first (the customer portal on /billing)`,
+      );
+    }
     await t`delete from users where id = ${organisationId} and kind = 'organisation'`;
     await sendJob("teardown-instance", { userId: organisationId }, { db: txExecutor(t) });
     await recordAudit(
