@@ -1,9 +1,10 @@
 import { getFormProps, getSelectProps, useForm } from "@conform-to/react";
 import { getZodConstraint, parseWithZod } from "@conform-to/zod/v4";
-import type { LoaderFunctionArgs, MetaFunction } from "@remix-run/node";
+import { type LoaderFunctionArgs, type MetaFunction, redirect } from "@remix-run/node";
 import { Form, useActionData, useLoaderData } from "@remix-run/react";
 import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
+import { OrganisationBilling } from "../components/organisation-billing.tsx";
 import { OrganisationBranding } from "../components/organisation-branding.tsx";
 import { MissionControl } from "../components/organisation-overview.tsx";
 import { OrganisationDomains, OrganisationScim } from "../components/organisation-sso.tsx";
@@ -13,6 +14,12 @@ import { brandingFormSchema, newMemberSchema, roleSchema } from "../schemas/orga
 import { groupRolesText } from "../schemas/scim.ts";
 import { ssoConnectionSchema, ssoFormSchema, ssoInputFromForm } from "../schemas/sso.ts";
 import { requirePageSession, signedIn } from "../server/accounts/pages.server.ts";
+import { getUser } from "../server/accounts/users.server.ts";
+import { planIds } from "../server/billing/catalog.server.ts";
+import { createCheckout } from "../server/billing/checkout.server.ts";
+import { setPaidSeats } from "../server/billing/seat-purchase.server.ts";
+import { currentPlanSubscription } from "../server/billing/subscriptions.server.ts";
+import { billingContactOf } from "../server/organisations/billing-contact.server.ts";
 import { brandingOf, setBranding } from "../server/organisations/branding.server.ts";
 import {
   addDomain,
@@ -31,10 +38,13 @@ import {
   listMembers,
   membershipOf,
   removeMember,
+  requirePermission,
 } from "../server/organisations/organisations.server.ts";
 import { organisationOverview } from "../server/organisations/overview.server.ts";
+import { deleteOrganisation, transferOwnership } from "../server/organisations/ownership.server.ts";
 import { allows, ROLES } from "../server/organisations/roles.server.ts";
 import { seatsOf } from "../server/organisations/seats.server.ts";
+import { db } from "../server/platform/db.server.ts";
 import { DomainError } from "../server/platform/errors.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 import { groupRolesOf, setGroupRoles } from "../server/scim/group-roles.server.ts";
@@ -72,6 +82,12 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
     scim: allows(membership.role, "members.manage")
       ? { baseUrl: scimBase(), token: await scimTokenInfo(id), groupRoles: await groupRolesOf(id) }
       : null,
+    billing: allows(membership.role, "billing.manage")
+      ? {
+          contact: (await billingContactOf(id)) ?? null,
+          subscribed: Boolean(await currentPlanSubscription(id)),
+        }
+      : null,
     me: user.id,
   };
 }
@@ -82,6 +98,14 @@ const schema = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("revoke"), invitationId: z.string().max(64) }),
   z.object({ intent: z.literal("role"), userId: z.string().max(64), role: roleSchema }),
   z.object({ intent: z.literal("remove"), userId: z.string().max(64) }),
+  z.object({ intent: z.literal("transfer"), userId: z.string().max(64) }),
+  z.object({ intent: z.literal("delete"), confirm: z.literal("delete") }),
+  z.object({
+    intent: z.literal("checkout"),
+    plan: z.enum(planIds),
+    seats: z.coerce.number().int().min(0).max(1000).default(0),
+  }),
+  z.object({ intent: z.literal("seats"), seats: z.coerce.number().int().min(0).max(1000) }),
   brandingFormSchema.extend({ intent: z.literal("branding") }),
   ssoFormSchema.extend({ intent: z.literal("sso") }),
   z.object({ intent: z.literal("sso-remove") }),
@@ -143,6 +167,30 @@ export const action = /* @__PURE__ */ formAction({
     if (value.intent === "add") {
       const added = await addMember(id, user.id, { email: value.email, role: value.role });
       return { notice: `${added.email} added as ${added.role}.` };
+    }
+    if (value.intent === "checkout" || value.intent === "seats") {
+      await requirePermission(id, user.id, "billing.manage", db());
+      if (value.intent === "seats") {
+        await setPaidSeats(id, value.seats);
+        return { notice: "Seats changed at the payment processor." };
+      }
+      const organisation = await getUser(id);
+      if (!organisation) throw new DomainError(404, "Organisation not found");
+      const back = `/organizations/${id}`;
+      const { url } = await createCheckout(organisation, "plan", value.plan, {
+        ...(value.seats ? { seats: value.seats } : {}),
+        successPath: `${back}?checkout=success`,
+        cancelPath: `${back}?checkout=canceled`,
+      });
+      return redirect(url, 303);
+    }
+    if (value.intent === "transfer") {
+      await transferOwnership(id, user.id, value.userId);
+      return { notice: "Ownership transferred: you are an admin now." };
+    }
+    if (value.intent === "delete") {
+      await deleteOrganisation(id, user.id);
+      return redirect("/organizations");
     }
     if (value.intent === "role") {
       await changeRole(id, user.id, value.userId, value.role);
@@ -212,6 +260,7 @@ export default function Organisation() {
     overview,
     domains,
     scim,
+    billing,
   } = useLoaderData<typeof loader>();
   const actionData = useActionData<typeof action>();
   const [form, fields] = useForm<z.input<typeof newMemberSchema>>({
@@ -239,6 +288,14 @@ export default function Organisation() {
         </p>
       ) : null}
       <MissionControl overview={overview} />
+      {billing ? (
+        <OrganisationBilling
+          seats={seats}
+          contact={billing.contact}
+          subscribed={billing.subscribed}
+          organisationId={organisation.id}
+        />
+      ) : null}
       <OrganisationBranding branding={branding} manages={manages} />
       {sso ? <OrganisationSso sso={sso} /> : null}
       <OrganisationDomains domains={domains} manages={manages} />
@@ -296,9 +353,22 @@ export default function Organisation() {
                     m.role
                   )}
                 </td>
-                <td className="text-right">
+                <td className="space-x-3 text-right">
+                  {role === "owner" && m.userId !== me && m.role !== "owner" ? (
+                    <Form method="post" className="inline">
+                      <input type="hidden" name="intent" value="transfer" />
+                      <input type="hidden" name="userId" value={m.userId} />
+                      <button
+                        type="submit"
+                        aria-label={`Transfer ownership to ${m.name}`}
+                        className="text-indigo-700 underline"
+                      >
+                        Make owner (you become admin)
+                      </button>
+                    </Form>
+                  ) : null}
                   {manages && m.userId !== me ? (
-                    <Form method="post">
+                    <Form method="post" className="inline">
                       <input type="hidden" name="intent" value="remove" />
                       <input type="hidden" name="userId" value={m.userId} />
                       <button
@@ -364,6 +434,24 @@ export default function Organisation() {
               ))}
             </ul>
           ) : null}
+        </Card>
+      ) : null}
+      {role === "owner" ? (
+        <Card title="Delete the organisation">
+          <Form method="post" className="space-y-3 text-sm">
+            <input type="hidden" name="intent" value="delete" />
+            <p>
+              Deletes its agents, credits, keys and audit log for good. To leave it or delete your
+              account instead, make another member its owner above.
+            </p>
+            <label className="flex items-center gap-2">
+              <input type="checkbox" name="confirm" value="delete" required />
+              Yes, delete {organisation.name} and everything it owns
+            </label>
+            <button type="submit" className="text-red-700 underline">
+              Delete organisation
+            </button>
+          </Form>
         </Card>
       ) : null}
     </div>

@@ -161,7 +161,7 @@ function serve(ws: WebSocket, credential: LiveCredential, ownerId: string): void
           },
           // An open socket can wait for a whole first start (the page says it is waiting); an
           // HTTP request keeps AGENT_CHAT_START_WAIT_MS.
-          { startWaitMs: env().AGENT_LIVE_START_WAIT_MS },
+          { startWaitMs: env().AGENT_LIVE_START_WAIT_MS, personId: credential.userId },
         );
         send(ws, { type: "final", id, ...result });
       } catch (error) {

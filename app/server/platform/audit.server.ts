@@ -43,6 +43,8 @@ export const AUDIT_ACTIONS = [
   "node.recovery_requested",
   "gateway.versions_changed",
   "organisation.created",
+  "organisation.deleted",
+  "ownership.transferred",
   "member.added",
   "member.role_changed",
   "member.removed",

@@ -182,6 +182,8 @@ const schema = z.object({
   STRIPE_PRICE_CREDITS_200: optionalString,
   STRIPE_PRICE_CREDITS_500: optionalString,
   STRIPE_PRICE_STORAGE_50GB: optionalString,
+  // One extra gateway seat a month, sold as a quantity on an organisation's plan subscription.
+  STRIPE_PRICE_SEAT: optionalString,
   // Self-hosted mode (no STRIPE_SECRET_KEY): operators assign plans. DEFAULT_PLAN is the plan of
   // every user the operator has not assigned one (a plan id of the billing catalog, or `none`:
   // nobody hosts agents until assigned); unset, it is `solo` without a processor and `none` with
