@@ -24,7 +24,7 @@ import {
 import { db } from "../../app/server/platform/db.server.ts";
 import { randomAlphanumeric } from "../../app/server/platform/ids.server.ts";
 import { openStream } from "../../app/server/platform/sealed-stream.server.ts";
-import { gatewayEndpoint } from "../runtime/index.ts";
+import { gatewayEndpoint, limitsForPlan } from "../runtime/index.ts";
 import { takeBackup } from "./backup.ts";
 import { ensureContainer } from "./container.ts";
 import { instanceImage, log, ownerLabels, rt, volumeLabels } from "./engine.ts";
@@ -34,6 +34,7 @@ import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { connectPaired } from "./pairing.ts";
 import { releaseStateLeases } from "./state-leases.ts";
+import { storageLimitFor } from "./storage-limits.ts";
 
 // restore-backup: the backup's state goes into a fresh volume, the gateway boots on it and is
 // verified (healthy; paired when it was) before the old volume is discarded and the records are
@@ -126,7 +127,10 @@ async function restoreLocked(backup: BackupRow, row: InstanceRow) {
   await takeBackup(safety.id, row, image);
   const old = row.volume_name;
   const fresh = `${runtimeNames(row.id).volume}-${randomAlphanumeric(8).toLowerCase()}`;
-  await rt().ensureVolume(fresh, volumeLabels(row));
+  await rt().ensureVolume(fresh, volumeLabels(row), {
+    limits: limitsForPlan(row.plan),
+    storageLimitBytes: await storageLimitFor(row), // decision 0216
+  });
   // Recorded before the instance moves, so reconcile can undo a restore whose worker died.
   await recordRestoreVolumes(backup.id, old, fresh);
   let records: AgentRecords;

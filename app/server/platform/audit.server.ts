@@ -51,6 +51,7 @@ export const AUDIT_ACTIONS = [
   "invitation.accepted",
   "seats.changed",
   "branding.changed",
+  "storage.limit_changed",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
