@@ -15,6 +15,7 @@ import {
   recordRestoreVolumes,
 } from "../../app/server/agents/backups.server.ts";
 import {
+  formatBytes,
   getInstance,
   getInstanceByUser,
   type InstanceRow,
@@ -33,6 +34,7 @@ import { waitReady } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { connectPaired } from "./pairing.ts";
+import { stateBytesOf } from "./restore-size.ts";
 import { releaseStateLeases } from "./state-leases.ts";
 import { storageLimitFor } from "./storage-limits.ts";
 
@@ -118,6 +120,13 @@ export async function bootOn(row: InstanceRow, volume: string) {
 }
 
 async function restoreLocked(backup: BackupRow, row: InstanceRow) {
+  const limit = await storageLimitFor(row);
+  const size = await stateBytesOf(await readStored(backup));
+  if (size > limit) {
+    throw new Error(
+      `the backup's state (${formatBytes(size)}) is larger than the agent's storage limit (${formatBytes(limit)})`,
+    );
+  }
   const image = instanceImage(row);
   // The state as it is now, so a restore can itself be undone.
   const safety = await insertPendingBackup(
