@@ -3,6 +3,7 @@ import type { ReactNode } from "react";
 import type { agentPage } from "../server/agents/pages.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
 import { AgentProgress, STARTING, useProgressStream } from "./agent-progress.tsx";
+import { StorageFigure, StorageNotice } from "./agent-storage.tsx";
 import { AgentTabs } from "./agent-tabs.tsx";
 import { LifecycleButtons, StatusBadge, useLivePoll } from "./agents.tsx";
 import { BackupsPanel } from "./backups-panel.tsx";
@@ -149,6 +150,7 @@ export function AgentPage({
       {notice ? <Notice>{notice}</Notice> : null}
       {actionData?.error ? <Notice tone="error">{actionData.error}</Notice> : null}
       {live.lastError ? <Notice tone="error">Last error: {live.lastError}</Notice> : null}
+      <StorageNotice storage={agent.storage} />
       {page.modelSource.problem ? (
         <div data-testid="model-source-problem">
           <Notice tone="error">
@@ -190,6 +192,9 @@ export function AgentPage({
             </Row>
             <Row label="Address">{agent.url}</Row>
             <Row label="Gateway version">{agent.gatewayVersion}</Row>
+            <Row label="Storage">
+              <StorageFigure storage={agent.storage} />
+            </Row>
             <Row label="Started">
               {agent.startedAt ? new Date(agent.startedAt).toUTCString() : "—"}
             </Row>

@@ -251,6 +251,17 @@ describe("GET /api/agents and /api/agents/:id", () => {
         progressAction: "provision",
         progressStartedAt: null,
         estimate: null,
+        // Not measured yet, no limit applied (decision 0216).
+        storage: {
+          usedBytes: 0,
+          limitBytes: null,
+          percent: null,
+          warning: null,
+          full: false,
+          enforced: false,
+          measuredAt: null,
+          graceUntil: null,
+        },
       },
       status: "ok",
     });

@@ -14,6 +14,7 @@ import { recoverNodeJob } from "./recover-node.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { removeSkillFolder } from "./remove-skill-folder.ts";
 import { restoreBackupJob } from "./restore-backup.ts";
+import { sampleStorageJob } from "./sample-storage.ts";
 import { scheduledBackupsJob } from "./scheduled-backups.ts";
 import { sendEmail } from "./send-email.ts";
 import { sleepIdleInstancesJob } from "./sleep-idle-instances.ts";
@@ -53,4 +54,5 @@ export const handlers: Handlers = {
   "sleep-idle-instances": sleepIdleInstancesJob,
   "sweep-control-ui-devices": sweepControlUiDevicesJob,
   "wake-instance": wakeInstanceJob,
+  "sample-storage": sampleStorageJob,
 };

@@ -10,6 +10,7 @@ import {
 } from "./agents.server.ts";
 import { agentStatus, getInstanceByUser, type StatusFields } from "./instances.server.ts";
 import { progressView, readProgress } from "./progress.server.ts";
+import { storageOfUser } from "./storage.server.ts";
 
 // The contract's views of agents: summaries (lists, provisioning results) and the detail of
 // GET /api/agents/:id. docs/decisions/0060-agents.md
@@ -59,10 +60,8 @@ export async function listAgentsView(userId: string) {
 /** The contract's Agent detail: the instance's live facts plus the verification record. */
 export async function agentDetail(userId: string, agentId: string) {
   // Kept while nothing behind it changed (read-cache); a non-owned id still answers 404.
-  const { agent, instance, verification, recorded } = await versionedRead(
-    userId,
-    `agent:${agentId}`,
-    async () => {
+  const [{ agent, instance, verification, recorded }, storage] = await Promise.all([
+    versionedRead(userId, `agent:${agentId}`, async () => {
       // One round trip: the reads go out together.
       const [agent, instance, verification] = await Promise.all([
         getOwnedAgent(userId, agentId),
@@ -70,8 +69,10 @@ export async function agentDetail(userId: string, agentId: string) {
         getAgentVerification(agentId),
       ]);
       return { agent, instance, verification, recorded: await readProgress(instance) };
-    },
-  );
+    }),
+    // Usage changes without bumping the kept view's version: read apart, alongside it.
+    storageOfUser(userId),
+  ]);
   const progress = await progressView(instance, recorded);
   const { subdomain, url } = agentAddress(agent.id);
   return {
@@ -97,6 +98,8 @@ export async function agentDetail(userId: string, agentId: string) {
       progressAction: progress.action,
       progressStartedAt: progress.startedAt,
       estimate: progress.estimate,
+      // Used / limit as the kernel measures it, and "full" at the wall (decision 0216).
+      storage,
     },
     status: "ok",
   };

@@ -75,6 +75,12 @@ export interface InstanceRow {
   /** Size of the state volume (measured by reconcile); null until first measured. */
   storage_bytes: number | null;
   storage_measured_at: Date | null;
+  /** The hard limit last applied to the volume (decision 0216); null: none (not enforced). */
+  storage_limit_bytes: number | null;
+  /** Highest usage warning sent since usage was last below 80 % (0, 80 or 95). */
+  storage_warned_percent: number;
+  /** A lower limit waits until then while the data is above it (decision 0217). */
+  storage_grace_until: Date | null;
   /** The last chat relayed to the gateway (idle detection, decision 0164). */
   last_activity_at: Date | null;
   created_at: Date;

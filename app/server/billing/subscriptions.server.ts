@@ -7,7 +7,6 @@ import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import {
-  BASE_STORAGE_GB,
   itemByPriceId,
   type PlanId,
   planLimits,
@@ -22,6 +21,7 @@ import {
   operatorPlan,
   selfHosted,
 } from "./plan-assignments.server.ts";
+import { GIB, storageEntitlement } from "./storage-limit.server.ts";
 import { type Stripe, stripe, stripeFailure } from "./stripe.server.ts";
 
 // Subscription state as Stripe last said it was. Only writeSubscription writes it, always from a
@@ -401,11 +401,9 @@ export async function billingHistory(userId: string, limit = 20): Promise<Ledger
   }));
 }
 
-/** Storage limit in GB: the base plus every completed storage upgrade. */
+/** Storage limit in GB the user is owed (storage-limit.server.ts, decision 0217). */
 export async function storageLimitGb(userId: string): Promise<number> {
-  const [row] = await db()<{ gb: number }[]>`
-    select coalesce(sum(gigabytes), 0)::int as gb from storage_grants where user_id = ${userId}`;
-  return BASE_STORAGE_GB + (row?.gb ?? 0);
+  return (await storageEntitlement(userId)).limitBytes / GIB;
 }
 
 /** The subscription that carries the user's monthly plan, if any is live. */

@@ -69,6 +69,7 @@ export const AUDIT_ACTIONS = [
   "scim.user_reactivated",
   "scim.user_deleted",
   "scim.group_changed",
+  "storage.limit_changed",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

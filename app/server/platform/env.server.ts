@@ -239,6 +239,17 @@ const schema = z.object({
   CONTROL_UI_SWEEP_CRON: z.string().default("*/10 * * * *"),
   // Deletes audit-log entries past their retention (90 days, a year with the add-on).
   AUDIT_PURGE_CRON: z.string().default("41 3 * * *"),
+  /**
+   * Hard storage limits (decision 0216): the btrfs filesystem deploy/host-storage.sh prepares;
+   * unset or unprepared, volumes are unlimited and the worker says so at start and in /ops.
+   */
+  STORAGE_ROOT: optionalString,
+  /** Every instance's storage before upgrades, in GB (a small install or a test sets 1). */
+  STORAGE_BASE_GB: z.coerce.number().positive().default(5),
+  /** pg-boss cron of the pass that samples storage usage, applies limits and sends warnings. */
+  STORAGE_SAMPLE_CRON: z.string().default("* * * * *"),
+  /** How long a lowered limit waits while the data is above it (days; decision 0217). */
+  STORAGE_GRACE_DAYS: z.coerce.number().min(0).default(14),
   /** How old an instance's measured storage may get before reconcile measures again (ms). */
   STORAGE_MEASURE_INTERVAL_MS: z.coerce.number().int().min(0).default(600_000),
   /** Where backups are stored: a local folder (BACKUP_DIR, default DATA_DIR/backups) or S3. */

@@ -155,6 +155,14 @@ export const jobCatalog = {
   ),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
   reconcile: defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
+  // Storage limits (decisions 0216, 0217): samples every limited volume's usage, applies the
+  // limit each user is owed (a storage upgrade, an operator's override, a lowering after its
+  // grace) and sends the 80 % / 95 % warnings; with a userId, that user's instance alone (a
+  // completed upgrade raises the limit at once). Idempotent: a second run finds nothing to do.
+  "sample-storage": defineRuntimeJob(
+    z.object({ userId: z.string().min(1).optional() }).default({}),
+    { retryLimit: 2, retryDelay: 10, expireInSeconds: 300 },
+  ),
   // Periodic: removes Control UI devices left paired by a web process that died (decision 0170).
   "sweep-control-ui-devices": defineRuntimeJob(z.object({}).default({}), {
     retryLimit: 0,
@@ -242,6 +250,7 @@ export type JobName = keyof typeof jobCatalog;
 export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
   reconcile: () => env().RECONCILE_CRON,
+  "sample-storage": () => env().STORAGE_SAMPLE_CRON,
   "sweep-control-ui-devices": () => env().CONTROL_UI_SWEEP_CRON,
   "fill-pool": () => env().RUNTIME_POOL_CRON,
   "sleep-idle-instances": () => env().SLEEP_CRON,
