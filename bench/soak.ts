@@ -56,7 +56,8 @@ try {
     await Promise.all(
       users.slice(i, i + 2).map(async (u) => {
         if (!(await provision(rec, p.url, u))) throw new Error(`provisioning ${u.id} failed`);
-        if (!(await waitRunning(rec, p.url, u, BOOT_TIMEOUT_MS))) throw new Error(`${u.id} never ran`);
+        if (!(await waitRunning(rec, p.url, u, BOOT_TIMEOUT_MS)))
+          throw new Error(`${u.id} never ran`);
       }),
     );
   }
@@ -96,7 +97,7 @@ try {
   ];
   log("\nchaos events:");
   for (const e of events) log(`  ${new Date(e.at).toISOString()} ${e.name}: ${e.detail}`);
-  log("\nlatency p50/p99 (successful answers) per kind and phase:");
+  log("\nlatency p50/p99 of answered requests (any HTTP status) per kind and phase:");
   for (const line of latencyTable(rec.samples)) log(`  ${line}`);
   log("\ninvariants:");
   for (const c of checks) log(`  ${c.pass ? "PASS" : "FAIL"}  ${c.name}: ${c.figure}`);

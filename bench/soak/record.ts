@@ -33,7 +33,7 @@ export function percentile(values: number[], p: number): number | undefined {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
-/** p50/p99 (ms) and count of each kind's successful requests in each phase. */
+/** p50/p99 (ms) and count of each kind's answered requests (any HTTP status) in each phase. */
 export function latencyTable(samples: Sample[]): string[] {
   const kinds = [...new Set(samples.map((s) => s.kind))].sort();
   const phases: Phase[] = ["before", "during", "after"];
