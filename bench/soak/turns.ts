@@ -18,7 +18,11 @@ export interface Turn {
 }
 
 export const turns: Turn[] = [];
-const CHAT_TIMEOUT_MS = 180_000; // AGENT_CHAT_START_WAIT_MS (120 s) plus a turn
+// The documented bounds plus a margin: a chat waits for a starting agent (HTTP:
+// AGENT_CHAT_START_WAIT_MS, 120 s; the live socket: AGENT_LIVE_START_WAIT_MS, 600 s), then a
+// turn has CHAT_TIMEOUT_MS (120 s).
+const CHAT_TIMEOUT_MS = 250_000;
+const SOCKET_TURN_TIMEOUT_MS = 730_000;
 
 export const turnText = (token: string, usage: string) =>
   `soak turn ${token}: answer briefly. usage=${usage}`;
@@ -101,7 +105,7 @@ export class LiveSocket {
       ws.send(
         JSON.stringify({ type: "chat", id: turn.token, message: turnText(turn.token, usage) }),
       );
-      const deadline = Date.now() + CHAT_TIMEOUT_MS;
+      const deadline = Date.now() + SOCKET_TURN_TIMEOUT_MS;
       for (;;) {
         const mine = this.frames.slice(from).filter((f) => f.id === turn.token);
         const end = mine.find((f) => f.type === "final" || f.type === "error");
