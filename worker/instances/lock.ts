@@ -1,4 +1,7 @@
-import { withSessionLock } from "../../app/server/platform/session-lock.server.ts";
+import {
+  type SessionLock,
+  withSessionLock,
+} from "../../app/server/platform/session-lock.server.ts";
 
 // One operation per instance at a time: a session advisory lock keyed by the instance id (on a
 // reserved connection that may die under it: session-lock.server.ts).
@@ -6,7 +9,10 @@ import { withSessionLock } from "../../app/server/platform/session-lock.server.t
 const key = (instanceId: string) => ({ hashtext: `instance:${instanceId}` });
 
 /** Runs `fn` holding the instance's lock, waiting for it. */
-export function withInstanceLock<T>(instanceId: string, fn: () => Promise<T>): Promise<T> {
+export function withInstanceLock<T>(
+  instanceId: string,
+  fn: (lock: SessionLock) => Promise<T>,
+): Promise<T> {
   return withSessionLock(key(instanceId), fn);
 }
 
