@@ -251,6 +251,8 @@ describe("GET /api/agents and /api/agents/:id", () => {
         progressAction: "provision",
         progressStartedAt: null,
         estimate: null,
+        // Not asleep: no wake waits in line (decision 0221).
+        wakeQueue: null,
       },
       status: "ok",
     });

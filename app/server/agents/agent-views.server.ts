@@ -10,6 +10,7 @@ import {
 } from "./agents.server.ts";
 import { agentStatus, getInstanceByUser, type StatusFields } from "./instances.server.ts";
 import { progressView, readProgress } from "./progress.server.ts";
+import { wakeQueuePlace } from "./wake-queue.server.ts";
 
 // The contract's views of agents: summaries (lists, provisioning results) and the detail of
 // GET /api/agents/:id. docs/decisions/0060-agents.md
@@ -56,6 +57,16 @@ export async function listAgentsView(userId: string) {
   return { agents, count: agents.length, status: "ok" };
 }
 
+/**
+ * Where a sleeping instance's wake waits. Read outside the kept detail: other owners' wakes move
+ * it. Only a sleeping instance can be queued, so the others cost no query.
+ */
+export async function wakeQueueView(instance: { id: string; observed_state: string } | undefined) {
+  if (instance?.observed_state !== "sleeping") return null;
+  const place = await wakeQueuePlace(instance.id);
+  return place && { ahead: place.ahead, requestedAt: place.requestedAt.toISOString() };
+}
+
 /** The contract's Agent detail: the instance's live facts plus the verification record. */
 export async function agentDetail(userId: string, agentId: string) {
   // Kept while nothing behind it changed (read-cache); a non-owned id still answers 404.
@@ -72,7 +83,10 @@ export async function agentDetail(userId: string, agentId: string) {
       return { agent, instance, verification, recorded: await readProgress(instance) };
     },
   );
-  const progress = await progressView(instance, recorded);
+  const [progress, wakeQueue] = await Promise.all([
+    progressView(instance, recorded),
+    wakeQueueView(instance),
+  ]);
   const { subdomain, url } = agentAddress(agent.id);
   return {
     agent: {
@@ -97,6 +111,8 @@ export async function agentDetail(userId: string, agentId: string) {
       progressAction: progress.action,
       progressStartedAt: progress.startedAt,
       estimate: progress.estimate,
+      // A wake waiting its turn (decision 0221): "waking, 2 ahead of you"; null otherwise.
+      wakeQueue,
     },
     status: "ok",
   };

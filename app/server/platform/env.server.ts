@@ -311,6 +311,11 @@ const schema = z.object({
   /** How long a chat to a sleeping agent waits for the wake to begin (the boot waits on). */
   AGENT_WAKE_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
   /**
+   * At most this many wakes run at once on the platform (decision 0221); later ones wait their
+   * turn in order and the agent's detail says how many are ahead. Unset: the worker's core count.
+   */
+  WAKE_CONCURRENCY: z.preprocess(blank, z.coerce.number().int().min(1).max(64).optional()),
+  /**
    * Warm pool: pre-started, paired generic gateways that provisioning adopts (0 = off). Unset,
    * each worker keeps 1 when it drives Docker on a host with ≥ 4 GiB available, else 0
    * (worker/instances/pool-size.ts, decision 0159).

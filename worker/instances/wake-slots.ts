@@ -1,0 +1,80 @@
+import os from "node:os";
+import {
+  markWakeBackInLine,
+  markWakeStarted,
+  takeWakeTurn,
+} from "../../app/server/agents/wake-queue.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+
+// A cap on concurrent wakes (decision 0221). Ten wakes at once on two cores each take several
+// times as long as one (a thawed gateway's first turn is CPU-bound paging-in), so a wake takes
+// one of WAKE_CONCURRENCY slots and the others wait their turn in order of request
+// (app/server/agents/wake-queue.server.ts). A slot is a session advisory lock on a reserved
+// connection: a worker that dies frees its slot with its connection.
+
+/** How often a waiting wake looks at the queue (a slot handed on costs at most this). */
+const POLL_MS = 100;
+
+/** The platform's wake slots: WAKE_CONCURRENCY, else the worker's core count. */
+export function wakeConcurrency(): number {
+  return env().WAKE_CONCURRENCY ?? Math.max(1, os.availableParallelism());
+}
+
+/** One slot taken on its own connection, or undefined when all are taken. */
+async function tryTakeSlot(slots: number): Promise<(() => Promise<void>) | undefined> {
+  const conn = await db().reserve();
+  try {
+    for (let slot = 0; slot < slots; slot++) {
+      const name = `wake-slot:${slot}`;
+      const [got] = await conn<{ ok: boolean }[]>`
+        select pg_try_advisory_lock(hashtext(${name})) as ok`;
+      if (got?.ok) {
+        return async () => {
+          try {
+            await conn`select pg_advisory_unlock(hashtext(${name}))`;
+          } finally {
+            conn.release();
+          }
+        };
+      }
+    }
+  } catch (error) {
+    conn.release();
+    throw error;
+  }
+  conn.release();
+  return undefined;
+}
+
+/**
+ * Runs `wake` once the instance's turn has come and a slot is free, holding the slot while it
+ * runs. An instance that is no longer asleep needs no slot: `wake` runs at once (and finds
+ * nothing to do). `signal` (the job's) ends a wait whose job was given up.
+ */
+export async function withWakeSlot<T>(
+  instanceId: string,
+  wake: () => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  for (;;) {
+    signal?.throwIfAborted();
+    const turn = await takeWakeTurn(instanceId);
+    if (!turn.sleeping) return wake();
+    if (turn.ahead === 0) {
+      const release = await tryTakeSlot(wakeConcurrency());
+      if (release) {
+        try {
+          await markWakeStarted(instanceId);
+          return await wake();
+        } catch (error) {
+          await markWakeBackInLine(instanceId);
+          throw error;
+        } finally {
+          await release();
+        }
+      }
+    }
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
