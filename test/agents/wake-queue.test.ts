@@ -22,10 +22,13 @@ import { agentUser, asUser } from "./support.ts";
 
 beforeAll(() => {
   process.env.WAKE_CONCURRENCY = "2";
+  // The host's memory is another test's matter (memory-pressure.test.ts): every wake fits here.
+  process.env.MEMORY_TIGHT_PERCENT = "0";
   resetEnvCache();
 });
 afterAll(async () => {
   delete process.env.WAKE_CONCURRENCY;
+  delete process.env.MEMORY_TIGHT_PERCENT;
   resetEnvCache();
   await stopBoss({ graceful: false });
 });

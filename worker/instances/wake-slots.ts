@@ -6,6 +6,7 @@ import {
 } from "../../app/server/agents/wake-queue.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
+import { fits } from "./memory-pressure.ts";
 
 // A cap on concurrent wakes (decision 0221). Ten wakes at once on two cores each take several
 // times as long as one (a thawed gateway's first turn is CPU-bound paging-in), so a wake takes
@@ -47,6 +48,29 @@ async function tryTakeSlot(slots: number): Promise<(() => Promise<void>) | undef
   return undefined;
 }
 
+/** What a gateway without a recorded sample is taken to need awake (0178's measured range). */
+const DEFAULT_NEED_BYTES = 1024 ** 3;
+
+export class NoRoomToWakeError extends Error {}
+
+/**
+ * Admission (decision 0222): the wake at the head of the line starts only when the gateway's
+ * memory awake (its last sample before it slept) fits on the host. Until then it keeps its place
+ * (the sleep pass frees memory meanwhile: warm pool first, then the coldest idle agents); after
+ * WAKE_ROOM_WAIT_MS it fails rather than push a neighbour into the OOM killer.
+ */
+async function roomToWake(instanceId: string, waiting: { since: number | undefined }) {
+  const [row] = await db()<{ memory_bytes: number | null }[]>`
+    select memory_bytes from instances where id = ${instanceId}`;
+  if (await fits(Number(row?.memory_bytes ?? DEFAULT_NEED_BYTES))) return true;
+  waiting.since ??= Date.now();
+  if (Date.now() - waiting.since > env().WAKE_ROOM_WAIT_MS) {
+    await markWakeBackInLine(instanceId);
+    throw new NoRoomToWakeError("the host has no memory free to wake the agent");
+  }
+  return false;
+}
+
 /**
  * Runs `wake` once the instance's turn has come and a slot is free, holding the slot while it
  * runs. An instance that is no longer asleep needs no slot: `wake` runs at once (and finds
@@ -57,11 +81,12 @@ export async function withWakeSlot<T>(
   wake: () => Promise<T>,
   signal?: AbortSignal,
 ): Promise<T> {
+  const waitingForRoom = { since: undefined as number | undefined };
   for (;;) {
     signal?.throwIfAborted();
     const turn = await takeWakeTurn(instanceId);
     if (!turn.sleeping) return wake();
-    if (turn.ahead === 0) {
+    if (turn.ahead === 0 && (await roomToWake(instanceId, waitingForRoom))) {
       const release = await tryTakeSlot(wakeConcurrency());
       if (release) {
         try {
