@@ -370,7 +370,18 @@ try {
   failed = true;
 } finally {
   for (const c of [...children].reverse()) await c.stop();
-  await removeRunObjects(rt, DEPLOYMENT_LABEL, run, process.env.RUNTIME_NETWORK as string, volumes);
+  // Every instance's volume, also of one that never came up (made by its container's mount).
+  const recorded = await db()<{ volume_name: string }[]>`select volume_name from instances`.catch(
+    () => [],
+  );
+  const allVolumes = [...new Set([...volumes, ...recorded.map((r) => r.volume_name)])];
+  await removeRunObjects(
+    rt,
+    DEPLOYMENT_LABEL,
+    run,
+    process.env.RUNTIME_NETWORK as string,
+    allVolumes,
+  );
   for (const n of await rt.listNetworks({ [DEPLOYMENT_LABEL]: run })) {
     await rt.removeNetwork(n.name).catch(() => {});
   }
