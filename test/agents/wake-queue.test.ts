@@ -5,6 +5,7 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
+import { agentLive } from "../../app/server/agents/pages.server.ts";
 import { clearSleep, markWakeRequested } from "../../app/server/agents/sleep.server.ts";
 import { requestWake } from "../../app/server/agents/wake.server.ts";
 import { wakeQueuePlace } from "../../app/server/agents/wake-queue.server.ts";
@@ -107,6 +108,8 @@ it("runs at most WAKE_CONCURRENCY wakes at once, the others in order of request,
   expect(third_.json.agent.status).toBe("sleeping");
   expect(third_.json.agent.wakeQueue).toMatchObject({ ahead: 0 });
   expect((await detail(fourth)).json.agent.wakeQueue).toMatchObject({ ahead: 1 });
+  // The agent page's live refresh carries it too ("Waking, 1 ahead of you.").
+  expect((await agentLive(fourth.user.id, fourth.agentId)).wakeQueue).toMatchObject({ ahead: 1 });
   // A waking (starting) agent is out of the line.
   expect((await detail(first)).json.agent.wakeQueue).toBeNull();
 
