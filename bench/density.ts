@@ -215,9 +215,8 @@ try {
         `${web.url}/api/agents/${agent.id}`,
         cookie,
       );
-      const status = detail.agent.status;
-      if (status === "error") throw new Error(`agent ${i} failed to provision`);
-      return status === "running" ? true : undefined;
+      // An `error` on the way (a boot that failed) is the platform's to heal, as for a user.
+      return detail.agent.status === "running" ? true : undefined;
     });
     const [row] = await db()<{ id: string; container_name: string; volume_name: string }[]>`
       select id, container_name, volume_name from instances where user_id = ${userId}`;
