@@ -13,7 +13,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { stopBoss } from "../../app/server/platform/jobs.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
-import { withWakeSlot } from "../../worker/instances/wake-slots.ts";
+import { wakeConcurrency, withWakeSlot } from "../../worker/instances/wake-slots.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { agentUser, asUser } from "./support.ts";
 
@@ -149,4 +149,16 @@ it("a wake that failed goes back to its place in the line for its retry", async 
     }),
   ).rejects.toThrow("engine refused");
   expect(await wakeQueuePlace(s.row.id)).toMatchObject({ ahead: 0 });
+});
+
+it("never takes more slots than the database pool leaves room for", () => {
+  process.env.WAKE_CONCURRENCY = "16";
+  resetEnvCache();
+  try {
+    // The default pool of 10: two connections per running wake, two left for the rest.
+    expect(wakeConcurrency()).toBe(4);
+  } finally {
+    process.env.WAKE_CONCURRENCY = "2";
+    resetEnvCache();
+  }
 });

@@ -17,9 +17,16 @@ import { fits } from "./memory-pressure.ts";
 /** How often a waiting wake looks at the queue (a slot handed on costs at most this). */
 const POLL_MS = 100;
 
-/** The platform's wake slots: WAKE_CONCURRENCY, else the worker's core count. */
+/**
+ * The platform's wake slots: WAKE_CONCURRENCY, else the worker's core count; at most what the
+ * database pool leaves room for. A running wake holds two reserved connections (its slot and
+ * the instance's lock) and needs a third now and then for its queries: more slots than
+ * (DATABASE_POOL_MAX − 2) / 2 could reserve every connection and stall them all.
+ */
 export function wakeConcurrency(): number {
-  return env().WAKE_CONCURRENCY ?? Math.max(1, os.availableParallelism());
+  const wanted = env().WAKE_CONCURRENCY ?? os.availableParallelism();
+  const room = Math.floor((env().DATABASE_POOL_MAX - 2) / 2);
+  return Math.max(1, Math.min(wanted, room));
 }
 
 /** One slot taken on its own connection, or undefined when all are taken. */
