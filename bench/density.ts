@@ -230,7 +230,14 @@ try {
       post: agentPoster(web.url, cookie),
       busy: false,
     };
-    await t.post({ message: "hello" }); // a gateway that has answered once, as real ones have
+    // Ready when it has answered once, as real agents have (a provisioning that failed after
+    // the gateway came up is retried by the platform meanwhile).
+    await until(`agent ${i} answering`, 900_000, () =>
+      t.post({ message: "hello" }).then(
+        () => true,
+        () => undefined,
+      ),
+    );
     tenants.push(t);
     console.warn(`[density] ${i + 1}/${AGENTS} agents provisioned (${secs(Date.now() - t0)})`);
   }
