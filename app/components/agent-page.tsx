@@ -50,7 +50,13 @@ type Live = AgentPageData["live"];
 function StatsCard({ live }: { live: Live }) {
   const s = live.stats;
   const asleep =
-    live.status === "sleeping" ? (
+    live.status === "sleeping" && live.wakeQueue ? (
+      <p className="pb-2 text-sm text-slate-600" data-testid="agent-wake-queue" aria-live="polite">
+        {live.wakeQueue.ahead === 0
+          ? "Waking: it is next."
+          : `Waking, ${live.wakeQueue.ahead} ahead of you.`}
+      </p>
+    ) : live.status === "sleeping" ? (
       <p className="pb-2 text-sm text-slate-600" data-testid="agent-asleep">
         Asleep while idle: its memory is back with the host. The next message wakes it; the figures
         are from the last sample.

@@ -262,6 +262,8 @@ describe("GET /api/agents and /api/agents/:id", () => {
           measuredAt: null,
           graceUntil: null,
         },
+        // Not asleep: no wake waits in line (decision 0221).
+        wakeQueue: null,
       },
       status: "ok",
     });

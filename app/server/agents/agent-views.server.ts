@@ -11,6 +11,7 @@ import {
 import { agentStatus, getInstanceByUser, type StatusFields } from "./instances.server.ts";
 import { progressView, readProgress } from "./progress.server.ts";
 import { storageOfUser } from "./storage.server.ts";
+import { wakeQueuePlace } from "./wake-queue.server.ts";
 
 // The contract's views of agents: summaries (lists, provisioning results) and the detail of
 // GET /api/agents/:id. docs/decisions/0060-agents.md
@@ -57,6 +58,16 @@ export async function listAgentsView(userId: string) {
   return { agents, count: agents.length, status: "ok" };
 }
 
+/**
+ * Where a sleeping instance's wake waits. Read outside the kept detail: other owners' wakes move
+ * it. Only a sleeping instance can be queued, so the others cost no query.
+ */
+export async function wakeQueueView(instance: { id: string; observed_state: string } | undefined) {
+  if (instance?.observed_state !== "sleeping") return null;
+  const place = await wakeQueuePlace(instance.id);
+  return place && { ahead: place.ahead, requestedAt: place.requestedAt.toISOString() };
+}
+
 /** The contract's Agent detail: the instance's live facts plus the verification record. */
 export async function agentDetail(userId: string, agentId: string) {
   // Kept while nothing behind it changed (read-cache); a non-owned id still answers 404.
@@ -73,7 +84,10 @@ export async function agentDetail(userId: string, agentId: string) {
     // Usage changes without bumping the kept view's version: read apart, alongside it.
     storageOfUser(userId),
   ]);
-  const progress = await progressView(instance, recorded);
+  const [progress, wakeQueue] = await Promise.all([
+    progressView(instance, recorded),
+    wakeQueueView(instance),
+  ]);
   const { subdomain, url } = agentAddress(agent.id);
   return {
     agent: {
@@ -100,6 +114,8 @@ export async function agentDetail(userId: string, agentId: string) {
       estimate: progress.estimate,
       // Used / limit as the kernel measures it, and "full" at the wall (decision 0216).
       storage,
+      // A wake waiting its turn (decision 0221): "waking, 2 ahead of you"; null otherwise.
+      wakeQueue,
     },
     status: "ok",
   };

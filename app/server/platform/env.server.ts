@@ -348,6 +348,22 @@ const schema = z.object({
   /** How long a chat to a sleeping agent waits for the wake to begin (the boot waits on). */
   AGENT_WAKE_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
   /**
+   * At most this many wakes run at once on the platform (decision 0221); later ones wait their
+   * turn in order and the agent's detail says how many are ahead. Unset: the worker's core count.
+   */
+  WAKE_CONCURRENCY: z.preprocess(blank, z.coerce.number().int().min(1).max(64).optional()),
+  /**
+   * A full host (decision 0222): memory is tight when the engine host's MemAvailable is under this
+   * share of its RAM. Then the warm pool is emptied first, idle agents sleep after
+   * SLEEP_TIGHT_IDLE_SECONDS (coldest first) instead of their plan's period, and a wake waits in
+   * line until its gateway fits, keeping MEMORY_RESERVE_MIB free (0 turns all of it off).
+   */
+  MEMORY_TIGHT_PERCENT: z.coerce.number().min(0).max(90).default(15),
+  SLEEP_TIGHT_IDLE_SECONDS: z.coerce.number().int().min(0).default(120),
+  MEMORY_RESERVE_MIB: z.coerce.number().int().min(0).default(512),
+  /** How long a wake waits for room before it fails with "the host has no room" (decision 0222). */
+  WAKE_ROOM_WAIT_MS: z.coerce.number().int().min(0).default(120_000),
+  /**
    * Warm pool: pre-started, paired generic gateways that provisioning adopts (0 = off). Unset,
    * each worker keeps 1 when it drives Docker on a host with ≥ 4 GiB available, else 0
    * (worker/instances/pool-size.ts, decision 0159).

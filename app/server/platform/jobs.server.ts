@@ -14,6 +14,8 @@ type QueuePolicy = Omit<Queue, "name">;
 /** How the worker polls a queue (NOTIFY wakes it for new jobs, not for scheduled retries). */
 interface WorkPolicy {
   notifyPollingIntervalSeconds?: number;
+  /** Jobs of this queue one worker runs at once (else the worker's default). */
+  localConcurrency?: number;
 }
 
 interface JobDefinition<S extends z.ZodType> {
@@ -45,11 +47,15 @@ const define = <S extends z.ZodType>(
  * A job that drives the container runtime: heartbeats, and a 2 s backstop poll, since NOTIFY
  * wakes workers for new jobs but not for retries (pg-boss's backstop is 30 s).
  */
-const defineRuntimeJob = <S extends z.ZodType>(schema: S, policy: QueuePolicy) =>
+const defineRuntimeJob = <S extends z.ZodType>(
+  schema: S,
+  policy: QueuePolicy,
+  work: WorkPolicy = {},
+) =>
   define(
     schema,
     { heartbeatSeconds: HEARTBEAT_SECONDS, ...policy },
-    { notifyPollingIntervalSeconds: 2 },
+    { notifyPollingIntervalSeconds: 2, ...work },
   );
 
 export const jobCatalog = {
@@ -130,11 +136,13 @@ export const jobCatalog = {
     retryLimit: 0,
     expireInSeconds: 600,
   }),
-  "wake-instance": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
-    retryLimit: 2,
-    retryDelay: 1,
-    expireInSeconds: 600,
-  }),
+  // A wake waits its turn for a wake slot inside its job (decision 0221): a worker fetches many
+  // at once, so a wake asked for earlier is never left unfetched behind later ones that wait.
+  "wake-instance": defineRuntimeJob(
+    z.object({ instanceId: z.string().min(1) }),
+    { retryLimit: 2, retryDelay: 1, expireInSeconds: 600 },
+    { localConcurrency: 32 },
+  ),
   // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption). One retry: a
   // dead worker's fill is retried within seconds, and the retry discards the gateway the dead
   // attempt left 'starting' (worker/instances/pool-dead-fills.ts) instead of the next cron's fill.
@@ -374,6 +382,18 @@ export async function hasLiveJob<N extends JobName>(
   return jobs.some(
     (job) => job.state === "created" || job.state === "retry" || job.state === "active",
   );
+}
+
+/**
+ * One payload field of every job of `name` still to run or running (created, retry, active),
+ * read from pg-boss's table in one statement: which instances have a wake on its way, say.
+ */
+export async function liveJobField<N extends JobName>(name: N, field: string): Promise<string[]> {
+  const rows = await db()<{ value: string }[]>`
+    select distinct data->>${field} as value from pgboss.job
+    where name = ${name} and state in ('created', 'retry', 'active')
+      and data->>${field} is not null`;
+  return rows.map((r) => r.value);
 }
 
 /** A job's state and attempt (its retryCount), or undefined when the job is gone. */
