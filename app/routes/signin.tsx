@@ -42,6 +42,8 @@ const oauthErrors: Record<string, string> = {
     "No organisation signs in with that SSO name or email domain. Check it with your administrator.",
   sso_conflict:
     "An account with your email address already exists here and is not linked to your organisation's sign-in. Sign in with it as you usually do, or ask your administrator.",
+  sso_domain:
+    "Your organisation signs people in here only at the email domains it has verified, and yours is not one of them. Ask your administrator.",
   sso_no_email: "Your organisation's identity provider did not give us an email address for you.",
   sso_failed: "Sign-in through your organisation failed. Please try again.",
   sso_seats:

@@ -39,6 +39,9 @@ beforeAll(async () => {
     groupRoles: { "umbrella-staff": "member" },
     defaultRole: "viewer",
   });
+  // Accounts are made by SSO only at the organisation's verified domains.
+  await db()`insert into organisation_domains (id, organisation_id, domain, token, verified_at)
+    values ('dom_saml_e2e_umbrella', ${org}, 'umbrella.test', 'test-token', now())`;
   // The IdP is given our metadata from its URL, as an admin would.
   idp.trust(await (await fetch(`${app.url}/api/auth/sso/${org}/saml/metadata`)).text());
   browser = await launchBrowser();

@@ -51,6 +51,9 @@ beforeAll(async () => {
     groupRoles: { "platform-admins": "admin", auditors: "viewer", engineers: "member" },
     defaultRole: "viewer",
   });
+  // Accounts are made by SSO only at the organisation's verified domains.
+  await db()`insert into organisation_domains (id, organisation_id, domain, token, verified_at)
+    values ('dom_ssooidc_initech', ${org}, 'initech.test', 'test-token', now())`;
 });
 beforeEach(() => {
   idp.tamper = undefined;
@@ -161,6 +164,15 @@ describe("organisation OIDC sign-in", () => {
     expect(res.headers.get("location")).toBe("/signin?error=sso_conflict");
     expect(sessionOf(res)).toBeUndefined();
     expect(await membershipOf(org, victim)).toBeUndefined();
+  });
+
+  it("makes no account at a domain the organisation has not verified (no pre-registering someone else's address)", async () => {
+    const email = `outsider-${Date.now()}@elsewhere.test`;
+    const res = await signIn(idpAccount({ email, email_verified: true }));
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("/signin?error=sso_domain");
+    expect(sessionOf(res)).toBeUndefined();
+    expect(await db()`select 1 from users where email = ${email}`).toHaveLength(0);
   });
 
   it("refuses an ID token with a wrong nonce", async () => {

@@ -61,6 +61,9 @@ beforeAll(async () => {
     params: { id: org },
   });
   idp.trust(metadata.text);
+  // Accounts are made by SSO only at the organisation's verified domains.
+  await db()`insert into organisation_domains (id, organisation_id, domain, token, verified_at)
+    values ('dom_saml_globex', ${org}, 'globex.test', 'test-token', now())`;
 });
 beforeEach(() => {
   idp.override = undefined;
@@ -255,6 +258,10 @@ describe("organisation SAML sign-in", () => {
       params: { id: tiny },
     });
     idp.trust(metadata.text);
+    await db()`insert into organisation_domains (id, organisation_id, domain, token, verified_at)
+      values ('dom_saml_tiny', ${tiny}, 'tiny.test', 'test-token', now())`;
+    idp.user.email = `person-${serial}@tiny.test`;
+    idp.user.nameId = idp.user.email;
     try {
       const answer = await idp.idpInitiated();
       const form = new URLSearchParams({ SAMLResponse: answer.samlResponse });

@@ -112,7 +112,7 @@ const acsBody = z.object({
 export const ssoSamlAcs = endpoint({
   summary: "An organisation's SAML assertion consumer service (HTTP-POST)",
   description:
-    "The IdP's POSTed SAMLResponse (SP- or IdP-initiated). Needs a valid signature over the assertion (its own or the response's), our audience, our ACS as Recipient and Destination, NotBefore/NotOnOrAfter within 60 s of skew, InResponseTo one of our open requests when present, and an assertion id not seen before. Then signs in (the account made on first sign-in, a member with the mapped role) and 302s to RelayState (a local path) or the organisation's page. Refusals 302 to /signin?error=saml_signature|saml_audience|saml_expired|saml_replay|saml_request|saml_invalid|sso_conflict|sso_no_email|sso_seats.",
+    "The IdP's POSTed SAMLResponse (SP- or IdP-initiated). Needs a valid signature over the assertion (its own or the response's), our audience, our ACS as Recipient and Destination, NotBefore/NotOnOrAfter within 60 s of skew, InResponseTo one of our open requests when present, and an assertion id not seen before. Then signs in (the account made on first sign-in, a member with the mapped role) and 302s to RelayState (a local path) or the organisation's page. Refusals 302 to /signin?error=saml_signature|saml_audience|saml_expired|saml_replay|saml_request|saml_invalid|sso_conflict|sso_domain|sso_no_email|sso_seats.",
   auth: "none",
   rateLimit: "sso",
   params: organisationParams,

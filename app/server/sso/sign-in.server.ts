@@ -14,8 +14,9 @@ import { roleForGroups } from "./group-roles.server.ts";
 // Signing in through an organisation's connection (decision 0210): the identity's account, else
 // a new one (just in time), made a member of the organisation with the role its groups map to.
 // The organisation's provider is trusted about its own people, not about the whole install: it
-// never signs into an account it did not make or link, and the address it gives is not taken
-// as verified (so OPERATOR_EMAILS and email linking never follow from it).
+// never signs into an account it did not make or link, makes and links accounts only at the
+// domains the organisation verified, and the address it gives is not taken as verified (so
+// OPERATOR_EMAILS and email linking never follow from it).
 
 export interface SsoProfile {
   /** Unique within the connection: `<issuer>#<sub>` (OIDC) or the NameID (SAML). */
@@ -76,12 +77,22 @@ async function accountFor(
     const user = moved && (await getUser(moved.user_id, t));
     if (user) return { user, created: false };
   }
-  if (existing && !(await mayLinkByEmail(org, profile.email, t))) {
-    throw new SsoRefused(
-      409,
-      "An account with this email exists and is not linked to this organisation's sign-in",
-      "sso_conflict",
-    );
+  // Linking an existing account, or making a new one, needs the address's domain verified by
+  // the organisation. A new account at any address would let an organisation's provider
+  // pre-register someone else's email and keep a way in after its real owner takes the account
+  // over by a password reset (account pre-hijacking); SCIM makes accounts on the same rule (0213).
+  if (!(await mayLinkByEmail(org, profile.email, t))) {
+    throw existing
+      ? new SsoRefused(
+          409,
+          "An account with this email exists and is not linked to this organisation's sign-in",
+          "sso_conflict",
+        )
+      : new SsoRefused(
+          403,
+          "This organisation's single sign-on makes accounts only at the email domains it has verified",
+          "sso_domain",
+        );
   }
   const user = existing
     ? await getUser(existing.id, t)
