@@ -360,7 +360,7 @@ export default function Organisation() {
                       <input type="hidden" name="userId" value={m.userId} />
                       <button
                         type="submit"
-                        aria-label={`Transfer ownership to ${m.name}`}
+                        aria-label={`Make owner (you become admin): ${m.name}`}
                         className="text-indigo-700 underline"
                       >
                         Make owner (you become admin)
