@@ -88,8 +88,6 @@ describe("credit holds of a dead process", () => {
     const user = "usr_hold_forfeit";
     await giveCredits(user, 1_000_000);
     const call = await reserve(user, 1_000, "credits");
-    const lease = (await db()<{ amount: number }[]>`
-      select amount_micro_usd as amount from ai_reservations where id = ${call.id}`)[0]?.amount;
     // Another process of the same user holds 5 000 and renews it.
     await orphanHold("res_other", user, 5_000, 0);
     // This process could not renew for over a minute (the database was away); the sweep ran.
@@ -97,7 +95,6 @@ describe("credit holds of a dead process", () => {
       where id = ${call.id}`;
     expect(await sweepStaleReservations()).toBe(1);
     expect((await userStanding(user)).held).toBe(5_000);
-    expect(lease).toBeGreaterThan(0);
 
     // The process finds its hold gone at its next renewal; the call still settles and is charged,
     // but takes nothing from the other process's hold.

@@ -32,8 +32,9 @@ export async function renewHolds(): Promise<number> {
         order by id for update skip locked)
       returning id
     )
-    select r.id, exists (select 1 from renewed n where n.id = r.id) as renewed
-    from ai_reservations r where r.id = any(${ids}::text[])`;
+    select r.id, n.id is not null as renewed
+    from ai_reservations r left join renewed n on n.id = r.id
+    where r.id = any(${ids}::text[])`;
   const present = new Set(rows.map((r) => r.id));
   // Given back meanwhile (its release committed while this statement ran) is not lost.
   const lost = leases.filter((l) => !present.has(l.id) && !l.released);
