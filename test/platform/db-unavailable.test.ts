@@ -1,8 +1,8 @@
 import postgres from "postgres";
 import { describe, expect, it } from "vitest";
 import { apiRoute, endpoint } from "../../app/server/api.server.ts";
-import { isDatabaseUnavailable } from "../../app/server/platform/db-unavailable.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import { isDatabaseUnavailable } from "../../app/server/platform/db-unavailable.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { call } from "../helpers/api.ts";
 

@@ -49,14 +49,20 @@ export async function renewHolds(): Promise<number> {
 }
 
 let timer: NodeJS.Timeout | undefined;
+let renewing = false;
 
 /** Starts the renewal loop of this process (once; it never keeps the process alive). */
 export function keepHoldsRenewed(): void {
   if (timer) return;
   timer = setInterval(() => {
-    renewHolds().catch((error: unknown) =>
-      logger().warn({ err: error }, "credit holds could not be renewed"),
-    );
+    // One renewal at a time: a database that hangs does not pile them up.
+    if (renewing) return;
+    renewing = true;
+    renewHolds()
+      .catch((error: unknown) => logger().warn({ err: error }, "credit holds could not be renewed"))
+      .finally(() => {
+        renewing = false;
+      });
   }, HOLD_RENEW_MS);
   timer.unref();
 }

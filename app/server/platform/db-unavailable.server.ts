@@ -5,6 +5,9 @@ import { env } from "./env.server.ts";
 // refuses connections) rather than a bug: such a request is answered 503 and can be retried,
 // instead of the 500 of an unexpected error (decision 0223).
 
+/** The answer (503, `{error}`) while the database cannot be reached. */
+export const DATABASE_UNAVAILABLE = "Database unavailable; try again shortly";
+
 /** postgres.js's own codes for a connection that closed, ended or never opened. */
 const CLIENT_CODES = new Set([
   "CONNECTION_CLOSED",

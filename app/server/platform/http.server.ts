@@ -3,7 +3,7 @@ import type { z } from "zod";
 import { addressKey } from "./address-key.server.ts";
 import { type AuditActor, withAuditScope } from "./audit.server.ts";
 import { clientIp } from "./client-ip.server.ts";
-import { isDatabaseUnavailable } from "./db-unavailable.server.ts";
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from "./db-unavailable.server.ts";
 import { DomainError, domainErrorStatus } from "./errors.server.ts";
 import { logger } from "./logger.server.ts";
 import { consume, type RateLimitScope, rateLimitScopes } from "./rate-limit.server.ts";
@@ -17,9 +17,6 @@ import { tooLargeCap, tooLargeMessage } from "./web/request-body.server.ts";
 // everything unexpected behind 500 {error: "Internal server error"}.
 // The platform knows no credential: `createApiBuilder` takes the app's authorizer, and routes
 // use the bound builder of app/server/api.server.ts.
-
-/** The answer (503) while the database cannot be reached. */
-export const DATABASE_UNAVAILABLE = "Database unavailable; try again shortly";
 
 /** The body cap of every route and page action that declares none (docs/decisions/0197). */
 export const MAX_BODY_BYTES = 1024 * 1024;
