@@ -20,6 +20,7 @@ import { sendEmail } from "./send-email.ts";
 import { sleepIdleInstancesJob } from "./sleep-idle-instances.ts";
 import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
 import { sweepControlUiDevicesJob } from "./sweep-control-ui-devices.ts";
+import { sweepCreditHoldsJob } from "./sweep-credit-holds.ts";
 import { syncAgentsJob } from "./sync-agents.ts";
 import { teardownInstance } from "./teardown-instance.ts";
 import { updateImageJob } from "./update-image.ts";
@@ -32,6 +33,7 @@ type Handlers = { [N in JobName]: (payload: JobPayload<N>, ctx: JobContext) => P
 export const handlers: Handlers = {
   "send-email": sendEmail,
   "refresh-model-catalog": refreshModelCatalog,
+  "sweep-credit-holds": sweepCreditHoldsJob,
   "deliver-webhook": deliverWebhook,
   "teardown-instance": teardownInstance,
   "process-payment-event": processPaymentEvent,

@@ -60,6 +60,8 @@ const schema = z.object({
   AI_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(60),
   /** pg-boss cron for the refresh-model-catalog job. */
   AI_CATALOG_REFRESH_CRON: z.string().default("17 * * * *"),
+  /** pg-boss cron of the sweep of credit holds whose process died (decision 0223). */
+  CREDIT_HOLD_SWEEP_CRON: z.string().default("* * * * *"),
   /** How long a process keeps the catalog in memory before reading the database again. */
   AI_CATALOG_CACHE_SECONDS: z.coerce.number().int().min(0).default(30),
   /** Default per-user daily spend limit in USD (table ai_budgets overrides per user). */

@@ -81,6 +81,8 @@ export const jobCatalog = {
     retryDelay: 30,
     expireInSeconds: 120,
   }),
+  // Releases credit holds whose process stopped renewing them (periodic, every minute: 0223).
+  "sweep-credit-holds": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 60 }),
   // One outgoing event to one operator endpoint. Backoff from ~1-2 s doubling to an hour: 14
   // retries span about four hours (docs/decisions/0015-outgoing-events.md). NOTIFY wakes the
   // worker for new jobs but not for scheduled retries, so this queue's backstop poll is 2 s
@@ -257,6 +259,7 @@ export type JobName = keyof typeof jobCatalog;
 /** Periodic jobs: the worker registers these cron schedules (pg-boss `schedule`, UTC). */
 export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
+  "sweep-credit-holds": () => env().CREDIT_HOLD_SWEEP_CRON,
   reconcile: () => env().RECONCILE_CRON,
   "sample-storage": () => env().STORAGE_SAMPLE_CRON,
   "sweep-control-ui-devices": () => env().CONTROL_UI_SWEEP_CRON,
