@@ -20,6 +20,7 @@ import { sendEmail } from "./send-email.ts";
 import { sleepIdleInstancesJob } from "./sleep-idle-instances.ts";
 import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
 import { sweepControlUiDevicesJob } from "./sweep-control-ui-devices.ts";
+import { sweepGatewayTmpJob } from "./sweep-gateway-tmp.ts";
 import { syncAgentsJob } from "./sync-agents.ts";
 import { teardownInstance } from "./teardown-instance.ts";
 import { updateImageJob } from "./update-image.ts";
@@ -55,4 +56,5 @@ export const handlers: Handlers = {
   "sweep-control-ui-devices": sweepControlUiDevicesJob,
   "wake-instance": wakeInstanceJob,
   "sample-storage": sampleStorageJob,
+  "sweep-gateway-tmp": sweepGatewayTmpJob,
 };
