@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  gatewayReserveBytes,
   parseQgroups,
   parseSubvolumes,
   type Run,
@@ -17,6 +18,18 @@ const QGROUPS = `Qgroupid    Referenced    Exclusive  Max referenced  Max exclus
 `;
 const SUBVOLUMES = `ID 256 gen 24 top level 5 path vol-a
 ID 257 gen 24 top level 5 path vol-b
+`;
+
+// A volume made with the agent's own group (decision 0224): vol-a's workspace (0/258) and tmp
+// (0/259) in 1/256, limited to 48 MiB; 0/256 and 1/256 in 2/256, limited to 64 MiB.
+const NESTED_QGROUPS = `Qgroupid    Referenced    Exclusive  Max referenced  Max exclusive   Path
+--------    ----------    ---------  --------------  -------------   ----
+0/256         16777216     16777216            none           none   vol-a
+0/257            16384        16384            none           none   vol-b
+0/258         50298880     50298880            none           none   vol-a/data/workspace
+0/259            16384        16384            none           none   vol-a/tmp
+1/256         50315264     50315264        50331648           none   2/256<1 member qgroup >
+2/256         67092480     67092480        67108864           none   <0 member qgroups>
 `;
 
 function recorder(outputs: Record<string, string> = {}) {
@@ -69,6 +82,44 @@ describe("storage quota", () => {
     await expect(new StorageQuota("/srv/storage", run).setLimit("nope", 1)).rejects.toThrow(
       /no limited volume/,
     );
+  });
+
+  it("keeps a reserve for the gateway's state: 5 %, 64 MiB to 1 GiB, at most half", () => {
+    const MiB = 1024 ** 2;
+    expect(gatewayReserveBytes(256 * MiB)).toBe(64 * MiB);
+    expect(gatewayReserveBytes(5 * 1024 * MiB)).toBe(256 * MiB);
+    expect(gatewayReserveBytes(55 * 1024 * MiB)).toBe(1024 * MiB);
+    expect(gatewayReserveBytes(100 * MiB)).toBe(50 * MiB);
+  });
+
+  it("limits the volume's group and the agent's group less the reserve, raising whole first", async () => {
+    const MiB = 1024 ** 2;
+    const { calls, run } = recorder({
+      "btrfs subvolume list": SUBVOLUMES,
+      "btrfs qgroup show": NESTED_QGROUPS,
+    });
+    const quota = new StorageQuota("/srv/storage", run);
+    await quota.setLimit("vol-a", 256 * MiB);
+    const limits = () =>
+      calls.filter((c) => c[2] === "limit").map((c) => `${c[4]}=${Number(c[3]) / MiB}`);
+    expect(limits()).toEqual(["2/256=256", "1/256=192"]);
+    calls.length = 0;
+    await quota.setLimit("vol-a", 48 * MiB); // lowering: the agent's group first
+    expect(limits()).toEqual(["1/256=24", "2/256=48"]);
+  });
+
+  it("reports a nested volume's usage with the gateway's unused reserve counted as used", async () => {
+    const { run } = recorder({
+      "btrfs subvolume list": SUBVOLUMES,
+      "btrfs qgroup show": NESTED_QGROUPS,
+    });
+    const usage = await new StorageQuota("/srv/storage", run).usage();
+    // The agent's group is full (47.98 of 48 MiB): with the 16 MiB reserve, the volume is full.
+    expect(usage.get("vol-a")).toEqual({
+      usedBytes: 50315264 + 16 * 1024 ** 2,
+      limitBytes: 67108864,
+    });
+    expect(usage.get("vol-b")).toEqual({ usedBytes: 16384, limitBytes: undefined });
   });
 
   it("refuses a name that is not a volume name (no path escapes the root)", () => {

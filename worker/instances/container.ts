@@ -16,6 +16,7 @@ import {
 } from "./engine.ts";
 import { writeInitialConfig } from "./gateway-config.ts";
 import { storageLimitFor } from "./storage-limits.ts";
+import { sweepAtStart } from "./tmp-sweep.ts";
 import { pinnedGatewayImage, refuseBlockedImage } from "./update-image-version.ts";
 
 // An instance's container: created when missing (its volume and first config with it) and
@@ -97,6 +98,7 @@ export async function ensureContainer(
   if (!info.running) {
     await rt().start(info.id);
     info = (await rt().inspect(info.id)) ?? info;
+    sweepAtStart(row); // earlier runs' temporary leftovers (decision 0224), in the background
   }
   await updateInstance(row.id, {
     driver: rt().driver,

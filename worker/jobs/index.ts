@@ -21,6 +21,7 @@ import { sleepIdleInstancesJob } from "./sleep-idle-instances.ts";
 import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
 import { sweepControlUiDevicesJob } from "./sweep-control-ui-devices.ts";
 import { sweepCreditHoldsJob } from "./sweep-credit-holds.ts";
+import { sweepGatewayTmpJob } from "./sweep-gateway-tmp.ts";
 import { syncAgentsJob } from "./sync-agents.ts";
 import { teardownInstance } from "./teardown-instance.ts";
 import { updateImageJob } from "./update-image.ts";
@@ -57,4 +58,5 @@ export const handlers: Handlers = {
   "sweep-control-ui-devices": sweepControlUiDevicesJob,
   "wake-instance": wakeInstanceJob,
   "sample-storage": sampleStorageJob,
+  "sweep-gateway-tmp": sweepGatewayTmpJob,
 };

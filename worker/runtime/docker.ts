@@ -317,7 +317,13 @@ export class DockerRuntime implements AgentRuntime {
         Image: spec.image,
         Hostname: spec.hostname,
         Cmd: spec.cmd,
-        Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+        Env: Object.entries({
+          ...spec.env,
+          // SQLite's temporary files (statement journals, an FTS table's creation) go to the
+          // state's tmp/, inside the gateway's reserve, not to /tmp on the agent's side of the
+          // wall (decision 0224; only SQLite reads this, the agent's tools keep /tmp).
+          ...(limited ? { SQLITE_TMPDIR: `${spec.volumeTarget}/tmp` } : {}),
+        }).map(([k, v]) => `${k}=${v}`),
         Labels: {
           ...spec.labels,
           [LABELS.managed]: "1",

@@ -250,6 +250,8 @@ const schema = z.object({
   STORAGE_BASE_GB: z.coerce.number().positive().default(5),
   /** pg-boss cron of the pass that samples storage usage, applies limits and sends warnings. */
   STORAGE_SAMPLE_CRON: z.string().default("* * * * *"),
+  /** pg-boss cron of the sweep of OpenClaw's stale temporary folders in gateways (0224). */
+  TMP_SWEEP_CRON: z.string().default("23 * * * *"),
   /** How long a lowered limit waits while the data is above it (days; decision 0217). */
   STORAGE_GRACE_DAYS: z.coerce.number().min(0).default(14),
   /** How old an instance's measured storage may get before reconcile measures again (ms). */

@@ -173,6 +173,11 @@ export const jobCatalog = {
     z.object({ userId: z.string().min(1).optional() }).default({}),
     { retryLimit: 2, retryDelay: 10, expireInSeconds: 300 },
   ),
+  // Periodic: removes OpenClaw's stale temporary folders from running gateways (decision 0224).
+  "sweep-gateway-tmp": defineRuntimeJob(z.object({}).default({}), {
+    retryLimit: 0,
+    expireInSeconds: 900,
+  }),
   // Periodic: removes Control UI devices left paired by a web process that died (decision 0170).
   "sweep-control-ui-devices": defineRuntimeJob(z.object({}).default({}), {
     retryLimit: 0,
@@ -262,6 +267,7 @@ export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "sweep-credit-holds": () => env().CREDIT_HOLD_SWEEP_CRON,
   reconcile: () => env().RECONCILE_CRON,
   "sample-storage": () => env().STORAGE_SAMPLE_CRON,
+  "sweep-gateway-tmp": () => env().TMP_SWEEP_CRON,
   "sweep-control-ui-devices": () => env().CONTROL_UI_SWEEP_CRON,
   "fill-pool": () => env().RUNTIME_POOL_CRON,
   "sleep-idle-instances": () => env().SLEEP_CRON,
