@@ -10,6 +10,7 @@ import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
 import { logger } from "./app/server/platform/logger.server.ts";
 import { collectProcessMetrics } from "./app/server/platform/metrics/registry.server.ts";
+import { openFilesLimit, WEB_OPEN_FILES_WANTED } from "./app/server/platform/open-files.server.ts";
 import { beginShutdown } from "./app/server/platform/shutdown.server.ts";
 import { onStopSignal } from "./app/server/platform/supervisor.server.ts";
 import { gracefulStop } from "./app/server/platform/web/graceful-stop.server.ts";
@@ -33,7 +34,10 @@ const server = createWebServer({
   publicDir: path.join(root, "public"),
   apiFastPath: process.env.API_FAST_PATH !== "0",
   // Agents' own addresses (<id>.<AGENTS_DOMAIN>, /agents/<id>/ui/) to their gateways.
-  ingress: createIngress(agentIngressAuthority),
+  ingress: createIngress(agentIngressAuthority, {
+    perUser: config.INGRESS_CONNECTIONS_PER_USER,
+    perAgent: config.INGRESS_CONNECTIONS_PER_AGENT,
+  }),
   // The live agent socket (ws://<host>/agent/<user_id>) shares the web server's port.
   upgrade: liveSocketUpgrade,
 });
@@ -42,7 +46,19 @@ server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.PORT;
   // APP_URL is the address to open: mail links, wallet sign-in and security keys name it.
-  logger().info({ url: config.APP_URL, listening: `${config.HOST}:${port}` }, "web listening");
+  // Each open connection holds a descriptor (Node has already raised the soft limit to the hard
+  // one); too low a hard limit is said at start rather than found as EMFILE under load.
+  const openFiles = openFilesLimit();
+  logger().info(
+    { url: config.APP_URL, listening: `${config.HOST}:${port}`, openFiles },
+    "web listening",
+  );
+  if (openFiles && openFiles.soft < WEB_OPEN_FILES_WANTED) {
+    logger().warn(
+      { openFiles, wanted: WEB_OPEN_FILES_WANTED },
+      "the open-files limit caps the connections this web process can hold: raise its hard limit (LimitNOFILE, --ulimit nofile; docs/operations.md)",
+    );
+  }
 });
 
 const stop = gracefulStop(server);

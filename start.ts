@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server.ts";
 import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
+import { openFilesLimit } from "./app/server/platform/open-files.server.ts";
 import { supervise } from "./app/server/platform/supervisor.server.ts";
 import { migrate } from "./db/migrate.ts";
 
@@ -91,3 +92,7 @@ process.on("SIGINT", () => void shutdown());
 process.on("SIGTERM", () => void shutdown());
 
 say(`platform starting at ${config.APP_URL} (Ctrl-C stops web, worker and database)`);
+// Node raised this process's soft open-files limit to the hard one as it started, and each child
+// does the same: the web can hold about this many connections (docs/operations.md).
+const openFiles = openFilesLimit();
+if (openFiles) say(`open files per process: ${openFiles.soft} (hard limit ${openFiles.hard})`);

@@ -284,8 +284,10 @@ async function prepareAccount(url: string) {
 }
 
 // BENCH_ONLY=gateway-memory: only the idle gateway's memory (Docker; no platform servers).
-if (process.env.BENCH_ONLY === "gateway-memory") {
-  const child = spawn(process.execPath, [path.join(import.meta.dirname, "gateway-memory.ts")], {
+// BENCH_ONLY=storage: only the state volume's write throughput with and without its limit.
+if (process.env.BENCH_ONLY === "gateway-memory" || process.env.BENCH_ONLY === "storage") {
+  const file = process.env.BENCH_ONLY === "storage" ? "storage.ts" : "gateway-memory.ts";
+  const child = spawn(process.execPath, [path.join(import.meta.dirname, file)], {
     stdio: "inherit",
   });
   const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
@@ -826,6 +828,8 @@ const part = (file: string) =>
 if (process.env.BENCH_RUNTIME !== "0" && only !== "reads") await part("runtime.ts");
 if (process.env.BENCH_TALK !== "0" && only !== "reads") await part("talk.ts");
 if (process.env.BENCH_INGRESS !== "0" && only !== "reads") await part("ingress.ts");
+if (process.env.BENCH_SOCKETS !== "0" && only !== "reads") await part("live-sockets.ts");
 if (process.env.BENCH_SWARM !== "0" && only !== "reads") await part("swarm.ts");
 if (process.env.BENCH_SLEEP !== "0" && only !== "reads") await part("sleep.ts");
 if (process.env.BENCH_GATEWAY_MEMORY !== "0" && only !== "reads") await part("gateway-memory.ts");
+if (process.env.BENCH_STORAGE !== "0" && only !== "reads") await part("storage.ts");

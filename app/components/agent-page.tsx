@@ -3,6 +3,7 @@ import type { ReactNode } from "react";
 import type { agentPage } from "../server/agents/pages.server.ts";
 import type { FormReply } from "../server/platform/form-action.server.ts";
 import { AgentProgress, STARTING, useProgressStream } from "./agent-progress.tsx";
+import { StorageFigure, StorageNotice } from "./agent-storage.tsx";
 import { AgentTabs } from "./agent-tabs.tsx";
 import { LifecycleButtons, StatusBadge, useLivePoll } from "./agents.tsx";
 import { BackupsPanel } from "./backups-panel.tsx";
@@ -49,7 +50,13 @@ type Live = AgentPageData["live"];
 function StatsCard({ live }: { live: Live }) {
   const s = live.stats;
   const asleep =
-    live.status === "sleeping" ? (
+    live.status === "sleeping" && live.wakeQueue ? (
+      <p className="pb-2 text-sm text-slate-600" data-testid="agent-wake-queue" aria-live="polite">
+        {live.wakeQueue.ahead === 0
+          ? "Waking: it is next."
+          : `Waking, ${live.wakeQueue.ahead} ahead of you.`}
+      </p>
+    ) : live.status === "sleeping" ? (
       <p className="pb-2 text-sm text-slate-600" data-testid="agent-asleep">
         Asleep while idle: its memory is back with the host. The next message wakes it; the figures
         are from the last sample.
@@ -149,6 +156,7 @@ export function AgentPage({
       {notice ? <Notice>{notice}</Notice> : null}
       {actionData?.error ? <Notice tone="error">{actionData.error}</Notice> : null}
       {live.lastError ? <Notice tone="error">Last error: {live.lastError}</Notice> : null}
+      <StorageNotice storage={agent.storage} />
       {page.modelSource.problem ? (
         <div data-testid="model-source-problem">
           <Notice tone="error">
@@ -190,6 +198,9 @@ export function AgentPage({
             </Row>
             <Row label="Address">{agent.url}</Row>
             <Row label="Gateway version">{agent.gatewayVersion}</Row>
+            <Row label="Storage">
+              <StorageFigure storage={agent.storage} />
+            </Row>
             <Row label="Started">
               {agent.startedAt ? new Date(agent.startedAt).toUTCString() : "—"}
             </Row>

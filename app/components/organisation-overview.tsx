@@ -1,6 +1,7 @@
 import type { Overview } from "../server/organisations/overview.server.ts";
 import { Card } from "./forms.tsx";
 import { formatMicroUsd } from "./money.ts";
+import { SpendByMemberAndAgent } from "./organisation-spend.tsx";
 
 // The organisation page's mission-control section (decision 0207): its agents and their state,
 // its model spend this month, and (audit.read) its latest audit entries. Members are the page's
@@ -50,10 +51,17 @@ export function MissionControl({ overview }: { overview: Overview }) {
           <strong>{formatMicroUsd(spend.costMicroUsd, 2)}</strong> on {spend.calls} model{" "}
           {spend.calls === 1 ? "call" : "calls"} (UTC month to date).
         </p>
-        <p className="text-xs text-slate-500">
-          Spend per member is not shown: model calls are metered per agent instance, not per member,
-          so it cannot be attributed yet.
-        </p>
+        {spend.perMember && spend.perAgent ? (
+          <>
+            <SpendByMemberAndAgent members={spend.perMember} agents={spend.perAgent} />
+            <a
+              href={`/organizations/${overview.organisation.id}/usage`}
+              className="text-sm text-indigo-700 underline"
+            >
+              Spend over another period
+            </a>
+          </>
+        ) : null}
       </div>
       {audit ? (
         <div className="space-y-2">

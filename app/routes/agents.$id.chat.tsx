@@ -28,12 +28,17 @@ export async function loader({ request, params }: LoaderFunctionArgs) {
 export const action = /* @__PURE__ */ formAction({
   schema: chatPageActions,
   access: (args) => ownerMay("agents.chat", args),
-  handler: async ({ params, session: { user }, value }): Promise<ChatAnswer> => {
+  handler: async ({ params, session: { user, person }, value }): Promise<ChatAnswer> => {
     const agentId = (await ownedAgent(user.id, params.id)).id;
     switch (value.intent) {
       case "chat": {
         const { message, sessionId } = value;
-        const turn = await chat(user.id, { message, agentId, ...(sessionId ? { sessionId } : {}) });
+        const turn = await chat(
+          user.id,
+          { message, agentId, ...(sessionId ? { sessionId } : {}) },
+          {},
+          { personId: person.id },
+        );
         return { reply: turn.reply, sessionId: turn.sessionId };
       }
       case "new-session": {

@@ -75,10 +75,12 @@ export const { loader, action } = apiRoute({
         case "chat": {
           const message = body.message?.trim();
           if (!message) throw missing("message");
-          return chat(userId, {
-            message,
-            ...(body.sessionId ? { sessionId: body.sessionId } : {}),
-          });
+          return chat(
+            userId,
+            { message, ...(body.sessionId ? { sessionId: body.sessionId } : {}) },
+            {},
+            { personId: auth.person.id },
+          );
         }
         case "create-session":
           return createSession(userId);

@@ -9,7 +9,7 @@ export const { loader, action } = apiRoute({
   POST: endpoint({
     summary: "Reset the instance's memory",
     description:
-      'Clears the agents\' sessions and memory file through the gateway. 502 {success:false,status:"error"} when Docker or the gateway does not answer, 500 likewise on other failures, 404 when the user has no instance.',
+      'Clears the agents\' sessions and memory file through the gateway. 502 {success:false,status:"error"} when Docker, the gateway or the worker does not answer (a worker that died mid-action included), 500 likewise on other failures, 503 {error} while the database is unavailable, 404 when the user has no instance.',
     auth: "user",
     permission: "agents.configure",
     rateLimit: "instance",

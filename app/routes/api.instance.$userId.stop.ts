@@ -5,7 +5,7 @@ export const { loader, action } = apiRoute({
   POST: endpoint({
     summary: "Stop the user's instance",
     description:
-      'Runs the stop through the worker and waits for it. 502 {success:false,status:"error"} when Docker or the gateway does not answer, 500 likewise on other failures, 404 when the user has no instance.',
+      'Runs the stop through the worker and waits for it. 502 {success:false,status:"error"} when Docker, the gateway or the worker does not answer (a worker that died mid-action included), 500 likewise on other failures, 503 {error} while the database is unavailable, 404 when the user has no instance.',
     auth: "user",
     permission: "agents.operate",
     rateLimit: "instance",

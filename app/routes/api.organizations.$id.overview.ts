@@ -9,7 +9,7 @@ export const { loader, action } = apiRoute({
     summary:
       "The organisation at a glance: its agents with status and awake/asleep, its model spend this month, its members and its latest audit entries",
     description:
-      "Needs agents.read (every role; 404 for a non-member). spend.costMicroUsd sums the organisation's metered model calls since the start of the UTC month; spend.perMember is null because calls are metered per instance, not per member. audit is null for a role without audit.read.",
+      "Needs agents.read (every role; 404 for a non-member). spend.costMicroUsd sums the organisation's metered model calls since the start of the UTC month; spend.perMember and spend.perAgent split this month's spend (as GET /api/organizations/:id/spend does) for roles with billing.read, null otherwise. audit is null for a role without audit.read.",
     auth: "user",
     params: organisationParams,
     handler: ({ auth, params }) => organisationOverview(params.id, auth.person.id),

@@ -3,16 +3,19 @@ import { useLoaderData } from "@remix-run/react";
 import { Fragment } from "react";
 import { Card } from "../components/forms.tsx";
 import { usd } from "../components/ops.tsx";
+import { storageEnforcement } from "../server/agents/storage.server.ts";
 import { requireOperator } from "../server/ops/access.server.ts";
 import { opsOverview } from "../server/ops/overview.server.ts";
 
 export async function loader({ request }: LoaderFunctionArgs) {
   await requireOperator(request);
-  return opsOverview();
+  const [overview, storage] = await Promise.all([opsOverview(), storageEnforcement()]);
+  return { ...overview, storage };
 }
 
 export default function OpsOverview() {
-  const { metrics, pool, providers, aiStatus, operations } = useLoaderData<typeof loader>();
+  const { metrics, pool, providers, aiStatus, operations, storage } =
+    useLoaderData<typeof loader>();
   const day = metrics.last24h;
   return (
     <div className="grid gap-6 md:grid-cols-2">
@@ -56,6 +59,11 @@ export default function OpsOverview() {
           ))}
           <dt>Engine</dt>
           <dd>{operations.engineUp === null ? "—" : operations.engineUp ? "up" : "down"}</dd>
+          <dt>Storage limits</dt>
+          <dd data-testid="ops-storage-enforcement">
+            {/* As the worker found them at its start (decision 0216): never silently off. */}
+            {storage ? `${storage.enforced ? "enforced" : "NOT enforced"}: ${storage.detail}` : "—"}
+          </dd>
           <dt>Jobs waiting (oldest)</dt>
           <dd>
             {operations.jobsWaiting} ({Math.round(operations.oldestJobWaitSeconds)} s)

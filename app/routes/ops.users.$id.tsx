@@ -4,8 +4,10 @@ import { z } from "zod";
 import { AuditTable } from "../components/audit-table.tsx";
 import { Card } from "../components/forms.tsx";
 import { ActionButton, OpsNotices, usd } from "../components/ops.tsx";
+import { OpsStorageCard } from "../components/ops-storage.tsx";
 import { extraSeatsSchema } from "../schemas/organisations.ts";
 import { opsAction, requireOperator } from "../server/ops/access.server.ts";
+import { opsStorageOfUser, setStorageLimitAsOperator } from "../server/ops/storage.server.ts";
 import {
   assignPlanAsOperator,
   deleteUserAsOperator,
@@ -22,7 +24,13 @@ import { DomainError } from "../server/platform/errors.server.ts";
 export async function loader({ request, params }: LoaderFunctionArgs) {
   await requireOperator(request);
   try {
-    return { ...(await opsUserDetail(params.id ?? "")), plans: [...SELF_HOSTED_PLANS, "default"] };
+    const userId = params.id ?? "";
+    const detail = await opsUserDetail(userId);
+    return {
+      ...detail,
+      storage: await opsStorageOfUser(userId),
+      plans: [...SELF_HOSTED_PLANS, "default"],
+    };
   } catch (error) {
     if (error instanceof DomainError && error.status === 404) {
       throw new Response("User not found", { status: 404 });
@@ -38,6 +46,14 @@ const userActions = z.discriminatedUnion("intent", [
   z.object({ intent: z.literal("revoke-operator") }),
   z.object({ intent: z.literal("delete"), confirm: z.literal("yes") }),
   extraSeatsSchema.extend({ intent: z.literal("set-seats") }),
+  z.object({
+    intent: z.literal("set-storage"),
+    // Empty: back to the plan's limit; else GB, decimals allowed (a small test install).
+    gigabytes: z.preprocess(
+      (v) => (v === "" || v === undefined ? null : v),
+      z.coerce.number().positive().max(100_000).nullable(),
+    ),
+  }),
   z.object({ intent: z.literal("assign-plan"), plan: z.enum([...SELF_HOSTED_PLANS, "default"]) }),
   z.object({
     intent: z.literal("grant-credits"),
@@ -75,6 +91,13 @@ export const action = opsAction({
           grant.created ? `Granted ${usd(grant.microUsd)}.` : "That grant was made already.",
         );
       }
+      case "set-storage":
+        await setStorageLimitAsOperator(operator.id, userId, value.gigabytes);
+        return back(
+          value.gigabytes === null
+            ? "Storage: the plan's limit."
+            : `Storage: ${value.gigabytes} GB.`,
+        );
       case "set-seats":
         await setOrganisationSeatsAsOperator(operator.id, userId, value.seats);
         return back(`Extra seats: ${value.seats}.`);
@@ -234,6 +257,7 @@ export default function OpsUser() {
           </button>
         </Form>
       </Card>
+      <OpsStorageCard storage={page.storage} />
       <Card title="Credit ledger">
         {page.ledger.length === 0 ? (
           <p className="text-sm text-slate-600">No entries.</p>

@@ -5,6 +5,7 @@ import { Form, Link, useActionData, useLoaderData, useNavigation } from "@remix-
 import { z } from "zod";
 import { Card, Errors, Field, Notice, Submit } from "../components/forms.tsx";
 import { OidcSignIn } from "../components/oidc-sign-in.tsx";
+import { SsoSignIn } from "../components/sso-sign-in.tsx";
 import { WalletSignIn } from "../components/wallet-sign-in.tsx";
 import { signInSchema } from "../schemas/accounts.ts";
 import { isConfigured, oauthProviders, providerLabels } from "../server/accounts/oauth.server.ts";
@@ -15,6 +16,7 @@ import { signInWithCredentials } from "../server/accounts/signin.server.ts";
 import { clientIp } from "../server/platform/client-ip.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 import { safeRedirect } from "../server/platform/safe-redirect.server.ts";
+import { anySsoConnection } from "../server/sso/connections.server.ts";
 
 export const meta: MetaFunction = () => [{ title: "Sign in — Agent Platform" }];
 
@@ -35,6 +37,31 @@ const oauthErrors: Record<string, string> = {
   oidc_token:
     "The identity provider's answer did not pass our checks, so we did not sign you in. Please try again; if it keeps happening, tell the operator.",
   oidc_failed: "Sign-in with the identity provider failed. Please try again.",
+  // An organisation's single sign-on (docs/decisions/0210, 0211); the log has the detail.
+  sso_unknown:
+    "No organisation signs in with that SSO name or email domain. Check it with your administrator.",
+  sso_conflict:
+    "An account with your email address already exists here and is not linked to your organisation's sign-in. Sign in with it as you usually do, or ask your administrator.",
+  sso_domain:
+    "Your organisation signs people in here only at the email domains it has verified, and yours is not one of them. Ask your administrator.",
+  sso_no_email: "Your organisation's identity provider did not give us an email address for you.",
+  sso_failed: "Sign-in through your organisation failed. Please try again.",
+  sso_seats:
+    "Your organisation has no seat left for you. Ask its administrator to free one or add seats.",
+  saml_signature:
+    "Your organisation's sign-in answer was not signed by its identity provider, so we did not sign you in.",
+  saml_audience:
+    "Your organisation's sign-in answer was meant for another service, so we did not sign you in.",
+  saml_expired:
+    "Your organisation's sign-in answer has expired (or the clocks disagree). Please sign in again.",
+  saml_replay:
+    "That sign-in answer was already used. Please start again from your organisation's sign-in.",
+  saml_request: "That sign-in answer does not belong to a sign-in we started. Please start again.",
+  saml_invalid:
+    "Your organisation's sign-in answer did not pass our checks, so we did not sign you in. If it keeps happening, tell your administrator.",
+  // An organisation requires single sign-on for the email's domain (docs/decisions/0212).
+  sso_required:
+    'Your organisation requires single sign-on for your email\'s domain: use "Sign in with SSO" with your work email.',
 };
 
 export async function loader({ request }: LoaderFunctionArgs) {
@@ -52,6 +79,7 @@ export async function loader({ request }: LoaderFunctionArgs) {
       configured: isConfigured(id),
     })),
     oidc: oidcButtonLabel() ?? null,
+    sso: await anySsoConnection(),
   };
 }
 
@@ -73,7 +101,7 @@ export const action = /* @__PURE__ */ formAction({
 });
 
 export default function SignIn() {
-  const { redirectTo, email, notice, error, providers, oidc } = useLoaderData<typeof loader>();
+  const { redirectTo, email, notice, error, providers, oidc, sso } = useLoaderData<typeof loader>();
   const lastResult = useActionData<typeof action>()?.result;
   const navigation = useNavigation();
   const [form, fields] = useForm<z.input<typeof schema>>({
@@ -90,6 +118,11 @@ export default function SignIn() {
       {notice ? <Notice>{notice}</Notice> : null}
       {error ? <Notice tone="error">{error}</Notice> : null}
       {oidc ? <OidcSignIn label={oidc} /> : null}
+      {sso ? (
+        <Card title="With your organisation">
+          <SsoSignIn />
+        </Card>
+      ) : null}
       <Card title="With email and password">
         <Form method="post" {...getFormProps(form)} className="space-y-4">
           <Errors id={form.errorId} errors={form.errors} />

@@ -20,6 +20,7 @@ import { createSession } from "../server/accounts/sessions.server.ts";
 import { createUser } from "../server/accounts/users.server.ts";
 import { registerWithInvitation } from "../server/organisations/invitations.server.ts";
 import { spaceCookie } from "../server/organisations/page-space.server.ts";
+import { assertPasswordSignUpAllowed } from "../server/organisations/sso-enforcement.server.ts";
 import { clientIp } from "../server/platform/client-ip.server.ts";
 import { formAction } from "../server/platform/form-action.server.ts";
 
@@ -39,6 +40,7 @@ export const action = /* @__PURE__ */ formAction({
     assertNotBot(request, value.website);
     await limitByIp(request, context, "register");
     const { invitationToken, ...account } = value;
+    await assertPasswordSignUpAllowed(account.email);
     // Invited: the account joins the organisation at once, which the switcher then shows.
     const invited = invitationToken
       ? await registerWithInvitation(account, invitationToken)

@@ -76,3 +76,27 @@ export const brandingFormSchema = z.object({
   logoUrl: logoUrlSchema.optional(),
   senderName: oneLine(60).optional(),
 });
+
+/** POST /api/organizations/:id/ownership: the member who becomes an owner (decision 0214). */
+export const transferOwnershipSchema = z.object({ userId: z.string().trim().min(1).max(64) });
+
+const utcDay = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, "a UTC day, YYYY-MM-DD")
+  .refine(
+    (s) =>
+      !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) &&
+      new Date(`${s}T00:00:00Z`).toISOString().startsWith(s),
+    "not a calendar day",
+  );
+
+/** GET /api/organizations/:id/spend: the UTC days counted, both inclusive (decision 0215). */
+export const spendQuery = z.object({ from: utcDay.optional(), to: utcDay.optional() });
+
+/** PUT /api/organizations/:id/seats: the extra seats bought in all (decision 0215). */
+export const paidSeatsSchema = z.object({
+  seats: z.number().int("a whole number").min(0, "at least 0").max(1000, "at most 1000"),
+});
+
+/** PUT /api/organizations/:id/billing-contact: the member who gets the invoices. */
+export const billingContactSchema = z.object({ userId: z.string().trim().min(1).max(64) });

@@ -251,6 +251,19 @@ describe("GET /api/agents and /api/agents/:id", () => {
         progressAction: "provision",
         progressStartedAt: null,
         estimate: null,
+        // Not measured yet, no limit applied (decision 0216).
+        storage: {
+          usedBytes: 0,
+          limitBytes: null,
+          percent: null,
+          warning: null,
+          full: false,
+          enforced: false,
+          measuredAt: null,
+          graceUntil: null,
+        },
+        // Not asleep: no wake waits in line (decision 0221).
+        wakeQueue: null,
       },
       status: "ok",
     });

@@ -28,6 +28,7 @@ import {
   getInstance,
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
+import { setStorageOverride } from "../../app/server/billing/storage-limit.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
@@ -357,6 +358,33 @@ describeDocker("backup and restore (Docker, /healthz stand-in)", () => {
     // The state before the restore was kept as a backup of its own.
     const list = await asUser(owner, backupsRoute, base(agentId), { params: { id: agentId } });
     expect(list.json.backups.map((b: { reason: string }) => b.reason)).toContain("pre-restore");
+  }, 300_000);
+
+  it("refuses a restore larger than the agent's storage limit before anything changes", async () => {
+    const backup = await takeBackup();
+    await rt.exec(row.container_name, ["sh", "-c", `echo "- current" > ${marker}`]);
+    const volume = ((await getInstance(row.id)) as InstanceRow).volume_name;
+    const backups = async () =>
+      (
+        await db()<{ n: number }[]>`select count(*)::int as n from agent_backups
+        where agent_id = ${agentId}`
+      )[0]?.n;
+    const before = await backups();
+    await setStorageOverride(owner.id, 1024); // smaller than any gateway state (decision 0217)
+    try {
+      const res = await asUser(owner, restoreRoute, `${base(agentId)}/${backup.id}/restore`, {
+        method: "POST",
+        params: { id: agentId, backupId: backup.id },
+      });
+      expect(res.status).toBe(409);
+      expect(res.json.error).toMatch(/larger than the agent's storage limit \(0MiB\)/);
+    } finally {
+      await setStorageOverride(owner.id, null);
+    }
+    // No safety backup, no new volume, the agent's files as they were.
+    expect(await backups()).toBe(before);
+    expect(((await getInstance(row.id)) as InstanceRow).volume_name).toBe(volume);
+    expect(await readMarker()).toBe("- current\n");
   }, 300_000);
 
   it("refuses a backup whose stored bytes were altered and leaves the agent as it was", async () => {

@@ -7,9 +7,13 @@ import * as provisionRoute from "../../app/routes/api.agents.provision.ts";
 import * as signoutRoute from "../../app/routes/api.auth.signout.ts";
 import * as skillRoute from "../../app/routes/api.skills.$name.ts";
 import { createApiKey, deleteApiKey } from "../../app/server/accounts/api-keys.server.ts";
-import { credentialWatchers } from "../../app/server/accounts/credential-watch.server.ts";
+import {
+  credentialChanges,
+  credentialWatchers,
+} from "../../app/server/accounts/credential-watch.server.ts";
 import { resetPassword } from "../../app/server/accounts/password-reset.server.ts";
 import { createSession, revokeSession } from "../../app/server/accounts/sessions.server.ts";
+import { mayStillUse } from "../../app/server/agents/live-access.server.ts";
 import { attachLiveSocket, MAX_PENDING_TURNS } from "../../app/server/agents/live-socket.server.ts";
 import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
 import { suspendUser } from "../../app/server/ops/users.server.ts";
@@ -169,6 +173,38 @@ describe("the live agent socket closes when its credential goes", () => {
       await t`update sessions set revoked_at = now() where id = ${user.sessionId}`;
       await t`alter table sessions enable trigger sessions_notify_credentials`;
     });
+    expect(await live.closed).toEqual(REVOKED);
+  });
+});
+
+describe("the rechecks of many connections (issue 53, decision 0220)", () => {
+  it("share one check per credential, but never one begun before a change was heard", async () => {
+    const user = await owner();
+    const live = openSocket(user.id, { cookie: user.cookie }); // the listener runs
+    await live.ready;
+    const credential = { userId: user.id, via: "session" as const, sessionId: user.sessionId };
+    const target = { ownerId: user.id };
+    // A backstop sweep asks every connection at once: one check answers them all.
+    const first = mayStillUse(credential, target);
+    expect(mayStillUse(credential, target)).toBe(first);
+    expect(mayStillUse({ ...credential, sessionId: "ses_other" }, target)).not.toBe(first);
+    expect(await first).toBe(true);
+
+    // A check held in flight (its query waits on a lock) while the session is revoked.
+    const holder = await db().reserve();
+    await holder`begin`;
+    await holder`lock table users in access exclusive mode`;
+    const heard = credentialChanges();
+    const before = mayStillUse(credential, target);
+    await db()`update sessions set revoked_at = now() where id = ${user.sessionId}`;
+    await expect.poll(() => credentialChanges()).toBeGreaterThan(heard);
+    // Asked because of the revocation: a check of its own, which sees it.
+    const after = mayStillUse(credential, target);
+    expect(after).not.toBe(before);
+    await holder`commit`;
+    holder.release();
+    expect(await after).toBe(false);
+    await before;
     expect(await live.closed).toEqual(REVOKED);
   });
 });

@@ -7,10 +7,7 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import {
-  openProgressStreams,
-  STREAMS_PER_USER,
-} from "../../app/server/agents/progress-events.server.ts";
+import { openProgressStreams } from "../../app/server/agents/progress-events.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
@@ -178,13 +175,18 @@ describe("GET /api/agents/:id/events", () => {
   it("limits the open streams per user, and frees a slot when a client goes away", async () => {
     const { user, agentId } = await provisioned();
     const streams: Awaited<ReturnType<typeof openStream>>[] = [];
-    for (let i = 0; i < STREAMS_PER_USER; i++) streams.push(await openStream(user, agentId));
+    for (let i = 0; i < 5; i++) streams.push(await openStream(user, agentId));
     expect(streams.every((s) => s.response.status === 200)).toBe(true);
     const refused = await asUser(user, eventsRoute, `/api/agents/${agentId}/events`, {
       params: { id: agentId },
     });
     expect(refused.status).toBe(429);
-    expect(refused.json.error).toMatch(/at most 5/);
+    expect(refused.json).toEqual({ error: "Too many open event streams: at most 5" });
+    // Another user has slots of their own.
+    const other = await provisioned();
+    const theirs = await openStream(other.user, other.agentId);
+    expect(theirs.response.status).toBe(200);
+    theirs.close();
 
     streams[0]?.close();
     await expect.poll(() => streams[0]?.ended()).toBe(true);
@@ -192,5 +194,25 @@ describe("GET /api/agents/:id/events", () => {
     expect(again.response.status).toBe(200);
     for (const s of [...streams, again]) s.close();
     await expect.poll(() => openProgressStreams()).toBe(0);
+  });
+
+  it("takes its cap from PROGRESS_STREAMS_PER_USER", async () => {
+    process.env.PROGRESS_STREAMS_PER_USER = "2";
+    resetEnvCache();
+    try {
+      const { user, agentId } = await provisioned();
+      const streams = [await openStream(user, agentId), await openStream(user, agentId)];
+      expect(streams.map((s) => s.response.status)).toEqual([200, 200]);
+      const refused = await asUser(user, eventsRoute, `/api/agents/${agentId}/events`, {
+        params: { id: agentId },
+      });
+      expect(refused.status).toBe(429);
+      expect(refused.json).toEqual({ error: "Too many open event streams: at most 2" });
+      for (const s of streams) s.close();
+      await expect.poll(() => openProgressStreams()).toBe(0);
+    } finally {
+      delete process.env.PROGRESS_STREAMS_PER_USER;
+      resetEnvCache();
+    }
   });
 });

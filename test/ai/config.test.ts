@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { sweepStaleReservations, userStanding } from "../../app/server/ai/budgets.server.ts";
+import { userStanding } from "../../app/server/ai/budgets.server.ts";
+import { sweepStaleReservations } from "../../app/server/ai/hold-renewal.server.ts";
 import { configuredProviders } from "../../app/server/ai/providers.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { parseEnv } from "../../app/server/platform/env.server.ts";
@@ -42,10 +43,10 @@ describe("credit accounts", () => {
     await db()`delete from credit_ledger where id = 'led_refund'`;
     expect((await userStanding("usr_sweep")).balance).toBe(5_000);
 
-    // A process crashed holding 700 µUSD 11 minutes ago; another holds 300 right now.
+    // A process crashed holding 700 µUSD, last renewed 2 minutes ago; another holds 300 now.
     await db()`update ai_accounts set held_micro_usd = 1000 where user_id = 'usr_sweep'`;
-    await db()`insert into ai_reservations (id, user_id, amount_micro_usd, created_at) values
-      ('res_old', 'usr_sweep', 700, now() - interval '11 minutes'),
+    await db()`insert into ai_reservations (id, user_id, amount_micro_usd, renewed_at) values
+      ('res_old', 'usr_sweep', 700, now() - interval '2 minutes'),
       ('res_new', 'usr_sweep', 300, now())`;
     expect(await sweepStaleReservations()).toBe(1);
     expect((await userStanding("usr_sweep")).held).toBe(300);

@@ -360,5 +360,9 @@ describe("one-off purchases", () => {
     for (const ev of evs) await expect.poll(() => processed(ev.json.id)).toBe(true);
     expect(await storageLimitGb(user.id)).toBe(55);
     expect(await ledgerRows(user.id, "storage")).toBe(1);
+    // The worker's storage pass for this user is queued: it raises the volume's limit live.
+    const passes = await db()<{ n: number }[]>`select count(*)::int as n from pgboss.job
+      where name = 'sample-storage' and data->>'userId' = ${user.id}`;
+    expect(passes[0]?.n).toBeGreaterThanOrEqual(1);
   });
 });

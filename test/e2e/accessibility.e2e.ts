@@ -1,16 +1,11 @@
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchBrowser, type RunningApp, startApp } from "./app.ts";
+import { violations } from "./axe.ts";
 
 // An accessibility check of the main pages with axe-core (WCAG 2.x A and AA rules): sign-up,
 // the onboarding steps, the agents list and the agent's tabs. axe is evaluated in the page
 // through the browser's protocol (not a <script> tag, which the pages' CSP rightly refuses).
-const axeSource = readFileSync(
-  createRequire(import.meta.url).resolve("axe-core/axe.min.js"),
-  "utf8",
-);
 const userAgent =
   "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36";
 let app: RunningApp;
@@ -24,30 +19,6 @@ afterAll(async () => {
   await browser?.close();
   await app?.stop();
 });
-
-interface Violation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: Array<{ target: string[] }>;
-}
-
-async function violations(page: Page): Promise<string[]> {
-  await page.evaluate(axeSource);
-  const found = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (o: unknown) => Promise<unknown> } }).axe;
-    const result = (await axe.run({
-      runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] },
-    })) as { violations: unknown[]; passes: unknown[] };
-    return { violations: result.violations, passes: result.passes.length };
-  });
-  // axe did run its rules on the page (a page it could not check would pass nothing).
-  expect(found.passes).toBeGreaterThan(5);
-  return (found.violations as Violation[]).map(
-    (v) =>
-      `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
-  );
-}
 
 describe("accessibility of the main pages", () => {
   it("has no WCAG A/AA violations from sign-up to the agent's tabs", async () => {

@@ -95,6 +95,26 @@ describe("AI metrics", () => {
       .toBe(before + 1);
   });
 
+  it("count what a provider reported beyond a call's bound (decision 0206)", async () => {
+    const before = await sample("platform_ai_over_bound_micro_usd_total", family);
+    openai.state.usageFor = () => ({ prompt: 1000, completion: 1000 });
+    try {
+      const res = await chat({ model: "openai/gpt-4o", max_tokens: 10 });
+      expect(res.status).toBe(200);
+    } finally {
+      openai.state.usageFor = undefined;
+    }
+    await flushMetering();
+    const [row] = await db()<{ reported: number; charged: number }[]>`
+      select a.reported_cost_micro_usd::int as reported, a.charged_micro_usd::int as charged
+      from ai_usage_anomalies a join ai_usage u on u.id = a.usage_id
+      where u.user_id = ${caller.id}`;
+    expect(row && row.reported > row.charged).toBe(true);
+    expect(await sample("platform_ai_over_bound_micro_usd_total", family)).toBe(
+      before + (row ? row.reported - row.charged : Number.NaN),
+    );
+  });
+
   it("count a 402 refusal by its reason", async () => {
     const broke = await newUser();
     const before = await sample("platform_ai_refusals_total", { reason: "credits" });

@@ -81,7 +81,14 @@ describe("mission-control view", () => {
         wake: "asleep",
       }),
     ]);
-    expect(res.json.spend).toMatchObject({ costMicroUsd: 1_500_000, calls: 2, perMember: null });
+    // Rows written without a turn to attribute them to: one unattributed line each way.
+    const unattributed = { calls: 2, costMicroUsd: 1_500_000, creditsMicroUsd: 0 };
+    expect(res.json.spend).toMatchObject({
+      costMicroUsd: 1_500_000,
+      calls: 2,
+      perMember: [{ userId: null, ...unattributed }],
+      perAgent: [{ agentId: null, ...unattributed }],
+    });
     expect(res.json.members.map((m: { userId: string }) => m.userId).sort()).toEqual(
       [BILLING, OWNER, VIEWER].sort(),
     );
@@ -100,6 +107,7 @@ describe("mission-control view", () => {
     const viewer = await overview(VIEWER);
     expect(viewer.status).toBe(200);
     expect(viewer.json.audit).toBeNull();
+    expect(viewer.json.spend.perMember).toBeNull(); // billing.read only
     expect(viewer.json.agents).toHaveLength(2);
     const stranger = await overview(STRANGER);
     expect(stranger.status).toBe(404);

@@ -86,6 +86,7 @@ describe("seats", () => {
       plan: "free",
       fromPlan: 1,
       extra: 0,
+      paid: 0,
       limit: 1,
       used: 1,
       pending: 0,
@@ -166,7 +167,7 @@ describe("seats", () => {
       { actor: { type: "operator", id: OPERATOR, userId: OPERATOR } },
       () => setOrganisationSeatsAsOperator(OPERATOR, org, 2),
     );
-    expect(given).toEqual({ plan: "solo", fromPlan: 1, extra: 2, limit: 3 });
+    expect(given).toEqual({ plan: "solo", fromPlan: 1, extra: 2, paid: 0, limit: 3 });
     expect((await invite(org, A, "member")).status).toBe(201);
     expect((await invite(org, B, "member")).status).toBe(201);
     const over = await invite(org, C, "member");

@@ -12,12 +12,19 @@ const action = formAction({
     z.object({ intent: z.literal("rename"), name: z.string().min(3, "too short") }),
     z.object({ intent: z.literal("move"), to: z.string() }),
     z.object({ intent: z.literal("fail"), status: z.coerce.number() }),
+    z.object({ intent: z.literal("db-away") }),
   ]),
   access: () => ({ userId: "usr_1" }),
   fields: ["name"],
   resetForm: ["rename"],
   handler: ({ value, session }) => {
     if (value.intent === "move") return redirect(value.to, 303);
+    if (value.intent === "db-away") {
+      // What postgres.js throws for a session PostgreSQL ended (a restart, a failover).
+      throw Object.assign(new Error("terminating connection due to administrator command"), {
+        code: "57P01",
+      });
+    }
     if (value.intent === "fail") {
       throw new DomainError(value.status, value.status === 409 ? "name: taken" : "Nope");
     }
@@ -77,5 +84,12 @@ describe("formAction", () => {
     const moved = await post({ intent: "move", to: "/elsewhere" });
     expect(moved.status).toBe(303);
     expect(moved.response?.headers.get("location")).toBe("/elsewhere");
+  });
+
+  it("answers a database that is away with 503 on the form, not the error page", async () => {
+    const away = await post({ intent: "db-away" });
+    expect(away.status).toBe(503);
+    expect(away.body?.error).toBe("Database unavailable; try again shortly");
+    expect(away.body?.value).toBeNull();
   });
 });

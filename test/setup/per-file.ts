@@ -31,6 +31,8 @@ process.env.CREDENTIAL_CACHE ??= "off";
 // The Control UI device sweep runs when a test asks for it (control-ui.e2e), not on a cron tick
 // that lands in the middle of another test's pairing.
 process.env.CONTROL_UI_SWEEP_CRON ??= "0 0 1 1 *";
+// Likewise the hourly sweep of gateways' temporary folders (a test runs it itself).
+process.env.TMP_SWEEP_CRON ??= "0 0 1 1 *";
 process.env.DATABASE_URL = await cloneDatabase(inject("adminDatabaseUrl"));
 resetEnvCache();
 

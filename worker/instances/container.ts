@@ -15,6 +15,8 @@ import {
   volumeLabels,
 } from "./engine.ts";
 import { writeInitialConfig } from "./gateway-config.ts";
+import { storageLimitFor } from "./storage-limits.ts";
+import { sweepAtStart } from "./tmp-sweep.ts";
 import { pinnedGatewayImage, refuseBlockedImage } from "./update-image-version.ts";
 
 // An instance's container: created when missing (its volume and first config with it) and
@@ -77,7 +79,10 @@ export async function ensureContainer(
   const { tag, image, wantedId } = await imageFor(row, options);
   const { gatewayIp } = await ensureNetwork();
   // A new instance's node is chosen with its volume (multi-node drivers: by free capacity).
-  await rt().ensureVolume(row.volume_name, volumeLabels(row), { limits: limitsForPlan(row.plan) });
+  await rt().ensureVolume(row.volume_name, volumeLabels(row), {
+    limits: limitsForPlan(row.plan),
+    storageLimitBytes: await storageLimitFor(row), // where the driver limits storage (0216)
+  });
   let info = await rt().inspect(row.container_name);
   if (info && (options.recreate || (wantedId !== undefined && info.imageId !== wantedId))) {
     // Graceful stop first: the gateway releases its state lease (gateway/README.md).
@@ -93,6 +98,7 @@ export async function ensureContainer(
   if (!info.running) {
     await rt().start(info.id);
     info = (await rt().inspect(info.id)) ?? info;
+    sweepAtStart(row); // earlier runs' temporary leftovers (decision 0224), in the background
   }
   await updateInstance(row.id, {
     driver: rt().driver,

@@ -1,27 +1,19 @@
-import { db } from "../../app/server/platform/db.server.ts";
+import {
+  type SessionLock,
+  withSessionLock,
+} from "../../app/server/platform/session-lock.server.ts";
 
-// One operation per instance at a time: a session advisory lock keyed by the instance id.
+// One operation per instance at a time: a session advisory lock keyed by the instance id (on a
+// reserved connection that may die under it: session-lock.server.ts).
 
-const key = (instanceId: string) => `instance:${instanceId}`;
-
-/** Runs `fn` holding the session advisory lock `name`, waiting for it. */
-async function withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
-  const conn = await db().reserve();
-  try {
-    await conn`select pg_advisory_lock(hashtext(${name}))`;
-    try {
-      return await fn();
-    } finally {
-      await conn`select pg_advisory_unlock(hashtext(${name}))`;
-    }
-  } finally {
-    conn.release();
-  }
-}
+const key = (instanceId: string) => ({ hashtext: `instance:${instanceId}` });
 
 /** Runs `fn` holding the instance's lock, waiting for it. */
-export function withInstanceLock<T>(instanceId: string, fn: () => Promise<T>): Promise<T> {
-  return withLock(key(instanceId), fn);
+export function withInstanceLock<T>(
+  instanceId: string,
+  fn: (lock: SessionLock) => Promise<T>,
+): Promise<T> {
+  return withSessionLock(key(instanceId), fn);
 }
 
 /**
@@ -29,25 +21,13 @@ export function withInstanceLock<T>(instanceId: string, fn: () => Promise<T>): P
  * again) waits for the first's upload instead of copying over its temp file.
  */
 export function withBackupLock<T>(backupId: string, fn: () => Promise<T>): Promise<T> {
-  return withLock(`backup:${backupId}`, fn);
+  return withSessionLock({ hashtext: `backup:${backupId}` }, fn);
 }
 
 /** Like withInstanceLock, but skips (returns undefined) when another operation holds it. */
-export async function tryInstanceLock<T>(
+export function tryInstanceLock<T>(
   instanceId: string,
   fn: () => Promise<T>,
 ): Promise<T | undefined> {
-  const conn = await db().reserve();
-  try {
-    const [got] = await conn<{ ok: boolean }[]>`
-      select pg_try_advisory_lock(hashtext(${key(instanceId)})) as ok`;
-    if (!got?.ok) return undefined;
-    try {
-      return await fn();
-    } finally {
-      await conn`select pg_advisory_unlock(hashtext(${key(instanceId)}))`;
-    }
-  } finally {
-    conn.release();
-  }
+  return withSessionLock(key(instanceId), fn, { wait: false });
 }

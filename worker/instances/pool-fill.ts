@@ -27,6 +27,7 @@ import {
   writeConfigIfAbsent,
 } from "./gateway-config.ts";
 import { waitHealthy } from "./health.ts";
+import { memoryIsTight } from "./memory-pressure.ts";
 import { connectWithPairing } from "./pairing.ts";
 import { connectPooled, discardPooled, POOL_LIMITS, type PoolRow, poolNodes } from "./pool.ts";
 import { discardDeadFills, fillOwner } from "./pool-dead-fills.ts";
@@ -52,7 +53,10 @@ const ORPHAN_AFTER_MINUTES = 20;
 export async function fillPool(
   options: { warmUpCycles?: number } = {},
 ): Promise<{ started: string[]; rewarmed: string[]; discarded: string[]; size: number }> {
-  const size = poolSize();
+  // A host short of memory gives up its warm gateways before sleepers are pushed from the
+  // compressed pool to disk (decision 0222): none is kept, the ready ones go.
+  const tight = await memoryIsTight();
+  const size = tight ? 0 : poolSize();
   const started: string[] = [];
   const deadFills = await discardDeadFills();
   const orphans = await db()<{ id: string; container_name: string }[]>`
@@ -73,7 +77,11 @@ export async function fillPool(
         ? db()`(node_id is null or not (node_id = any(${nodes}::text[])))`
         : db()`node_id is not null`
     }`;
-  const gone = [...orphans, ...outdated, ...offNodes];
+  const surplus = tight
+    ? await db()<{ id: string; container_name: string }[]>`
+        select id, container_name from gateway_pool where state = 'ready'`
+    : [];
+  const gone = [...orphans, ...outdated, ...offNodes, ...surplus];
   for (const row of gone) await discardPooled(row.id, row.container_name);
   const rewarmed = await rewarmStale();
   // Nodes fill side by side (each boots on its own CPUs), one gateway at a time on each.

@@ -15,6 +15,7 @@ import {
   recordRestoreVolumes,
 } from "../../app/server/agents/backups.server.ts";
 import {
+  formatBytes,
   getInstance,
   getInstanceByUser,
   type InstanceRow,
@@ -24,7 +25,7 @@ import {
 import { db } from "../../app/server/platform/db.server.ts";
 import { randomAlphanumeric } from "../../app/server/platform/ids.server.ts";
 import { openStream } from "../../app/server/platform/sealed-stream.server.ts";
-import { gatewayEndpoint } from "../runtime/index.ts";
+import { gatewayEndpoint, limitsForPlan } from "../runtime/index.ts";
 import { takeBackup } from "./backup.ts";
 import { ensureContainer } from "./container.ts";
 import { instanceImage, log, ownerLabels, rt, volumeLabels } from "./engine.ts";
@@ -33,7 +34,9 @@ import { waitReady } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { connectPaired } from "./pairing.ts";
+import { stateBytesOf } from "./restore-size.ts";
 import { releaseStateLeases } from "./state-leases.ts";
+import { storageLimitFor } from "./storage-limits.ts";
 
 // restore-backup: the backup's state goes into a fresh volume, the gateway boots on it and is
 // verified (healthy; paired when it was) before the old volume is discarded and the records are
@@ -117,6 +120,13 @@ export async function bootOn(row: InstanceRow, volume: string) {
 }
 
 async function restoreLocked(backup: BackupRow, row: InstanceRow) {
+  const limit = await storageLimitFor(row);
+  const size = await stateBytesOf(await readStored(backup));
+  if (size > limit) {
+    throw new Error(
+      `the backup's state (${formatBytes(size)}) is larger than the agent's storage limit (${formatBytes(limit)})`,
+    );
+  }
   const image = instanceImage(row);
   // The state as it is now, so a restore can itself be undone.
   const safety = await insertPendingBackup(
@@ -126,7 +136,10 @@ async function restoreLocked(backup: BackupRow, row: InstanceRow) {
   await takeBackup(safety.id, row, image);
   const old = row.volume_name;
   const fresh = `${runtimeNames(row.id).volume}-${randomAlphanumeric(8).toLowerCase()}`;
-  await rt().ensureVolume(fresh, volumeLabels(row));
+  await rt().ensureVolume(fresh, volumeLabels(row), {
+    limits: limitsForPlan(row.plan),
+    storageLimitBytes: await storageLimitFor(row), // decision 0216
+  });
   // Recorded before the instance moves, so reconcile can undo a restore whose worker died.
   await recordRestoreVolumes(backup.id, old, fresh);
   let records: AgentRecords;

@@ -9,6 +9,7 @@ import { selectRuntime } from "../runtime/index.ts";
 import { installOpenclaw, PINNED_OPENCLAW, resolveOpenclaw } from "../runtime/openclaw-install.ts";
 import { isUnavailable, log, rt } from "./engine.ts";
 import { observe } from "./observe.ts";
+import { prepareStorage } from "./storage-setup.ts";
 
 /** Writes one live sample (stats) of a running instance into its row. */
 async function sample(row: InstanceRow): Promise<void> {
@@ -57,6 +58,7 @@ export async function startSampler(): Promise<() => void> {
     runtime.driver,
     reason,
   );
+  await prepareStorage(runtime);
   if (
     runtime.driver === "process" &&
     env().NODE_ENV !== "test" &&

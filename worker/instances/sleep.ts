@@ -17,6 +17,7 @@ import { env } from "../../app/server/platform/env.server.ts";
 import { FreezeUnavailableError } from "../runtime/index.ts";
 import { gatewayAddress, log, rt } from "./engine.ts";
 import { tryInstanceLock } from "./lock.ts";
+import { memoryIsTight } from "./memory-pressure.ts";
 import { connectPaired } from "./pairing.ts";
 
 // Scale-to-zero (decisions 0164, 0178): an instance with no chat, channel message or scheduled
@@ -42,10 +43,34 @@ async function idleCandidates(): Promise<Array<InstanceRow & { active_at: Date }
       and i.container_id is not null`;
 }
 
-const isIdle = (row: InstanceRow & { active_at: Date }, now: number) => {
-  const idle = idleSecondsOf(row.plan);
+/**
+ * The idle period that applies now: the plan's, or SLEEP_TIGHT_IDLE_SECONDS when memory is tight
+ * and that is shorter (decision 0222). A plan whose agents never sleep is not shortened.
+ */
+const idlePeriod = (plan: string, tight: boolean): number | null => {
+  const idle = idleSecondsOf(plan);
+  if (idle === null || !tight) return idle;
+  return Math.min(idle, env().SLEEP_TIGHT_IDLE_SECONDS);
+};
+
+const isIdle = (row: InstanceRow & { active_at: Date }, now: number, tight = false) => {
+  const idle = idlePeriod(row.plan, tight);
   return idle !== null && row.active_at.getTime() <= now - idle * 1000;
 };
+
+/**
+ * Which of the running instances are due for sleep now, coldest (longest idle) first: those
+ * past their plan's idle period, and while memory is tight those past SLEEP_TIGHT_IDLE_SECONDS.
+ */
+export function dueForSleep<R extends InstanceRow & { active_at: Date }>(
+  candidates: R[],
+  now: number,
+  tight: boolean,
+): R[] {
+  return candidates
+    .filter((c) => isIdle(c, now, tight))
+    .sort((a, b) => a.active_at.getTime() - b.active_at.getTime());
+}
 
 /** The highest Telegram update already waiting when the gateway stopped (it has seen those). */
 async function telegramPosition(userId: string): Promise<number | null> {
@@ -138,12 +163,19 @@ async function putDown(containerId: string): Promise<"frozen" | "stopped"> {
   return "stopped";
 }
 
-/** The periodic pass: every idle instance to sleep; a busy one (locked) waits for the next. */
+/**
+ * The periodic pass: every idle instance to sleep, coldest first; a busy one (locked) waits for
+ * the next. While the host's memory is tight (decision 0222) the idle period is shortened, until
+ * enough has been put to sleep that it is not tight any more.
+ */
 export async function sleepIdleInstances(now = Date.now()): Promise<Record<string, string>> {
   if (env().AGENT_SLEEP !== "on") return {};
   const results: Record<string, string> = {};
-  for (const candidate of await idleCandidates()) {
-    if (!isIdle(candidate, now)) continue;
+  const candidates = await idleCandidates();
+  let tight = await memoryIsTight();
+  for (const candidate of dueForSleep(candidates, now, tight)) {
+    // Re-checked: the pass may have freed enough that the shortened period no longer applies.
+    if (!isIdle(candidate, now, tight)) continue;
     try {
       const outcome = await tryInstanceLock(candidate.id, async () => {
         const fresh = await getInstance(candidate.id);
@@ -151,10 +183,12 @@ export async function sleepIdleInstances(now = Date.now()): Promise<Record<strin
         const [still] = await idleCandidates().then((rows) =>
           rows.filter((r) => r.id === candidate.id),
         );
-        if (!fresh || !still || !isIdle(still, now)) return "active again";
-        const idle = idleSecondsOf(still.plan) ?? 0;
+        if (!fresh || !still || !isIdle(still, now, tight)) return "active again";
+        const idle = idlePeriod(still.plan, tight) ?? 0;
         return sleepInstance(fresh, new Date(now - idle * 1000));
       });
+      // Each sleep gives memory back: once it is not tight, only the plans' periods apply.
+      if (tight && outcome === "sleeping") tight = await memoryIsTight();
       results[candidate.id] = outcome ?? "busy";
     } catch (error) {
       log().warn({ err: error, instanceId: candidate.id }, "putting an instance to sleep failed");

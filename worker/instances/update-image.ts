@@ -8,6 +8,7 @@ import {
   recordError,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
+import { limitsForPlan } from "../runtime/index.ts";
 import { backupInstanceAgents } from "./backup.ts";
 import { ensureContainer } from "./container.ts";
 import { isUp, log, ownerLabels, rt, volumeLabels } from "./engine.ts";
@@ -15,6 +16,7 @@ import { waitReady } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { type RunProgress, startRun } from "./run-progress.ts";
+import { storageLimitFor } from "./storage-limits.ts";
 import { pinnedGatewayImage } from "./update-image-version.ts";
 
 // update-image: the container recreated on the tag's newest build, keeping the volume; the
@@ -27,7 +29,11 @@ export async function snapshotVolume(
   direction: "save" | "restore",
 ): Promise<void> {
   const snapshot = `${row.volume_name}-prev`;
-  await rt().ensureVolume(snapshot, volumeLabels(row));
+  // At the user's limit: the copy of a state up to that limit fits (decision 0216).
+  await rt().ensureVolume(snapshot, volumeLabels(row), {
+    limits: limitsForPlan(row.plan),
+    storageLimitBytes: await storageLimitFor(row),
+  });
   const [from, to] = direction === "save" ? ["/state", "/snapshot"] : ["/snapshot", "/state"];
   const copied = await rt().runOnce({
     image,

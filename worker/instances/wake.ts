@@ -12,6 +12,7 @@ import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { connectPaired } from "./pairing.ts";
 import { startRun } from "./run-progress.ts";
+import { withWakeSlot } from "./wake-slots.ts";
 
 // Waking a sleeping instance (decision 0164): the same container starts again on the same volume
 // (sessions, memory, pairing and channel config are all there), so nothing is re-applied; the
@@ -65,11 +66,19 @@ export async function wakeInstance(row: InstanceRow): Promise<{ woke: boolean; m
   return { woke: true, ms };
 }
 
-/** The wake-instance job: idempotent (an instance that is awake is left alone). */
-export async function wakeById(instanceId: string) {
-  return withInstanceLock(instanceId, async () => {
-    const row = await getInstance(instanceId);
-    if (!row) return { woke: false, reason: "no such instance" };
-    return wakeInstance(row);
-  });
+/**
+ * The wake-instance job: idempotent (an instance that is awake is left alone). It waits its turn
+ * for one of the platform's wake slots first (decision 0221), then for the instance's lock.
+ */
+export async function wakeById(instanceId: string, signal?: AbortSignal) {
+  return withWakeSlot(
+    instanceId,
+    () =>
+      withInstanceLock(instanceId, async () => {
+        const row = await getInstance(instanceId);
+        if (!row) return { woke: false, reason: "no such instance" };
+        return wakeInstance(row);
+      }),
+    signal,
+  );
 }

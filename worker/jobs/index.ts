@@ -14,11 +14,14 @@ import { recoverNodeJob } from "./recover-node.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { removeSkillFolder } from "./remove-skill-folder.ts";
 import { restoreBackupJob } from "./restore-backup.ts";
+import { sampleStorageJob } from "./sample-storage.ts";
 import { scheduledBackupsJob } from "./scheduled-backups.ts";
 import { sendEmail } from "./send-email.ts";
 import { sleepIdleInstancesJob } from "./sleep-idle-instances.ts";
 import { stopUnpaidInstance } from "./stop-unpaid-instance.ts";
 import { sweepControlUiDevicesJob } from "./sweep-control-ui-devices.ts";
+import { sweepCreditHoldsJob } from "./sweep-credit-holds.ts";
+import { sweepGatewayTmpJob } from "./sweep-gateway-tmp.ts";
 import { syncAgentsJob } from "./sync-agents.ts";
 import { teardownInstance } from "./teardown-instance.ts";
 import { updateImageJob } from "./update-image.ts";
@@ -31,6 +34,7 @@ type Handlers = { [N in JobName]: (payload: JobPayload<N>, ctx: JobContext) => P
 export const handlers: Handlers = {
   "send-email": sendEmail,
   "refresh-model-catalog": refreshModelCatalog,
+  "sweep-credit-holds": sweepCreditHoldsJob,
   "deliver-webhook": deliverWebhook,
   "teardown-instance": teardownInstance,
   "process-payment-event": processPaymentEvent,
@@ -53,4 +57,6 @@ export const handlers: Handlers = {
   "sleep-idle-instances": sleepIdleInstancesJob,
   "sweep-control-ui-devices": sweepControlUiDevicesJob,
   "wake-instance": wakeInstanceJob,
+  "sample-storage": sampleStorageJob,
+  "sweep-gateway-tmp": sweepGatewayTmpJob,
 };

@@ -9,6 +9,7 @@ import {
   type SubnetPool,
   subnetPool,
 } from "./docker-networks.ts";
+import type { StorageQuota, VolumeUsage } from "./storage-quota.ts";
 import {
   type AgentRuntime,
   type ContainerInfo,
@@ -20,8 +21,10 @@ import {
   FreezeUnavailableError,
   GATEWAY_IMAGE_LABELS,
   LABELS,
+  type Placement,
   type ResourceLimits,
   RuntimeUnavailableError,
+  type StorageEnforcement,
 } from "./types.ts";
 
 // The Docker driver (dockerode over the engine's socket). Hardening applied to every gateway
@@ -105,6 +108,8 @@ export interface DockerDriverOptions {
   maxCpus?: number;
   /** The range gateways' own networks are cut from, /28 each (RUNTIME_TENANT_SUBNETS). */
   tenantSubnets?: string;
+  /** Hard storage limits (decision 0216): the prepared storage root, or why there is none. */
+  storage?: { quota: StorageQuota; defaultLimitBytes: number } | { reason: string };
 }
 
 /** RUNTIME_TENANT_SUBNETS' default: 4,096 networks of 16 addresses (decision 0195). */
@@ -127,11 +132,18 @@ async function pauseRetrying(container: Docker.Container, attempts = 3): Promise
   }
 }
 
+/** The Docker volume that is a limited volume's /tmp (same subvolume, same limit). */
+export function tmpVolumeOf(volume: string): string {
+  return `${volume}-tmp`;
+}
+
 export class DockerRuntime implements AgentRuntime {
   readonly driver = "docker" as const;
   readonly docker: Docker;
   readonly maxCpus: number | undefined;
   readonly tenantSubnets: SubnetPool;
+  #quota: { quota: StorageQuota; defaultLimitBytes: number } | undefined;
+  #unenforced = "no storage root configured";
   #engine: Promise<{ NCPU: number; CgroupVersion?: string; SwapLimit?: boolean }> | undefined;
 
   constructor(options: DockerDriverOptions = {}) {
@@ -142,6 +154,13 @@ export class DockerRuntime implements AgentRuntime {
     );
     this.maxCpus = options.maxCpus;
     this.tenantSubnets = subnetPool(options.tenantSubnets ?? DEFAULT_TENANT_SUBNETS);
+    if (options.storage) this.configureStorage(options.storage);
+  }
+
+  /** Sets the storage root (the worker probes it at start, decision 0216). */
+  configureStorage(storage: NonNullable<DockerDriverOptions["storage"]>): void {
+    this.#quota = "quota" in storage ? storage : undefined;
+    if ("reason" in storage) this.#unenforced = storage.reason;
   }
 
   async ping(): Promise<void> {
@@ -187,9 +206,46 @@ export class DockerRuntime implements AgentRuntime {
     return moveContainer(this.docker, call, container, from, to);
   }
 
-  async ensureVolume(name: string, labels: Record<string, string>): Promise<void> {
-    // Creating an existing named volume is a no-op in Docker (idempotent).
-    await call(() => this.docker.createVolume({ Name: name, Labels: labels }));
+  async ensureVolume(
+    name: string,
+    labels: Record<string, string>,
+    placement?: Placement,
+  ): Promise<void> {
+    const limited = this.#quota;
+    // An existing volume stays what it is (one made before the storage root keeps no limit).
+    if (!limited || (await this.volumeExists(name))) {
+      // Creating an existing named volume is a no-op in Docker (idempotent).
+      await call(() => this.docker.createVolume({ Name: name, Labels: labels }));
+      return;
+    }
+    const limit = placement?.storageLimitBytes ?? limited.defaultLimitBytes;
+    await limited.quota.ensure(name, limit);
+    const { data, tmp } = limited.quota.folders(name);
+    // The local driver binds the subvolume's folders: Docker still copies the image's files
+    // into them on first mount, and the kernel counts both against the one qgroup.
+    const bind = (device: string) => ({ type: "none", o: "bind", device });
+    await call(() =>
+      this.docker.createVolume({ Name: tmpVolumeOf(name), Labels: labels, DriverOpts: bind(tmp) }),
+    );
+    await call(() =>
+      this.docker.createVolume({ Name: name, Labels: labels, DriverOpts: bind(data) }),
+    );
+  }
+
+  storageEnforcement(): StorageEnforcement {
+    return this.#quota
+      ? { enforced: true, mechanism: `btrfs qgroups on ${this.#quota.quota.root}` }
+      : { enforced: false, reason: this.#unenforced };
+  }
+
+  async setStorageLimit(volume: string, limitBytes: number): Promise<boolean> {
+    if (!this.#quota || !(await this.#quota.quota.has(volume))) return false;
+    await this.#quota.quota.setLimit(volume, limitBytes);
+    return true;
+  }
+
+  async storageUsage(): Promise<Map<string, VolumeUsage>> {
+    return this.#quota ? this.#quota.quota.usage() : new Map();
   }
 
   async volumeExists(name: string): Promise<boolean> {
@@ -213,15 +269,21 @@ export class DockerRuntime implements AgentRuntime {
       const size = v.UsageData?.Size ?? -1;
       if (size >= 0) sizes.set(v.Name, size);
     }
+    // A limited volume's figure is the kernel's (data and tmp together); Docker's walks only
+    // a volume that is mounted at that moment.
+    for (const [name, usage] of await this.storageUsage()) sizes.set(name, usage.usedBytes);
     return sizes;
   }
 
   async removeVolume(name: string): Promise<void> {
-    try {
-      await call(() => this.docker.getVolume(name).remove({ force: true }));
-    } catch (error) {
-      if (statusOf(error) !== 404) throw error;
+    for (const volume of [name, tmpVolumeOf(name)]) {
+      try {
+        await call(() => this.docker.getVolume(volume).remove({ force: true }));
+      } catch (error) {
+        if (statusOf(error) !== 404) throw error;
+      }
     }
+    await this.#quota?.quota.remove(name);
   }
 
   /** The image's inspect, or undefined when the engine has no such image. */
@@ -245,6 +307,9 @@ export class DockerRuntime implements AgentRuntime {
 
   async create(spec: ContainerSpec): Promise<string> {
     const cpus = await this.#cpuCap(spec.limits.cpus);
+    // On a limited volume the root filesystem is read-only and /tmp is the volume's own tmp:
+    // everything the gateway can write is under the one limit (decision 0216).
+    const limited = (await this.#quota?.quota.has(spec.volume)) === true;
     const port = spec.loopbackPort;
     const container = await call(() =>
       this.docker.createContainer({
@@ -252,7 +317,13 @@ export class DockerRuntime implements AgentRuntime {
         Image: spec.image,
         Hostname: spec.hostname,
         Cmd: spec.cmd,
-        Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+        Env: Object.entries({
+          ...spec.env,
+          // SQLite's temporary files (statement journals, an FTS table's creation) go to the
+          // state's tmp/, inside the gateway's reserve, not to /tmp on the agent's side of the
+          // wall (decision 0224; only SQLite reads this, the agent's tools keep /tmp).
+          ...(limited ? { SQLITE_TMPDIR: `${spec.volumeTarget}/tmp` } : {}),
+        }).map(([k, v]) => `${k}=${v}`),
         Labels: {
           ...spec.labels,
           [LABELS.managed]: "1",
@@ -272,7 +343,13 @@ export class DockerRuntime implements AgentRuntime {
           PidsLimit: spec.limits.pidsLimit,
           RestartPolicy: { Name: spec.restartPolicy ?? "on-failure", MaximumRetryCount: 0 },
           NetworkMode: spec.network,
-          Mounts: [{ Type: "volume", Source: spec.volume, Target: spec.volumeTarget }],
+          ReadonlyRootfs: limited,
+          Mounts: [
+            { Type: "volume", Source: spec.volume, Target: spec.volumeTarget },
+            ...(limited
+              ? [{ Type: "volume" as const, Source: tmpVolumeOf(spec.volume), Target: "/tmp" }]
+              : []),
+          ],
           PortBindings: port ? { [`${port}/tcp`]: [{ HostIp: "127.0.0.1", HostPort: "" }] } : {},
           LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
         },

@@ -238,10 +238,10 @@ async function connect(
 
 /**
  * Connects the anchor to a new overlay: the manager answers "no such network" for a moment
- * after creating one, so that is retried for up to ten seconds.
+ * after creating one (seconds on a loaded manager), so that is retried for up to a minute.
  */
 async function connectAnchor(engine: Docker, overlay: string, anchor: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 60_000;
   for (let delay = 100; ; delay = Math.min(delay * 2, 1_000)) {
     try {
       await connect(engine, overlay, anchor, "");

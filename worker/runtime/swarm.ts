@@ -747,10 +747,11 @@ export class SwarmRuntime implements ClusterRuntime {
 
   /**
    * Runs a call naming a network made a moment ago (a gateway's own overlay): the manager
-   * answers 404 "no such network" for a moment after creating one, retried for ten seconds.
+   * answers 404 "no such network" for a moment after creating one (more than ten seconds on a
+   * loaded manager: seen in npm test), retried for a minute.
    */
   async #newNetworkRetried<T>(fn: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 60_000;
     for (let delay = 100; ; delay = Math.min(delay * 2, 1_000)) {
       try {
         return await call(fn);

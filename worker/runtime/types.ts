@@ -121,7 +121,14 @@ export interface Placement {
   limits: ResourceLimits;
   /** A node chosen by the caller (a warm pool filled node by node) instead of by capacity. */
   node?: string;
+  /** A new volume's hard storage limit where the driver limits storage (decision 0216). */
+  storageLimitBytes?: number;
 }
+
+/** Whether the driver holds gateways to a hard storage limit, and if not, why (0216). */
+export type StorageEnforcement =
+  | { enforced: true; mechanism: string }
+  | { enforced: false; reason: string };
 
 export interface AgentRuntime {
   readonly driver: "docker" | "process" | "swarm";
@@ -167,6 +174,12 @@ export interface AgentRuntime {
   ensureVolume(name: string, labels: Record<string, string>, placement?: Placement): Promise<void>;
   removeVolume(name: string): Promise<void>;
   volumeExists(name: string): Promise<boolean>;
+  /** Hard storage limits (decision 0216); a driver without the method enforces none. */
+  storageEnforcement?(): StorageEnforcement;
+  /** Changes a limited volume's limit live; false when the volume has no limit to change. */
+  setStorageLimit?(volume: string, limitBytes: number): Promise<boolean>;
+  /** Kernel-measured usage and limit of every limited volume. */
+  storageUsage?(): Promise<Map<string, { usedBytes: number; limitBytes: number | undefined }>>;
   /** Creates the container (not started); returns its id. */
   create(spec: ContainerSpec): Promise<string>;
   /** Starts the container; a frozen one is thawed (its memory limit back, unpaused) instead. */

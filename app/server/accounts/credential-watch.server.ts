@@ -63,6 +63,13 @@ const all = new Set<Recheck>();
 let listener: ChannelListener | undefined;
 let sweep: NodeJS.Timeout | undefined;
 
+/**
+ * Bumped by every message the listener hears (and every reset): a check that began before a
+ * change was heard must not answer for a connection asked because of it (live-access).
+ */
+let changes = 0;
+export const credentialChanges = () => changes;
+
 const askAll = () => {
   for (const recheck of all) recheck();
 };
@@ -87,6 +94,7 @@ function ensureStarted(): void {
   db(); // the pool first: closing it stops the listener too
   const made = listenChannel(url, CREDENTIALS_CHANNEL, {
     onMessage: (name) => {
+      changes += 1;
       const named = byName.get(name);
       // A membership changed (`m:<organisation>:<person>`): its person's connections are
       // asked. Unknown message kinds: ask everyone rather than miss a revocation.
@@ -95,7 +103,10 @@ function ensureStarted(): void {
       else if (!/^[uks]:/.test(name)) askAll();
       else for (const recheck of named ?? []) recheck();
     },
-    onReset: askAll,
+    onReset: () => {
+      changes += 1;
+      askAll();
+    },
   });
   listener = made.listener;
   made.ready.catch((error: unknown) =>

@@ -18,19 +18,27 @@ const redirect = (location: string, cookies: string[] = []) => {
   return new Response(null, { status: 302, headers });
 };
 
-/** Expires the state cookies of this provider's flow (one per started attempt). */
-function clearStateCookies(request: Request, provider: LinkProvider): string[] {
-  const prefix = stateCookieName(provider);
+/** Expires the state cookies of this flow (one per started attempt). */
+function clearStateCookies(request: Request, flow: SignInFlow): string[] {
+  const prefix = flow.stateCookie?.name ?? stateCookieName(flow.provider);
+  const path = flow.stateCookie?.path ?? `/api/auth/${flow.provider}`;
   return (request.headers.get("cookie") ?? "")
     .split(";")
     .map((c) => c.trim().split("=")[0] ?? "")
     .filter((name) => name.startsWith(prefix))
-    .map((name) => `${name}=; Path=/api/auth/${provider}; Max-Age=0; HttpOnly; SameSite=Lax`);
+    .map((name) => `${name}=; Path=${path}; Max-Age=0; HttpOnly; SameSite=Lax`);
 }
 
-/** One sign-in flow of the OAuth kind: OAuth (oauth1, oauth2) or OpenID Connect (oidc). */
+/**
+ * One sign-in flow of the OAuth kind: OAuth (oauth1, oauth2), the install's OpenID Connect
+ * (oidc) or an organisation's (decision 0210: its own cookie, path and landing page).
+ */
 export interface SignInFlow {
   provider: LinkProvider;
+  /** The state cookie's name prefix and path, when not `oauth_<provider>` at /api/auth/<provider>. */
+  stateCookie?: { name: string; path: string };
+  /** Where a signed-in browser lands (default /settings). */
+  landing?: string;
   /** The flow's strategy; throws a DomainError (503) when the provider is not configured. */
   strategy(): OAuth2Strategy<User> | Promise<OAuth2Strategy<User>>;
   /** The `error` the sign-in page explains, for a failed callback. */
@@ -53,21 +61,21 @@ export async function runSignInFlow(
   } catch (error) {
     if (error instanceof Response) throw error; // the redirect to the provider
     logger().info({ err: error, provider: flow.provider }, "OAuth sign-in failed");
-    return redirect(
-      `/signin?error=${flow.failureReason(error)}`,
-      clearStateCookies(request, flow.provider),
-    );
+    return redirect(`/signin?error=${flow.failureReason(error)}`, clearStateCookies(request, flow));
   }
   const session = await createSession(user.id, {
     ip,
     userAgent: request.headers.get("user-agent") ?? undefined,
   });
-  return redirect("/settings", [session.setCookie, ...clearStateCookies(request, flow.provider)]);
+  return redirect(flow.landing ?? "/settings", [
+    session.setCookie,
+    ...clearStateCookies(request, flow),
+  ]);
 }
 
 /** A failed callback's answer outside the strategy (e.g. a callback without `state`). */
 export const signInFailure = (request: Request, flow: SignInFlow, reason: string) =>
-  redirect(`/signin?error=${reason}`, clearStateCookies(request, flow.provider));
+  redirect(`/signin?error=${reason}`, clearStateCookies(request, flow));
 
 /** GET /api/auth/<provider>: starts the flow, or (with `state`) completes it. */
 export const oauthEndpoint = (provider: OAuthProvider) =>

@@ -1,5 +1,6 @@
 import { OAuth2RequestError, OAuth2Strategy } from "remix-auth-oauth2";
 import { z } from "zod";
+import { refuseSignIn } from "../organisations/sso-enforcement.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
@@ -192,6 +193,12 @@ export async function signInWithOAuth(
   const [linked] = await sql<UserRow[]>`
     select u.* from oauth_accounts a join users u on u.id = a.user_id
     where a.provider = ${provider} and a.provider_account_id = ${profile.providerAccountId}`;
+  // An organisation requiring SSO for the email's domain refuses the contract's OAuth
+  // providers; the operator's install-wide OIDC (and any SSO link) is SSO (docs/decisions/0212).
+  if ((oauthProviders as readonly string[]).includes(provider)) {
+    const refused = await refuseSignIn(linked?.email ?? profile.email, linked?.id, "oauth");
+    if (refused) throw refused;
+  }
   if (linked) {
     // Group membership changes at the provider; the link keeps the latest sign-in's.
     if (profile.groups !== undefined) {
@@ -262,6 +269,7 @@ export function oauthFailureReason(error: unknown): string {
   if (error instanceof OAuth2RequestError) {
     return error.code === "access_denied" ? "oauth_denied" : "oauth_failed";
   }
+  if (error instanceof DomainError && error.extra?.sso === true) return "sso_required";
   if (error instanceof DomainError && error.status === 403) return "oauth_unverified";
   if (error instanceof DomainError && error.status === 409) return "oauth_conflict";
   return "oauth_failed";

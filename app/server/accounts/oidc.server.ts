@@ -16,7 +16,6 @@ import { type IdTokenClaims, verifyIdToken } from "./oidc-id-token.server.ts";
 // exactly as the OAuth sign-in does (signInWithOAuth), under provider `oidc`.
 
 export const OIDC_PATH = "/api/auth/oidc";
-export const OIDC_CALLBACK_PATH = `${OIDC_PATH}/callback`;
 
 export interface OidcConfig {
   issuer: string;
@@ -118,6 +117,18 @@ export async function oidcProfile(
 // not the PKCE verifier the nonce comes from).
 const verified = new WeakMap<OAuth2Tokens, IdTokenClaims>();
 
+/**
+ * One OpenID Connect connection: the install's (from env) or an organisation's (decision 0210).
+ * The flow lives under `path`: the state cookie's path, the redirect URI `<path>/callback`.
+ */
+export interface OidcConnection {
+  config: OidcConfig;
+  path: string;
+  cookieName: string;
+  /** The account behind a verified profile (found, linked or made). */
+  signIn(profile: OAuthProfile): Promise<User>;
+}
+
 /** The OAuth strategy plus a nonce in the request and the ID token's checks on the answer. */
 class OidcStrategy extends OAuth2Strategy<User> {
   private readonly config: OidcConfig;
@@ -125,16 +136,18 @@ class OidcStrategy extends OAuth2Strategy<User> {
 
   constructor(
     options: OAuth2Strategy.ConstructorOptions,
-    config: OidcConfig,
+    connection: OidcConnection,
     info: OidcProviderInfo,
   ) {
     super(options, async ({ tokens }) => {
       const claims = verified.get(tokens);
       if (!claims) throw new Error("OIDC token response was not verified");
-      const profile = await oidcProfile(claims, config, info, () => tokens.accessToken());
-      return signInWithOAuth("oidc", profile);
+      const profile = await oidcProfile(claims, connection.config, info, () =>
+        tokens.accessToken(),
+      );
+      return connection.signIn(profile);
     });
-    this.config = config;
+    this.config = connection.config;
     this.info = info;
   }
 
@@ -159,36 +172,51 @@ class OidcStrategy extends OAuth2Strategy<User> {
   }
 }
 
-let current: { key: string; info: OidcProviderInfo; strategy: OidcStrategy } | undefined;
+// Strategies by connection (settings and discovery): an organisation's is reused across
+// sign-ins; a few dozen at most are kept (a miss costs only an object, discovery is cached).
+const MAX_STRATEGIES = 64;
+const strategies = new Map<string, { info: OidcProviderInfo; strategy: OidcStrategy }>();
+
+/** The strategy of `connection` (after discovery). */
+export async function oidcStrategyFor(connection: OidcConnection): Promise<OAuth2Strategy<User>> {
+  const { config, path } = connection;
+  const info = await oidcProviderInfo(config.issuer);
+  const { APP_URL } = env();
+  const key = JSON.stringify([APP_URL, path, connection.cookieName, config]);
+  const hit = strategies.get(key);
+  // A fresh discovery (an hour on) makes a strategy with its endpoints.
+  if (hit?.info === info) return hit.strategy;
+  const strategy = new OidcStrategy(
+    {
+      cookie: {
+        name: connection.cookieName,
+        path,
+        ...(APP_URL.startsWith("https:") ? { secure: true as const } : {}),
+      },
+      clientId: config.clientId,
+      clientSecret: config.clientSecret,
+      authorizationEndpoint: info.metadata.authorization_endpoint,
+      tokenEndpoint: info.metadata.token_endpoint,
+      redirectURI: new URL(`${path}/callback`, APP_URL),
+      scopes: config.scopes,
+    },
+    connection,
+    info,
+  );
+  if (strategies.size >= MAX_STRATEGIES) strategies.clear();
+  strategies.set(key, { info, strategy });
+  return strategy;
+}
 
 /** The install's OIDC strategy (after discovery), or a 503 when OIDC is not configured. */
 export async function oidcStrategy(): Promise<OAuth2Strategy<User>> {
   const config = oidcConfig();
   if (!config)
     throw new DomainError(503, "OpenID Connect sign-in is not configured on this server");
-  const info = await oidcProviderInfo(config.issuer);
-  const { APP_URL } = env();
-  const key = JSON.stringify([APP_URL, config]);
-  // A fresh discovery (an hour on) or another setting makes a strategy with its endpoints.
-  if (current?.key !== key || current.info !== info) {
-    const strategy = new OidcStrategy(
-      {
-        cookie: {
-          name: stateCookieName("oidc"),
-          path: OIDC_PATH,
-          ...(APP_URL.startsWith("https:") ? { secure: true as const } : {}),
-        },
-        clientId: config.clientId,
-        clientSecret: config.clientSecret,
-        authorizationEndpoint: info.metadata.authorization_endpoint,
-        tokenEndpoint: info.metadata.token_endpoint,
-        redirectURI: new URL(OIDC_CALLBACK_PATH, APP_URL),
-        scopes: config.scopes,
-      },
-      config,
-      info,
-    );
-    current = { key, info, strategy };
-  }
-  return current.strategy;
+  return oidcStrategyFor({
+    config,
+    path: OIDC_PATH,
+    cookieName: stateCookieName("oidc"),
+    signIn: (profile) => signInWithOAuth("oidc", profile),
+  });
 }

@@ -1,5 +1,10 @@
 import { Authenticator } from "remix-auth";
 import { FormStrategy } from "remix-auth-form";
+import {
+  enforcementFor,
+  recordBreakGlass,
+  signInRefusal,
+} from "../organisations/sso-enforcement.server.ts";
 import { addressKey } from "../platform/address-key.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -24,6 +29,22 @@ export const INVALID_CREDENTIALS = "Invalid email or password";
 export async function verifyCredentials(email: string, password: string): Promise<User> {
   await countPasswordAttempt(email);
   const row = await findUserByEmail(email);
+  // An organisation that requires SSO for the email's domain: only its owners' break-glass
+  // password passes; everyone else is pointed to SSO before any password is checked
+  // (docs/decisions/0212).
+  const enforcement = await enforcementFor(email, row?.id);
+  const refusal = signInRefusal(enforcement, "password");
+  if (refusal) {
+    if (row) {
+      await recordAudit({
+        action: "auth.signin",
+        outcome: "failure",
+        userId: row.id,
+        details: { method: "password", reason: "sso_required" },
+      });
+    }
+    throw refusal;
+  }
   const ok = await verifyPassword(row?.password_hash ?? null, password);
   if (!row || !ok) {
     // The account's owner sees failed attempts on it; an unknown email concerns no account.
@@ -50,6 +71,7 @@ export async function verifyCredentials(email: string, password: string): Promis
     actor: { type: "user", id: row.id, userId: row.id },
     details: { method: "password" },
   });
+  if (enforcement?.owner) await recordBreakGlass(enforcement, { id: row.id, email: row.email });
   return toUser(row);
 }
 

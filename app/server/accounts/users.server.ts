@@ -1,4 +1,5 @@
 import type postgres from "postgres";
+import { refuseSoleOwner, soleOwnedOrganisations } from "../organisations/sole-owner.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { type Queryable, txExecutor } from "../platform/db-helpers.server.ts";
@@ -176,10 +177,13 @@ export async function setPassword(userId: string, newPassword: string, t: Querya
 
 /**
  * Deletes the account (sessions, keys, OAuth links and ledger rows go with it), enqueues the
- * teardown of its agents and emits `user.deleted`, all in one transaction.
+ * teardown of its agents and emits `user.deleted`, all in one transaction. 409 while the person
+ * is the only owner of an organisation (decision 0214).
  */
 export async function deleteUser(userId: string): Promise<void> {
   await db().begin(async (t) => {
+    const soleOwned = await soleOwnedOrganisations(t, userId);
+    if (soleOwned.length > 0) throw refuseSoleOwner(soleOwned);
     const [row] = await t<UserRow[]>`delete from users where id = ${userId} returning *`;
     if (!row) throw new DomainError(404, "User not found");
     await sendJob("teardown-instance", { userId }, { db: txExecutor(t) });

@@ -10,6 +10,8 @@ import {
 } from "./agents.server.ts";
 import { agentStatus, getInstanceByUser, type StatusFields } from "./instances.server.ts";
 import { progressView, readProgress } from "./progress.server.ts";
+import { storageOfUser } from "./storage.server.ts";
+import { wakeQueuePlace } from "./wake-queue.server.ts";
 
 // The contract's views of agents: summaries (lists, provisioning results) and the detail of
 // GET /api/agents/:id. docs/decisions/0060-agents.md
@@ -56,13 +58,21 @@ export async function listAgentsView(userId: string) {
   return { agents, count: agents.length, status: "ok" };
 }
 
+/**
+ * Where a sleeping instance's wake waits. Read outside the kept detail: other owners' wakes move
+ * it. Only a sleeping instance can be queued, so the others cost no query.
+ */
+export async function wakeQueueView(instance: { id: string; observed_state: string } | undefined) {
+  if (instance?.observed_state !== "sleeping") return null;
+  const place = await wakeQueuePlace(instance.id);
+  return place && { ahead: place.ahead, requestedAt: place.requestedAt.toISOString() };
+}
+
 /** The contract's Agent detail: the instance's live facts plus the verification record. */
 export async function agentDetail(userId: string, agentId: string) {
   // Kept while nothing behind it changed (read-cache); a non-owned id still answers 404.
-  const { agent, instance, verification, recorded } = await versionedRead(
-    userId,
-    `agent:${agentId}`,
-    async () => {
+  const [{ agent, instance, verification, recorded }, storage] = await Promise.all([
+    versionedRead(userId, `agent:${agentId}`, async () => {
       // One round trip: the reads go out together.
       const [agent, instance, verification] = await Promise.all([
         getOwnedAgent(userId, agentId),
@@ -70,9 +80,14 @@ export async function agentDetail(userId: string, agentId: string) {
         getAgentVerification(agentId),
       ]);
       return { agent, instance, verification, recorded: await readProgress(instance) };
-    },
-  );
-  const progress = await progressView(instance, recorded);
+    }),
+    // Usage changes without bumping the kept view's version: read apart, alongside it.
+    storageOfUser(userId),
+  ]);
+  const [progress, wakeQueue] = await Promise.all([
+    progressView(instance, recorded),
+    wakeQueueView(instance),
+  ]);
   const { subdomain, url } = agentAddress(agent.id);
   return {
     agent: {
@@ -97,6 +112,10 @@ export async function agentDetail(userId: string, agentId: string) {
       progressAction: progress.action,
       progressStartedAt: progress.startedAt,
       estimate: progress.estimate,
+      // Used / limit as the kernel measures it, and "full" at the wall (decision 0216).
+      storage,
+      // A wake waiting its turn (decision 0221): "waking, 2 ahead of you"; null otherwise.
+      wakeQueue,
     },
     status: "ok",
   };

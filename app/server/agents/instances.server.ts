@@ -5,6 +5,7 @@ import { recordAudit } from "../platform/audit.server.ts";
 import { batchedRead } from "../platform/batched-read.server.ts";
 import { seal, unseal } from "../platform/crypto.server.ts";
 import { db } from "../platform/db.server.ts";
+import { isDatabaseUnavailable } from "../platform/db-unavailable.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError, notFound } from "../platform/errors.server.ts";
 import { getBoss, sendJob } from "../platform/jobs.server.ts";
@@ -75,6 +76,12 @@ export interface InstanceRow {
   /** Size of the state volume (measured by reconcile); null until first measured. */
   storage_bytes: number | null;
   storage_measured_at: Date | null;
+  /** The hard limit last applied to the volume (decision 0216); null: none (not enforced). */
+  storage_limit_bytes: number | null;
+  /** Highest usage warning sent since usage was last below 80 % (0, 80 or 95). */
+  storage_warned_percent: number;
+  /** A lower limit waits until then while the data is above it (decision 0217). */
+  storage_grace_until: Date | null;
   /** The last chat relayed to the gateway (idle detection, decision 0164). */
   last_activity_at: Date | null;
   created_at: Date;
@@ -369,11 +376,16 @@ export async function runLifecycle(
     let jobId: string;
     try {
       jobId = await sendJob("instance-action", { instanceId: row.id, action });
-    } catch {
+    } catch (error) {
+      // A database that is away is answered 503 by the route builder (decision 0223).
+      if (isDatabaseUnavailable(error)) throw error;
       throw internalFailure();
     }
     const done = await awaitJob("instance-action", jobId, env().INSTANCE_ACTION_TIMEOUT_MS);
     if (!done) throw backendUnavailable();
+    // The handler never throws (its outcome is its output): a failed job is one whose worker
+    // died or lost the database mid-action (the heartbeat monitor failed it): the backend.
+    if (done.state === "failed") throw backendUnavailable();
     const parsed = actionOutcomeSchema.safeParse(done.output);
     if (done.state !== "completed" || !parsed.success) throw internalFailure();
     if (!parsed.data.ok) {

@@ -1,4 +1,5 @@
 import {
+  credentialChanges,
   credentialStillValid,
   type LiveCredential,
   watchCredential,
@@ -28,7 +29,31 @@ export const REVOKED = "credential revoked";
  * connections: the person's own agents, or an organisation's whose member they still are with
  * a role that may chat (a removed member's sockets close like a signed-out user's).
  */
-export async function mayStillUse(credential: LiveCredential, target: LiveTarget) {
+export function mayStillUse(credential: LiveCredential, target: LiveTarget): Promise<boolean> {
+  // The backstop asks every open connection at once: the connections of one credential and
+  // target (a person's 50 sockets) share one check instead of a query each (decision 0220).
+  // Only a check begun since the last change the listener heard is shared, so a connection asked
+  // because of a revocation never gets the answer of a check that began before it.
+  const key = [
+    credentialChanges(),
+    credential.userId,
+    credential.sessionId ?? "",
+    credential.keyId ?? "",
+    target.ownerId,
+    target.agentId ?? "",
+    target.permission ?? "",
+  ].join("\n");
+  const running = checks.get(key);
+  if (running) return running;
+  const check = checkAccess(credential, target).finally(() => checks.delete(key));
+  checks.set(key, check);
+  return check;
+}
+
+/** Checks under way, by what they ask (see mayStillUse). */
+const checks = new Map<string, Promise<boolean>>();
+
+async function checkAccess(credential: LiveCredential, target: LiveTarget): Promise<boolean> {
   if (credential.userId !== target.ownerId) {
     const acting = await organisationActing(target.ownerId, credential.userId);
     const permission = target.permission ?? "agents.chat";

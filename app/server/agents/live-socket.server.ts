@@ -3,10 +3,12 @@ import type { Socket } from "node:net";
 import WebSocket from "ws";
 import { authenticate, isForeignOrigin } from "../accounts/auth.server.ts";
 import { type LiveCredential, liveCredentialOf } from "../accounts/credential-watch.server.ts";
+import { connectionSlots } from "../platform/connection-slots.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { consume } from "../platform/rate-limit.server.ts";
+import { refuseUpgrade } from "../platform/web/upgrade-refusal.server.ts";
 import { guardLive, mayStillUse, REVOKED } from "./live-access.server.ts";
 import { chat } from "./talk.server.ts";
 
@@ -23,6 +25,9 @@ import { chat } from "./talk.server.ts";
 // The socket lives only as long as its credential: it closes with 4401 "credential revoked" on
 // sign-out, a revoked session, a deleted key, a password reset or a suspension
 // (docs/decisions/0198-live-sockets-recheck-their-credential.md).
+// A person holds at most LIVE_SOCKETS_PER_USER open sockets on one web process: one more is
+// answered 429 {error} before its upgrade; a slot is freed when its connection closes
+// (docs/decisions/0220-live-socket-caps.md).
 
 export const PATH = /^\/agent\/([^/?#]+)\/?$/;
 /** Close codes (4000–4999 are the application's): no credential, foreign page, not yours. */
@@ -37,6 +42,11 @@ const MAX_MESSAGE_BYTES = 64 * 1024;
 export const MAX_PENDING_TURNS = 8;
 
 const wss = new WebSocket.Server({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+/** Open sockets per person on this process (whoever's agents they talk to). */
+const slots = connectionSlots();
+
+/** Live sockets open on this process (tests and the operator's view). */
+export const openLiveSockets = () => slots.total();
 
 function requestOf(req: IncomingMessage): Request {
   const headers = new Headers();
@@ -151,7 +161,7 @@ function serve(ws: WebSocket, credential: LiveCredential, ownerId: string): void
           },
           // An open socket can wait for a whole first start (the page says it is waiting); an
           // HTTP request keeps AGENT_CHAT_START_WAIT_MS.
-          { startWaitMs: env().AGENT_LIVE_START_WAIT_MS },
+          { startWaitMs: env().AGENT_LIVE_START_WAIT_MS, personId: credential.userId },
         );
         send(ws, { type: "final", id, ...result });
       } catch (error) {
@@ -177,6 +187,8 @@ export function attachLiveSocket(server: Server): void {
 
 /** One upgrade: /agent/<user_id> is served, any other path answered 404. */
 export function liveSocketUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+  // A client that resets its connection while it is admitted is not the process's error.
+  socket.on("error", () => socket.destroy());
   const pathname = (req.url ?? "/").split("?")[0] ?? "/";
   const match = PATH.exec(pathname);
   if (!match) {
@@ -191,13 +203,28 @@ export function liveSocketUpgrade(req: IncomingMessage, socket: Socket, head: Bu
     return;
   }
   admit(req, pathUserId).then(
-    (verdict) =>
-      // Accept first, then close with the code: browsers only see close codes, not HTTP
-      // statuses of a refused upgrade.
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        if ("code" in verdict) ws.close(verdict.code, verdict.reason);
-        else serve(ws, verdict.credential, verdict.ownerId);
-      }),
+    (verdict) => {
+      if (socket.destroyed) return; // the client left while it was admitted
+      if ("code" in verdict) {
+        // Accept first, then close with the code: browsers only see close codes, not HTTP
+        // statuses of a refused upgrade.
+        wss.handleUpgrade(req, socket, head, (ws) => ws.close(verdict.code, verdict.reason));
+        return;
+      }
+      // Counted per person: an organisation's members do not share one budget.
+      const cap = env().LIVE_SOCKETS_PER_USER;
+      const release = slots.take({ key: verdict.credential.userId, cap });
+      if (!release) {
+        // Before the upgrade: the cap protects the process's memory and descriptors, so no
+        // WebSocket is made for a refusal (a browser sees the connection fail).
+        refuseUpgrade(socket, 429, `Too many open live sockets: at most ${cap} per user`, {
+          "Retry-After": "5",
+        });
+        return;
+      }
+      socket.once("close", release);
+      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, verdict.credential, verdict.ownerId));
+    },
     (error: unknown) => {
       logger().error({ err: error }, "live socket admission failed");
       socket.end("HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\n");

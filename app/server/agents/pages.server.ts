@@ -16,7 +16,7 @@ import {
   removeAgentVerification,
   submitAgentVerification,
 } from "./agent-verification.server.ts";
-import { agentDetail, agentSummaries } from "./agent-views.server.ts";
+import { agentDetail, agentSummaries, wakeQueueView } from "./agent-views.server.ts";
 import { getOwnedAgent, TIER_LIMITS, type Tier, tierOfUser } from "./agents.server.ts";
 import {
   backupParams,
@@ -221,6 +221,7 @@ export async function agentLive(userId: string, agentId: string) {
   return {
     status: agentStatus(instance),
     progress: await instanceProgress(instance),
+    wakeQueue: await wakeQueueView(instance),
     lastError: instance && contractStatus(instance) === "error" ? instance.last_error : null,
     statsStatus: status,
     stats: stats as Record<string, string | number | boolean | null | undefined>,

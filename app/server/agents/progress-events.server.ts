@@ -1,4 +1,5 @@
 import type { LiveCredential } from "../accounts/credential-watch.server.ts";
+import { connectionSlots } from "../platform/connection-slots.server.ts";
 import { onDbClose } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -20,14 +21,13 @@ import { instanceProgress, STARTING_STATUSES } from "./progress.server.ts";
 // the user's) an `error` event {error: "credential revoked"} ends it (decision 0198).
 
 export const PROGRESS_CHANNEL = "instance_progress";
-/** Open streams per user and replica; one more answers 429. */
-export const STREAMS_PER_USER = 5;
 /** A stream ends after this long; EventSource reconnects on its own. */
 const MAX_STREAM_MS = 10 * 60_000;
 
 type Wake = () => void;
 const watchers = new Map<string, Set<Wake>>();
-const openPerUser = new Map<string, number>();
+/** Open streams per user on this replica (PROGRESS_STREAMS_PER_USER; one more answers 429). */
+const slots = connectionSlots();
 let listener: ChannelListener | undefined;
 
 function wakeAll() {
@@ -105,11 +105,9 @@ export async function progressEvents(
 ) {
   const userId = ownerId;
   await getOwnedAgent(userId, agentId);
-  const open = openPerUser.get(userId) ?? 0;
-  if (open >= STREAMS_PER_USER) {
-    throw new DomainError(429, `Too many open event streams: at most ${STREAMS_PER_USER}`);
-  }
-  openPerUser.set(userId, open + 1);
+  const cap = env().PROGRESS_STREAMS_PER_USER;
+  const release = slots.take({ key: userId, cap });
+  if (!release) throw new DomainError(429, `Too many open event streams: at most ${cap}`);
   ensureListener();
   const keepAliveMs = env().PROGRESS_KEEPALIVE_MS;
   let cleanup: () => void = () => {};
@@ -132,8 +130,7 @@ export async function progressEvents(
         unguard();
         signal.removeEventListener("abort", close);
         shutdownSignal().removeEventListener("abort", close);
-        openPerUser.set(userId, (openPerUser.get(userId) ?? 1) - 1);
-        if ((openPerUser.get(userId) ?? 0) <= 0) openPerUser.delete(userId);
+        release();
         try {
           controller.close();
         } catch {
@@ -216,4 +213,4 @@ export async function progressEvents(
 }
 
 /** Streams open on this replica (tests and the operator's view). */
-export const openProgressStreams = () => [...openPerUser.values()].reduce((sum, n) => sum + n, 0);
+export const openProgressStreams = () => slots.total();

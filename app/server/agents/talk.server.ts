@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { creditRefusalIn } from "../ai/credit-refusal.server.ts";
 import { modelSource } from "../ai/model-source.server.ts";
+import { startTurn } from "../ai/turns.server.ts";
 import type { GatewayClient } from "../openclaw/client.server.ts";
 import { isGatewayRefusal } from "../openclaw/connections.server.ts";
 import {
@@ -200,7 +201,11 @@ export async function chat(
   userId: string,
   input: { message: string; sessionId?: string; agentId?: string },
   events: TurnEvents = {},
-  options: { startWaitMs?: number } = {},
+  options: {
+    startWaitMs?: number;
+    /** The person sending it (a member acting for an organisation): its calls' attribution. */
+    personId?: string;
+  } = {},
 ): Promise<{ sessionId: string; reply: string; timestamp: number }> {
   const target = await targetOf(userId, input.agentId);
   // A chat is activity (the agent stays awake) and wakes a sleeping agent (decision 0164).
@@ -214,7 +219,15 @@ export async function chat(
       async (client, instance) => {
         const key = await resolveChatSession(client, instance, target, input.sessionId);
         await setActiveSession(userId, target, key);
-        const { reply } = await runTurn(client, key, input.message, events);
+        // The gateway's model calls during the turn are attributed to it (decision 0215).
+        const endTurn = await startTurn({
+          instanceId: instance.id,
+          agentId: target.agent?.id ?? null,
+          personId: options.personId ?? null,
+        });
+        const { reply } = await runTurn(client, key, input.message, events).finally(
+          () => void endTurn(),
+        );
         // Recording reads the gateway's history (its message ids are the dedupe keys); the reply
         // does not wait for it. A failure is logged; the next turn records the session again.
         const recorded = recordSession(target, client, key).catch((error: unknown) =>

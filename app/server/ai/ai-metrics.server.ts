@@ -50,6 +50,12 @@ const held = new Counter({
   help: "Micro-USD held from credits for AI calls before they ran (settled to the charge after)",
   registers: [registry],
 });
+const overBound = new Counter({
+  name: `${PREFIX}ai_over_bound_micro_usd_total`,
+  help: "Micro-USD providers reported beyond an AI call's bound: never charged, counted as uncollected",
+  labelNames: ["provider", "model_family"] as const,
+  registers: [registry],
+});
 const refusals = new Counter({
   name: `${PREFIX}ai_refusals_total`,
   help: "AI calls refused with 402, by reason (credits, daily_limit)",
@@ -173,6 +179,12 @@ export function recordAiOverhead(ms: number): void {
 export function recordHeld(microUsd: number): void {
   if (!metricsEnabled()) return;
   if (microUsd > 0) held.inc(microUsd);
+}
+
+/** What a provider reported beyond a call's bound (decision 0206): the part never charged. */
+export function recordOverBound(provider: string, model: string, microUsd: number): void {
+  if (!metricsEnabled() || microUsd <= 0) return;
+  overBound.inc({ provider, model_family: modelFamily(model) }, microUsd);
 }
 
 export function recordRefusal(reason: "credits" | "daily_limit"): void {

@@ -14,6 +14,7 @@ import {
   pendingReturns,
   wantsRefill,
 } from "./credit-leases.server.ts";
+import { keepHoldsRenewed } from "./hold-renewal.server.ts";
 import { usdToMicro } from "./money.server.ts";
 
 // Credits and budgets. Before a call, the most it can cost is held on the user's ai_accounts row
@@ -21,9 +22,6 @@ import { usdToMicro } from "./money.server.ts";
 // spend limit (both modes) — and recorded in ai_reservations; metering releases it and debits
 // the real cost. The row lock of that statement is what serialises a user's concurrent calls, so
 // they can never hold more than the balance (docs/decisions/0024).
-
-/** Reservations older than this are from a crashed process: swept by the catalog job. */
-export const RESERVATION_TTL_MINUTES = 10;
 
 export type BillingMode = "credits" | "byok";
 
@@ -208,6 +206,7 @@ function refillAhead(lease: Lease): void {
     const ok = size > 0;
     // A lease that was replaced meanwhile (rotation on the request path) keeps its successor.
     if (ok && activeLease(lease.userId, lease.mode) === lease) {
+      keepHoldsRenewed();
       return openLease(id, lease.userId, lease.mode, block);
     }
     if (ok) return releaseUnused(id, lease.userId, block).then(() => lease);
@@ -249,7 +248,9 @@ async function takeLease(
       size = await tryReserve(id, userId, min, block, mode);
     }
   }
-  return size > 0 ? openLease(id, userId, mode, size) : undefined;
+  if (size === 0) return undefined;
+  keepHoldsRenewed();
+  return openLease(id, userId, mode, size);
 }
 
 async function refuse(userId: string, amount: number): Promise<never> {
@@ -270,21 +271,4 @@ export async function setDailyLimit(userId: string, usd: number): Promise<void> 
     values (${userId}, ${usdToMicro(usd)})
     on conflict (user_id) do update set daily_limit_micro_usd = excluded.daily_limit_micro_usd,
       updated_at = now()`;
-}
-
-/** Releases reservations left behind by crashed processes. */
-export async function sweepStaleReservations(): Promise<number> {
-  const rows = await db()<{ n: number }[]>`
-    with gone as (
-      delete from ai_reservations
-      where created_at < now() - make_interval(mins => ${RESERVATION_TTL_MINUTES})
-      returning user_id, amount_micro_usd
-    ), per_user as (
-      select user_id, sum(amount_micro_usd) as amount, count(*) as n from gone group by user_id
-    ), released as (
-      update ai_accounts a set held_micro_usd = greatest(0, a.held_micro_usd - p.amount)
-      from per_user p where a.user_id = p.user_id returning p.n
-    )
-    select coalesce(sum(n), 0)::int as n from released`;
-  return rows[0]?.n ?? 0;
 }

@@ -7,6 +7,7 @@ import {
   recordAiOverhead,
   recordFirstToken,
   recordHeld,
+  recordOverBound,
   recordProviderError,
 } from "./ai-metrics.server.ts";
 import { type BillingMode, type Reservation, reserve } from "./budgets.server.ts";
@@ -301,6 +302,7 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
         },
         "AI provider reported usage over the call's bound",
       );
+      recordOverBound(model.provider, model.id, cost - charged);
     }
     meter(
       {

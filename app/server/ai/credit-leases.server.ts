@@ -31,7 +31,7 @@ export interface Lease {
   released: boolean;
 }
 
-/** A lease rotates this often, far below the sweeper's TTL for orphaned holds. */
+/** A lease rotates this often; its row is renewed while its calls run (hold-renewal.server.ts). */
 export const LEASE_MAX_AGE_MS = 60_000;
 /** A lease nobody drew from for this long is given back. */
 export const LEASE_IDLE_MS = 5_000;
@@ -195,6 +195,20 @@ export function markReleased(lease: Lease): void {
   lease.released = true;
   retiring.delete(lease);
   wake(lease);
+}
+
+/** Leases whose rows this process still has in the database: renewed while it lives. */
+export function heldLeases(): Lease[] {
+  return [...active.values(), ...retiring].filter((l) => !l.released);
+}
+
+/**
+ * A lease whose row was swept while this process lived: retired, and holding nothing in the
+ * database any more, so its calls' settlements take nothing from the account's holds.
+ */
+export function forfeit(lease: Lease): void {
+  retire(lease);
+  lease.dbHeld = 0;
 }
 
 export const hasRetiring = () => retiring.size > 0;

@@ -229,13 +229,18 @@ async function writeBatch(batch: Queued[]): Promise<void> {
     // The rows and the releases, sent at once too.
     const second: Array<Promise<unknown>> = [];
     if (usage.length > 0) {
+      // A gateway's call is attributed to the person and agent of the platform's turn running
+      // on its instance when it was made, when exactly one person (or agent) fits (decision
+      // 0215, ai/turns.server.ts); the grace covers the turn's end being written after it, and a
+      // turn never ended (a crash) stops counting after 10 minutes (a turn times out in 2).
       second.push(tx`insert into ai_usage (id, user_id, instance_id, endpoint, provider, model,
           prompt_tokens, completion_tokens, tokens_estimated, cost_micro_usd, uncollected_micro_usd,
-          billing_mode, stream, latency_ms, status, http_status, error, created_at)
+          billing_mode, stream, latency_ms, status, http_status, error, created_at,
+          acting_user_id, agent_id)
         select id, user_id, instance_id, endpoint, provider, model, prompt_tokens::int,
           completion_tokens::int, tokens_estimated::boolean, cost_micro_usd::bigint,
           uncollected_micro_usd::bigint, billing_mode, stream::boolean, latency_ms::int, status,
-          http_status::int, error, created_at::timestamptz
+          http_status::int, error, created_at::timestamptz, turn.person_id, turn.agent_id
         from unnest(${col(usage, (u) => u.id)}::text[], ${col(usage, (u) => u.user_id)}::text[],
           ${col(usage, (u) => u.instance_id)}::text[], ${col(usage, (u) => u.endpoint)}::text[],
           ${col(usage, (u) => u.provider)}::text[], ${col(usage, (u) => u.model)}::text[],
@@ -250,7 +255,19 @@ async function writeBatch(batch: Queued[]): Promise<void> {
           ${col(usage, (u) => u.created_at)}::text[])
           as t(id, user_id, instance_id, endpoint, provider, model, prompt_tokens,
             completion_tokens, tokens_estimated, cost_micro_usd, uncollected_micro_usd,
-            billing_mode, stream, latency_ms, status, http_status, error, created_at)`);
+            billing_mode, stream, latency_ms, status, http_status, error, created_at)
+        left join lateral (
+          select
+            case when count(r.person_id) = count(*) and count(distinct r.person_id) = 1
+              then min(r.person_id) end as person_id,
+            case when count(r.agent_id) = count(*) and count(distinct r.agent_id) = 1
+              then min(r.agent_id) end as agent_id
+          from ai_turns r
+          where t.endpoint = 'agents' and r.instance_id = t.instance_id
+            and r.started_at <= t.created_at::timestamptz + interval '2 seconds'
+            and r.started_at > t.created_at::timestamptz - interval '10 minutes'
+            and coalesce(r.ended_at, 'infinity') >= t.created_at::timestamptz - interval '2 seconds'
+        ) turn on true`);
     }
     if (ledger.length > 0) {
       second.push(tx`insert into credit_ledger (id, user_id, amount_micro_usd, reason, created_at)

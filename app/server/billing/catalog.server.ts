@@ -259,8 +259,6 @@ export const creditPacks: readonly {
 
 /** The storage upgrade: +50 GB for each completed checkout. */
 export const STORAGE_UPGRADE_GB = 50;
-/** Storage every account has before any upgrade. */
-export const BASE_STORAGE_GB = 5;
 
 export const FREE_LIMITS: PlanLimits = { agentThreads: 0, ramMb: 0, gatewaySeats: 0 };
 

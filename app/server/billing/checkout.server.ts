@@ -1,4 +1,5 @@
 import type { User } from "../accounts/model.server.ts";
+import { billingContactOf } from "../organisations/billing-contact.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
@@ -18,9 +19,22 @@ import { type Stripe, stripe, stripeFailure } from "./stripe.server.ts";
 // Stripe Checkout: every purchase (plan, add-on, suite, billing-API plan, credit pack, storage)
 // is a Checkout session for the user's one Stripe customer, with the user id in
 // client_reference_id and metadata. Fulfilment happens only from webhooks (webhooks.server.ts).
+// An organisation buys as a user does, its customer carrying its billing contact's email
+// (decision 0215); its plan checkout may carry extra seats.
+
+type Buyer = Pick<User, "id" | "email" | "name"> & { kind?: User["kind"] };
+
+/** Who the processor's customer is: a person, or an organisation with its contact's email. */
+export async function billingIdentity(buyer: Buyer): Promise<Pick<User, "id" | "email" | "name">> {
+  if (buyer.kind !== "organisation") return buyer;
+  const contact = await billingContactOf(buyer.id);
+  if (!contact) throw new DomainError(409, "The organisation has no billing contact with an email");
+  return { id: buyer.id, email: contact.email, name: buyer.name };
+}
 
 /** The user's Stripe customer id, created once (Stripe's idempotency key guards a race). */
-export async function ensureCustomer(user: Pick<User, "id" | "email" | "name">): Promise<string> {
+export async function ensureCustomer(buyer: Buyer): Promise<string> {
+  const user = await billingIdentity(buyer);
   const [existing] = await db()<{ stripe_customer_id: string }[]>`
     select stripe_customer_id from billing_customers where user_id = ${user.id}`;
   if (existing) return existing.stripe_customer_id;
@@ -38,6 +52,17 @@ export async function ensureCustomer(user: Pick<User, "id" | "email" | "name">):
     on conflict (user_id) do update set user_id = excluded.user_id
     returning stripe_customer_id`;
   return row!.stripe_customer_id;
+}
+
+/** An organisation's customer takes its billing contact's new email (no customer yet: nothing). */
+export async function syncCustomerEmail(ownerId: string, email: string): Promise<void> {
+  const customer = await customerIdOf(ownerId);
+  if (!customer) return;
+  try {
+    await stripe().customers.update(customer, { email });
+  } catch (error) {
+    throw stripeFailure(error);
+  }
 }
 
 export async function customerIdOf(userId: string): Promise<string | undefined> {
@@ -102,11 +127,25 @@ const absolute = (path: string) => new URL(path, env().APP_URL).toString();
 export interface CheckoutOptions {
   successPath?: string;
   cancelPath?: string;
+  /** Extra gateway seats on an organisation's plan subscription (STRIPE_PRICE_SEAT). */
+  seats?: number;
+}
+
+/** The seat price's line, or none; 400 for a person, 503 without a seat price. */
+function seatLine(buyer: Buyer, kind: ItemKind, seats: number | undefined) {
+  if (!seats) return [];
+  if (buyer.kind !== "organisation" || kind !== "plan") {
+    throw new DomainError(400, "seats: extra seats are bought with an organisation's plan");
+  }
+  const price = env().STRIPE_PRICE_SEAT;
+  if (!price)
+    throw new DomainError(503, "No Stripe price is configured for seats (STRIPE_PRICE_SEAT)");
+  return [{ price, quantity: seats }];
 }
 
 /** A Checkout session for one catalog item; returns its URL. */
 export async function createCheckout(
-  user: Pick<User, "id" | "email" | "name">,
+  user: Buyer,
   kind: ItemKind,
   id: string,
   options: CheckoutOptions = {},
@@ -130,6 +169,7 @@ export async function createCheckout(
     );
   }
   await refuseSecondSubscription(user.id, kind, id);
+  const seats = seatLine(user, kind, options.seats);
   const customer = await ensureCustomer(user);
   const payment = kind === "credits" || kind === "storage";
   const metadata = { userId: user.id, kind, item: id };
@@ -137,7 +177,7 @@ export async function createCheckout(
     mode: payment ? "payment" : "subscription",
     customer,
     client_reference_id: user.id,
-    line_items: [{ price, quantity: 1 }],
+    line_items: [{ price, quantity: 1 }, ...seats],
     metadata,
     success_url: absolute(options.successPath ?? "/billing?checkout=success"),
     cancel_url: absolute(options.cancelPath ?? "/billing?checkout=canceled"),
@@ -154,7 +194,7 @@ export async function createCheckout(
 }
 
 /** Credits checkout by Stripe price id (only the configured credit-pack prices). */
-export function creditCheckoutByPrice(user: Pick<User, "id" | "email" | "name">, price: string) {
+export function creditCheckoutByPrice(user: Buyer, price: string) {
   const item = itemByPriceId(price);
   if (item?.kind !== "credits") {
     throw new DomainError(400, "price: not one of the allowed credit prices");
@@ -162,16 +202,13 @@ export function creditCheckoutByPrice(user: Pick<User, "id" | "email" | "name">,
   return createCheckout(user, "credits", item.id);
 }
 
-export function creditCheckoutByPack(
-  user: Pick<User, "id" | "email" | "name">,
-  pack: CreditPackId,
-) {
+export function creditCheckoutByPack(user: Buyer, pack: CreditPackId) {
   if (!creditPacks.some((c) => c.id === pack)) throw new DomainError(400, "pack: unknown pack");
   return createCheckout(user, "credits", pack);
 }
 
 /** The storage upgrade: success and cancel land on the files dashboard. */
-export async function createStorageCheckout(user: Pick<User, "id" | "email" | "name">) {
+export async function createStorageCheckout(user: Buyer) {
   try {
     return await createCheckout(user, "storage", "storage-50gb", {
       successPath: `/files?upgrade=success&gb=${STORAGE_UPGRADE_GB}`,

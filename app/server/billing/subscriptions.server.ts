@@ -2,11 +2,11 @@ import type postgres from "postgres";
 import type { User } from "../accounts/model.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
+import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { sendJob } from "../platform/jobs.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import {
-  BASE_STORAGE_GB,
   itemByPriceId,
   type PlanId,
   planLimits,
@@ -21,6 +21,7 @@ import {
   operatorPlan,
   selfHosted,
 } from "./plan-assignments.server.ts";
+import { GIB, storageEntitlement } from "./storage-limit.server.ts";
 import { type Stripe, stripe, stripeFailure } from "./stripe.server.ts";
 
 // Subscription state as Stripe last said it was. Only writeSubscription writes it, always from a
@@ -44,6 +45,9 @@ export interface SubscriptionRow {
   current_period_end: Date | null;
   cancel_at_period_end: boolean;
   canceled_at: Date | null;
+  seat_quantity: number;
+  seats_kept: number;
+  seats_kept_until: Date | null;
   updated_at: Date;
 }
 
@@ -113,7 +117,10 @@ async function writeSubscription(
   const [owner] = await t<{ user_id: string }[]>`
     select user_id from billing_customers where stripe_customer_id = ${customerId}`;
   const userId = sub.metadata?.userId || owner?.user_id;
-  const priceId = sub.items.data[0]?.price?.id;
+  // The item that names the plan (or add-on...); the seat price is a quantity beside it.
+  const seatPrice = env().STRIPE_PRICE_SEAT;
+  const priceId = sub.items.data.find((i) => i.price?.id !== seatPrice)?.price?.id;
+  const seats = seatQuantityOf(sub);
   const item = priceId ? itemByPriceId(priceId) : undefined;
   if (!userId || !priceId || !item || item.kind === "credits" || item.kind === "storage") {
     logger().warn(
@@ -128,20 +135,26 @@ async function writeSubscription(
   const [user] = await t<{ id: string }[]>`select id from users where id = ${userId}`;
   if (!user) return { userId };
   const [before] = await t<SubscriptionRow[]>`select * from subscriptions where id = ${sub.id}`;
+  const kept = keptSeats(before, seats);
   await t`
     insert into subscriptions (id, user_id, stripe_customer_id, kind, item, price_id, status,
-      current_period_end, cancel_at_period_end, canceled_at)
+      current_period_end, cancel_at_period_end, canceled_at, seat_quantity, seats_kept,
+      seats_kept_until)
     values (${sub.id}, ${userId}, ${customerId}, ${kind}, ${item.id}, ${priceId}, ${sub.status},
       ${end}, ${sub.cancel_at_period_end ?? false},
-      ${sub.canceled_at ? new Date(sub.canceled_at * 1000) : null})
+      ${sub.canceled_at ? new Date(sub.canceled_at * 1000) : null}, ${seats}, ${kept.seats},
+      ${kept.until})
     on conflict (id) do update set kind = excluded.kind, item = excluded.item,
       price_id = excluded.price_id, status = excluded.status,
       current_period_end = excluded.current_period_end,
       cancel_at_period_end = excluded.cancel_at_period_end,
-      canceled_at = excluded.canceled_at, updated_at = now()`;
+      canceled_at = excluded.canceled_at, seat_quantity = excluded.seat_quantity,
+      seats_kept = excluded.seats_kept, seats_kept_until = excluded.seats_kept_until,
+      updated_at = now()`;
   const changed =
     !before ||
     before.status !== sub.status ||
+    before.seat_quantity !== seats ||
     before.item !== item.id ||
     before.current_period_end?.getTime() !== end?.getTime() ||
     before.cancel_at_period_end !== (sub.cancel_at_period_end ?? false);
@@ -150,6 +163,9 @@ async function writeSubscription(
       before && before.item !== item.id ? `${before.item} -> ${item.id}` : undefined,
       end ? `period end ${end.toISOString()}` : undefined,
       sub.cancel_at_period_end ? "cancels at period end" : undefined,
+      (before?.seat_quantity ?? 0) !== seats
+        ? `seats ${before?.seat_quantity ?? 0} -> ${seats}${kept.until ? ` (${kept.seats} kept until ${kept.until.toISOString()})` : ""}`
+        : undefined,
     ]
       .filter(Boolean)
       .join("; ");
@@ -177,6 +193,36 @@ async function writeSubscription(
   await refreshUserPlan(t, userId);
   const canceledNow = sub.status === "canceled" && before?.status !== "canceled";
   return canceledNow ? { userId, canceled: { periodEnd: end } } : { userId };
+}
+
+/** The quantity of the seat price on the subscription (0 without a seat item). */
+export function seatQuantityOf(sub: Stripe.Subscription): number {
+  const seatPrice = env().STRIPE_PRICE_SEAT;
+  if (!seatPrice) return 0;
+  return sub.items.data
+    .filter((i) => i.price?.id === seatPrice)
+    .reduce((sum, i) => sum + (i.quantity ?? 0), 0);
+}
+
+/**
+ * Seats lowered during a paid period stay until its end (decision 0215): the count kept and
+ * until when, from the row as it was and the new quantity. Raising them again, or a new period,
+ * ends the keeping.
+ */
+function keptSeats(
+  before: SubscriptionRow | undefined,
+  seats: number,
+): { seats: number; until: Date | null } {
+  if (!before) return { seats: 0, until: null };
+  const stillKept =
+    before.seats_kept_until && before.seats_kept_until.getTime() > Date.now()
+      ? before.seats_kept
+      : 0;
+  const paidFor = Math.max(before.seat_quantity, stillKept);
+  const until =
+    before.seats_kept_until && stillKept > 0 ? before.seats_kept_until : before.current_period_end;
+  if (seats >= paidFor || !until || until.getTime() <= Date.now()) return { seats: 0, until: null };
+  return { seats: paidFor, until };
 }
 
 /**
@@ -212,6 +258,27 @@ export async function refreshSubscriptionFromStripe(subscriptionId: string, refe
     return writeSubscription(t, sub, reference);
   });
   return afterWrite(written);
+}
+
+/**
+ * Reads a subscription from Stripe, changes it there with `update` and writes the result, all
+ * under the subscription's lock (as changePlan does): the seat quantity's way of changing it.
+ */
+export async function updateSubscriptionInStripe(
+  subscriptionId: string,
+  reference: string,
+  update: (sub: Stripe.Subscription) => Promise<Stripe.Subscription>,
+): Promise<void> {
+  const written = await underSubscriptionLock(subscriptionId, async (t) => {
+    let updated: Stripe.Subscription;
+    try {
+      updated = await update(await stripe().subscriptions.retrieve(subscriptionId));
+    } catch (error) {
+      throw stripeFailure(error);
+    }
+    return writeSubscription(t, updated, reference);
+  });
+  await afterWrite(written);
 }
 
 /**
@@ -334,11 +401,9 @@ export async function billingHistory(userId: string, limit = 20): Promise<Ledger
   }));
 }
 
-/** Storage limit in GB: the base plus every completed storage upgrade. */
+/** Storage limit in GB the user is owed (storage-limit.server.ts, decision 0217). */
 export async function storageLimitGb(userId: string): Promise<number> {
-  const [row] = await db()<{ gb: number }[]>`
-    select coalesce(sum(gigabytes), 0)::int as gb from storage_grants where user_id = ${userId}`;
-  return BASE_STORAGE_GB + (row?.gb ?? 0);
+  return (await storageEntitlement(userId)).limitBytes / GIB;
 }
 
 /** The subscription that carries the user's monthly plan, if any is live. */
@@ -367,7 +432,8 @@ export async function changePlan(userId: string, plan: PlanId): Promise<void> {
     let updated: Stripe.Subscription;
     try {
       const sub = await client.subscriptions.retrieve(current.id);
-      const itemId = sub.items.data[0]?.id;
+      // The plan's item, not the seats' (decision 0215).
+      const itemId = sub.items.data.find((i) => i.price?.id !== env().STRIPE_PRICE_SEAT)?.id;
       if (!itemId) throw new DomainError(502, "Subscription has no item to change");
       updated = await client.subscriptions.update(current.id, {
         items: [{ id: itemId, price }],

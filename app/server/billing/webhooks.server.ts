@@ -193,16 +193,23 @@ async function grantCredits(userId: string, session: Stripe.Checkout.Session): P
 }
 
 async function grantStorage(userId: string, sessionId: string): Promise<string> {
-  return db().begin(async (t) => {
-    const rows = await t`
+  return db()
+    .begin(async (t) => {
+      const rows = await t`
       insert into storage_grants (checkout_session_id, user_id, gigabytes)
       values (${sessionId}, ${userId}, ${STORAGE_UPGRADE_GB})
       on conflict (checkout_session_id) do nothing returning checkout_session_id`;
-    if (!rows.length) return "storage already granted";
-    await t`insert into billing_ledger (user_id, kind, item, detail, reference)
+      if (!rows.length) return "storage already granted";
+      await t`insert into billing_ledger (user_id, kind, item, detail, reference)
       values (${userId}, 'storage', 'storage-50gb', ${`+${STORAGE_UPGRADE_GB} GB`}, ${sessionId})`;
-    return `storage +${STORAGE_UPGRADE_GB} GB`;
-  });
+      return `storage +${STORAGE_UPGRADE_GB} GB`;
+    })
+    .then(async (outcome) => {
+      // The worker's storage pass raises the volume's limit live (decision 0217); sent again on
+      // a replay too (idempotent), so a crash between the grant and the send loses nothing.
+      await sendJob("sample-storage", { userId });
+      return outcome;
+    });
 }
 
 /** The subscription an invoice belongs to (API 2026: under parent.subscription_details). */

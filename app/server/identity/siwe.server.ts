@@ -3,6 +3,7 @@ import { parseSiweMessage, type SiweMessage } from "viem/siwe";
 import { toUser, type User, type UserRow } from "../accounts/model.server.ts";
 import { revokeUnprovenAccess } from "../accounts/takeover.server.ts";
 import { createUser, findUserByEmail } from "../accounts/users.server.ts";
+import { refuseSignIn } from "../organisations/sso-enforcement.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
@@ -110,6 +111,11 @@ export async function userForWallet(address: Address): Promise<WalletSignIn> {
     where w.address = ${address} and u.id = w.user_id
     returning u.*`;
   if (linked) {
+    // A linked account at a domain whose organisation requires SSO (docs/decisions/0212).
+    const refused = linked.email
+      ? await refuseSignIn(linked.email, linked.id, "wallet")
+      : undefined;
+    if (refused) throw refused;
     await recordAudit({
       action: "auth.signin",
       actor: { type: "user", id: linked.id, userId: linked.id },

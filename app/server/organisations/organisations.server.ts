@@ -140,7 +140,12 @@ async function keepAnOwner(t: postgres.TransactionSql, organisationId: string, u
     select 1 from organisation_members
     where organisation_id = ${organisationId} and role = 'owner' and user_id <> ${userId}
     limit 1`;
-  if (!other) throw new DomainError(409, "An organisation keeps at least one owner");
+  if (!other) {
+    throw new DomainError(
+      409,
+      `An organisation keeps at least one owner: transfer its ownership first (POST /api/organizations/${organisationId}/ownership) or delete it`,
+    );
+  }
 }
 
 /**

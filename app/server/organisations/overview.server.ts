@@ -5,6 +5,12 @@ import { type AuditEntry, listAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
 import { listMembers, type Member, requirePermission } from "./organisations.server.ts";
 import { allows, type Role } from "./roles.server.ts";
+import {
+  type AgentSpend,
+  currentMonth,
+  type MemberSpend,
+  organisationSpend,
+} from "./spend.server.ts";
 
 // The mission-control view of an organisation (issue 48, decision 0207): its agents and their
 // state, its model spend this month, its members and, for roles that may read it, the latest of
@@ -28,8 +34,9 @@ export interface Overview {
   role: Role;
   agents: OverviewAgent[];
   spend: MonthSpend & {
-    /** Always null: calls are metered per instance, not per member (decision 0207). */
-    perMember: null;
+    /** This month by member and by agent (decision 0215); null for a role without billing.read. */
+    perMember: MemberSpend[] | null;
+    perAgent: AgentSpend[] | null;
   };
   members: Member[];
   /** The latest entries, newest first; null when the role may not read the audit log. */
@@ -53,9 +60,12 @@ export async function organisationOverview(
     "agents.read",
     db(),
   );
-  const [rows, spend, members, audit] = await Promise.all([
+  const [rows, spend, split, members, audit] = await Promise.all([
     listAgentSummaryRows(organisationId),
     monthSpend(organisationId),
+    allows(role, "billing.read")
+      ? organisationSpend(organisationId, personId, currentMonth())
+      : Promise.resolve(null),
     listMembers(organisationId, personId),
     allows(role, "audit.read")
       ? listAudit({ userId: organisationId, limit: OVERVIEW_AUDIT_ENTRIES }).then((p) => p.entries)
@@ -74,7 +84,7 @@ export async function organisationOverview(
         wake: wakeOf(instance),
       };
     }),
-    spend: { ...spend, perMember: null },
+    spend: { ...spend, perMember: split?.members ?? null, perAgent: split?.agents ?? null },
     members,
     audit,
   };

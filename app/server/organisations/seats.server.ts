@@ -1,6 +1,7 @@
 import type postgres from "postgres";
 import { planLimits } from "../billing/catalog.server.ts";
 import { selfHosted } from "../billing/plan-assignments.server.ts";
+import { paidSeats } from "../billing/seat-purchase.server.ts";
 import { effectivePlan } from "../billing/subscriptions.server.ts";
 import { recordAudit } from "../platform/audit.server.ts";
 import { db } from "../platform/db.server.ts";
@@ -23,6 +24,8 @@ export interface SeatLimit {
   fromPlan: number | null;
   /** Seats an operator gave on top. */
   extra: number;
+  /** Seats bought through the payment processor on top (decision 0215). */
+  paid: number;
   /** All the seats it has; null means unlimited. */
   limit: number | null;
 }
@@ -47,13 +50,14 @@ async function extraSeats(organisationId: string, sql: postgres.Sql | postgres.T
  * their own connections; holding the seat lock meanwhile could starve the pool).
  */
 export async function seatLimit(organisationId: string): Promise<SeatLimit> {
-  const [{ plan }, extra] = await Promise.all([
+  const [{ plan }, extra, paid] = await Promise.all([
     effectivePlan(organisationId),
     extraSeats(organisationId, db()),
+    paidSeats(organisationId),
   ]);
   const planExtra = planLimits(plan).gatewaySeats;
   const fromPlan = planExtra === null ? null : 1 + planExtra;
-  return { plan, fromPlan, extra, limit: fromPlan === null ? null : fromPlan + extra };
+  return { plan, fromPlan, extra, paid, limit: fromPlan === null ? null : fromPlan + extra + paid };
 }
 
 async function seatsTaken(
@@ -86,7 +90,9 @@ function refusal(limit: SeatLimit & { limit: number }, used: number, pending: nu
     limit.plan === "free"
       ? "it has no plan, which gives 1"
       : `its ${limit.plan} plan gives ${limit.fromPlan}`;
-  const extraPart = limit.extra > 0 ? `, plus ${limit.extra} given by the operator` : "";
+  const extraPart =
+    (limit.extra > 0 ? `, plus ${limit.extra} given by the operator` : "") +
+    (limit.paid > 0 ? `, plus ${limit.paid} bought` : "");
   const usedPart = count(used, "member uses one", "members use one");
   const heldPart =
     pending > 0
@@ -94,7 +100,7 @@ function refusal(limit: SeatLimit & { limit: number }, used: number, pending: nu
       : "";
   const more = selfHosted()
     ? "ask this server's operator for more seats"
-    : "move the organisation to a bigger plan for more";
+    : "buy more seats (PUT /api/organizations/:id/seats) or move the organisation to a bigger plan";
   return new DomainError(
     402,
     `Seat limit reached: this organisation has ${count(limit.limit, "seat", "seats")} (${planPart}${extraPart}); ${usedPart}${heldPart}. Remove a member, revoke an invitation, give the role viewer or billing (no seat), or ${more}.`,

@@ -15,6 +15,7 @@ import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
+import { withSessionLock } from "../platform/session-lock.server.ts";
 import { nativeBalance, onChain, paymentToken, tokenBalance } from "./token.server.ts";
 import { requireWallet, walletSigner } from "./wallets.server.ts";
 
@@ -96,19 +97,9 @@ export async function transfersOf(purpose: string): Promise<Transfer[]> {
   return rows.map(view);
 }
 
-/** Runs `fn` holding the sender lock of `address` (session advisory lock on a reserved connection). */
-export async function withSenderLock<T>(address: string, fn: () => Promise<T>): Promise<T> {
-  const conn = await db().reserve();
-  try {
-    await conn`select pg_advisory_lock(hashtextextended(${`sender:${address}`}, 0))`;
-    try {
-      return await fn();
-    } finally {
-      await conn`select pg_advisory_unlock(hashtextextended(${`sender:${address}`}, 0))`;
-    }
-  } finally {
-    conn.release();
-  }
+/** Runs `fn` holding the sender lock of `address` (a session advisory lock: session-lock.server.ts). */
+export function withSenderLock<T>(address: string, fn: () => Promise<T>): Promise<T> {
+  return withSessionLock({ hashtextextended: `sender:${address}` }, fn);
 }
 
 async function mark(

@@ -60,6 +60,8 @@ const schema = z.object({
   AI_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(60),
   /** pg-boss cron for the refresh-model-catalog job. */
   AI_CATALOG_REFRESH_CRON: z.string().default("17 * * * *"),
+  /** pg-boss cron of the sweep of credit holds whose process died (decision 0223). */
+  CREDIT_HOLD_SWEEP_CRON: z.string().default("* * * * *"),
   /** How long a process keeps the catalog in memory before reading the database again. */
   AI_CATALOG_CACHE_SECONDS: z.coerce.number().int().min(0).default(30),
   /** Default per-user daily spend limit in USD (table ai_budgets overrides per user). */
@@ -92,6 +94,20 @@ const schema = z.object({
   OIDC_SCOPES: z.string().default("openid email profile"),
   /** The ID-token (or userinfo) claim whose values are recorded as the account's groups. */
   OIDC_GROUPS_CLAIM: z.string().min(1).default("groups"),
+  /**
+   * DNS servers asked for a domain's verification TXT record (issue 49, decision 0212), as
+   * comma-separated `address` or `address:port`; unset: the system's resolvers.
+   */
+  DNS_RESOLVER: z.preprocess(
+    blank,
+    z
+      .string()
+      .regex(
+        /^\s*[^,\s]+(\s*,\s*[^,\s]+)*\s*$/,
+        "DNS_RESOLVER: comma-separated addresses (address or address:port)",
+      )
+      .optional(),
+  ),
   // Identity (issue 8): the EVM chain (Base) for wallet sign-in, token gating and EAS proofs,
   // the identity network's token issuer, and the gating token. docs/decisions/0050–0055.
   BASE_RPC_URL: z.url().default("https://mainnet.base.org"),
@@ -168,6 +184,8 @@ const schema = z.object({
   STRIPE_PRICE_CREDITS_200: optionalString,
   STRIPE_PRICE_CREDITS_500: optionalString,
   STRIPE_PRICE_STORAGE_50GB: optionalString,
+  // One extra gateway seat a month, sold as a quantity on an organisation's plan subscription.
+  STRIPE_PRICE_SEAT: optionalString,
   // Self-hosted mode (no STRIPE_SECRET_KEY): operators assign plans. DEFAULT_PLAN is the plan of
   // every user the operator has not assigned one (a plan id of the billing catalog, or `none`:
   // nobody hosts agents until assigned); unset, it is `solo` without a processor and `none` with
@@ -223,6 +241,19 @@ const schema = z.object({
   CONTROL_UI_SWEEP_CRON: z.string().default("*/10 * * * *"),
   // Deletes audit-log entries past their retention (90 days, a year with the add-on).
   AUDIT_PURGE_CRON: z.string().default("41 3 * * *"),
+  /**
+   * Hard storage limits (decision 0216): the btrfs filesystem deploy/host-storage.sh prepares;
+   * unset or unprepared, volumes are unlimited and the worker says so at start and in /ops.
+   */
+  STORAGE_ROOT: optionalString,
+  /** Every instance's storage before upgrades, in GB (a small install or a test sets 1). */
+  STORAGE_BASE_GB: z.coerce.number().positive().default(5),
+  /** pg-boss cron of the pass that samples storage usage, applies limits and sends warnings. */
+  STORAGE_SAMPLE_CRON: z.string().default("* * * * *"),
+  /** pg-boss cron of the sweep of OpenClaw's stale temporary folders in gateways (0224). */
+  TMP_SWEEP_CRON: z.string().default("23 * * * *"),
+  /** How long a lowered limit waits while the data is above it (days; decision 0217). */
+  STORAGE_GRACE_DAYS: z.coerce.number().min(0).default(14),
   /** How old an instance's measured storage may get before reconcile measures again (ms). */
   STORAGE_MEASURE_INTERVAL_MS: z.coerce.number().int().min(0).default(600_000),
   /** Where backups are stored: a local folder (BACKUP_DIR, default DATA_DIR/backups) or S3. */
@@ -279,6 +310,16 @@ const schema = z.object({
    * (a NOTIFY closes them at once; docs/decisions/0198-live-sockets-recheck-their-credential.md).
    */
   LIVE_RECHECK_MS: z.coerce.number().int().min(10).default(5_000),
+  /**
+   * Caps per person and web process on long-lived connections (docs/decisions/0220): live agent
+   * sockets (/agent/<id>), agent event streams (GET /api/agents/:id/events), and the agent
+   * ingress's concurrent requests and sockets (per user, and per agent's gateway). One more is
+   * refused with 429 {error} (a socket before its upgrade).
+   */
+  LIVE_SOCKETS_PER_USER: z.coerce.number().int().min(1).default(50),
+  PROGRESS_STREAMS_PER_USER: z.coerce.number().int().min(1).default(5),
+  INGRESS_CONNECTIONS_PER_USER: z.coerce.number().int().min(1).default(64),
+  INGRESS_CONNECTIONS_PER_AGENT: z.coerce.number().int().min(1).default(32),
   /** How long POST /api/agents/provision waits for a new instance (warm pool: it is running). */
   AGENT_PROVISION_WAIT_MS: z.coerce.number().int().min(0).default(10_000),
   /** Keep-alive comment (and re-read) interval of the agent event stream (decision 0158). */
@@ -310,6 +351,22 @@ const schema = z.object({
   SLEEP_WATCH_INTERVAL_MS: z.coerce.number().int().min(0).default(5_000),
   /** How long a chat to a sleeping agent waits for the wake to begin (the boot waits on). */
   AGENT_WAKE_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
+  /**
+   * At most this many wakes run at once on the platform (decision 0221); later ones wait their
+   * turn in order and the agent's detail says how many are ahead. Unset: the worker's core count.
+   */
+  WAKE_CONCURRENCY: z.preprocess(blank, z.coerce.number().int().min(1).max(64).optional()),
+  /**
+   * A full host (decision 0222): memory is tight when the engine host's MemAvailable is under this
+   * share of its RAM. Then the warm pool is emptied first, idle agents sleep after
+   * SLEEP_TIGHT_IDLE_SECONDS (coldest first) instead of their plan's period, and a wake waits in
+   * line until its gateway fits, keeping MEMORY_RESERVE_MIB free (0 turns all of it off).
+   */
+  MEMORY_TIGHT_PERCENT: z.coerce.number().min(0).max(90).default(15),
+  SLEEP_TIGHT_IDLE_SECONDS: z.coerce.number().int().min(0).default(120),
+  MEMORY_RESERVE_MIB: z.coerce.number().int().min(0).default(512),
+  /** How long a wake waits for room before it fails with "the host has no room" (decision 0222). */
+  WAKE_ROOM_WAIT_MS: z.coerce.number().int().min(0).default(120_000),
   /**
    * Warm pool: pre-started, paired generic gateways that provisioning adopts (0 = off). Unset,
    * each worker keeps 1 when it drives Docker on a host with ≥ 4 GiB available, else 0

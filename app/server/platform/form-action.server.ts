@@ -2,6 +2,7 @@ import type { SubmissionResult } from "@conform-to/react";
 import { parseWithZod } from "@conform-to/zod/v4";
 import { type ActionFunctionArgs, data } from "@remix-run/node";
 import type { z } from "zod";
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from "./db-unavailable.server.ts";
 import { DomainError, domainErrorStatus } from "./errors.server.ts";
 
 // The one way to write a page action (docs/decisions/0095): check access, parse the form with
@@ -88,7 +89,11 @@ export function formAction<S extends z.ZodType, A, T>(spec: FormActionSpec<S, A,
     let value: T | Response;
     try {
       value = await spec.handler({ ...args, value: submission.value, session });
-    } catch (error) {
+    } catch (thrown) {
+      // A database that is away is a 503 the page shows, not the error page (decision 0223).
+      const error = isDatabaseUnavailable(thrown)
+        ? new DomainError(503, DATABASE_UNAVAILABLE)
+        : thrown;
       if (!(error instanceof DomainError)) throw error;
       const m = FIELD_MESSAGE.exec(error.message);
       const result =

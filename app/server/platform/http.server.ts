@@ -3,6 +3,7 @@ import type { z } from "zod";
 import { addressKey } from "./address-key.server.ts";
 import { type AuditActor, withAuditScope } from "./audit.server.ts";
 import { clientIp } from "./client-ip.server.ts";
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from "./db-unavailable.server.ts";
 import { DomainError, domainErrorStatus } from "./errors.server.ts";
 import { logger } from "./logger.server.ts";
 import { consume, type RateLimitScope, rateLimitScopes } from "./rate-limit.server.ts";
@@ -12,7 +13,8 @@ import { tooLargeCap, tooLargeMessage } from "./web/request-body.server.ts";
 
 // The one way to write an /api route: declare each method's auth, rate-limit scope and zod
 // schemas; the builder parses, answers bad input with 400 {error}, maps DomainErrors to their
-// status and hides everything unexpected behind 500 {error: "Internal server error"}.
+// status, answers a database that cannot be reached with 503 (the client may retry) and hides
+// everything unexpected behind 500 {error: "Internal server error"}.
 // The platform knows no credential: `createApiBuilder` takes the app's authorizer, and routes
 // use the bound builder of app/server/api.server.ts.
 
@@ -432,10 +434,16 @@ async function answer<A extends AuthModes<A>>(
         extraHeaders,
       );
     }
-    logger().error(
-      { err: error, requestId, method: request.method, path: new URL(request.url).pathname },
-      "unhandled error in API route",
-    );
+    const where = { requestId, method: request.method, path: new URL(request.url).pathname };
+    // PostgreSQL restarting, failing over or refusing connections: not a bug (decision 0223).
+    if (isDatabaseUnavailable(error)) {
+      logger().warn({ err: error, ...where }, "database unavailable during an API request");
+      return withHeaders(plainError(503, DATABASE_UNAVAILABLE), {
+        ...extraHeaders,
+        "Retry-After": "5",
+      });
+    }
+    logger().error({ err: error, ...where }, "unhandled error in API route");
     return withHeaders(plainError(500, "Internal server error"), extraHeaders);
   }
 }

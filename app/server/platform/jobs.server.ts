@@ -14,6 +14,8 @@ type QueuePolicy = Omit<Queue, "name">;
 /** How the worker polls a queue (NOTIFY wakes it for new jobs, not for scheduled retries). */
 interface WorkPolicy {
   notifyPollingIntervalSeconds?: number;
+  /** Jobs of this queue one worker runs at once (else the worker's default). */
+  localConcurrency?: number;
 }
 
 interface JobDefinition<S extends z.ZodType> {
@@ -45,11 +47,15 @@ const define = <S extends z.ZodType>(
  * A job that drives the container runtime: heartbeats, and a 2 s backstop poll, since NOTIFY
  * wakes workers for new jobs but not for retries (pg-boss's backstop is 30 s).
  */
-const defineRuntimeJob = <S extends z.ZodType>(schema: S, policy: QueuePolicy) =>
+const defineRuntimeJob = <S extends z.ZodType>(
+  schema: S,
+  policy: QueuePolicy,
+  work: WorkPolicy = {},
+) =>
   define(
     schema,
     { heartbeatSeconds: HEARTBEAT_SECONDS, ...policy },
-    { notifyPollingIntervalSeconds: 2 },
+    { notifyPollingIntervalSeconds: 2, ...work },
   );
 
 export const jobCatalog = {
@@ -75,6 +81,8 @@ export const jobCatalog = {
     retryDelay: 30,
     expireInSeconds: 120,
   }),
+  // Releases credit holds whose process stopped renewing them (periodic, every minute: 0223).
+  "sweep-credit-holds": define(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 60 }),
   // One outgoing event to one operator endpoint. Backoff from ~1-2 s doubling to an hour: 14
   // retries span about four hours (docs/decisions/0015-outgoing-events.md). NOTIFY wakes the
   // worker for new jobs but not for scheduled retries, so this queue's backstop poll is 2 s
@@ -130,11 +138,13 @@ export const jobCatalog = {
     retryLimit: 0,
     expireInSeconds: 600,
   }),
-  "wake-instance": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
-    retryLimit: 2,
-    retryDelay: 1,
-    expireInSeconds: 600,
-  }),
+  // A wake waits its turn for a wake slot inside its job (decision 0221): a worker fetches many
+  // at once, so a wake asked for earlier is never left unfetched behind later ones that wait.
+  "wake-instance": defineRuntimeJob(
+    z.object({ instanceId: z.string().min(1) }),
+    { retryLimit: 2, retryDelay: 1, expireInSeconds: 600 },
+    { localConcurrency: 32 },
+  ),
   // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption). One retry: a
   // dead worker's fill is retried within seconds, and the retry discards the gateway the dead
   // attempt left 'starting' (worker/instances/pool-dead-fills.ts) instead of the next cron's fill.
@@ -155,6 +165,19 @@ export const jobCatalog = {
   ),
   // Periodic: compares desired with observed state of every instance, heals, removes orphans.
   reconcile: defineRuntimeJob(z.object({}).default({}), { retryLimit: 0, expireInSeconds: 300 }),
+  // Storage limits (decisions 0216, 0217): samples every limited volume's usage, applies the
+  // limit each user is owed (a storage upgrade, an operator's override, a lowering after its
+  // grace) and sends the 80 % / 95 % warnings; with a userId, that user's instance alone (a
+  // completed upgrade raises the limit at once). Idempotent: a second run finds nothing to do.
+  "sample-storage": defineRuntimeJob(
+    z.object({ userId: z.string().min(1).optional() }).default({}),
+    { retryLimit: 2, retryDelay: 10, expireInSeconds: 300 },
+  ),
+  // Periodic: removes OpenClaw's stale temporary folders from running gateways (decision 0224).
+  "sweep-gateway-tmp": defineRuntimeJob(z.object({}).default({}), {
+    retryLimit: 0,
+    expireInSeconds: 900,
+  }),
   // Periodic: removes Control UI devices left paired by a web process that died (decision 0170).
   "sweep-control-ui-devices": defineRuntimeJob(z.object({}).default({}), {
     retryLimit: 0,
@@ -241,7 +264,10 @@ export type JobName = keyof typeof jobCatalog;
 /** Periodic jobs: the worker registers these cron schedules (pg-boss `schedule`, UTC). */
 export const jobSchedules: Partial<Record<JobName, () => string>> = {
   "refresh-model-catalog": () => env().AI_CATALOG_REFRESH_CRON,
+  "sweep-credit-holds": () => env().CREDIT_HOLD_SWEEP_CRON,
   reconcile: () => env().RECONCILE_CRON,
+  "sample-storage": () => env().STORAGE_SAMPLE_CRON,
+  "sweep-gateway-tmp": () => env().TMP_SWEEP_CRON,
   "sweep-control-ui-devices": () => env().CONTROL_UI_SWEEP_CRON,
   "fill-pool": () => env().RUNTIME_POOL_CRON,
   "sleep-idle-instances": () => env().SLEEP_CRON,
@@ -365,6 +391,18 @@ export async function hasLiveJob<N extends JobName>(
   return jobs.some(
     (job) => job.state === "created" || job.state === "retry" || job.state === "active",
   );
+}
+
+/**
+ * One payload field of every job of `name` still to run or running (created, retry, active),
+ * read from pg-boss's table in one statement: which instances have a wake on its way, say.
+ */
+export async function liveJobField<N extends JobName>(name: N, field: string): Promise<string[]> {
+  const rows = await db()<{ value: string }[]>`
+    select distinct data->>${field} as value from pgboss.job
+    where name = ${name} and state in ('created', 'retry', 'active')
+      and data->>${field} is not null`;
+  return rows.map((r) => r.value);
 }
 
 /** A job's state and attempt (its retryCount), or undefined when the job is gone. */

@@ -25,6 +25,9 @@ export interface ChannelOptions {
   onReset(): void;
 }
 
+/** A heartbeat's payload, `ping:<listener>:<ms>`, whichever listener sent it. */
+const HEARTBEAT = /^ping:[0-9a-f]{16}:\d+$/;
+
 export function listenChannel(url: string, channel: string, options: ChannelOptions) {
   const heartbeatMs = options.heartbeatMs ?? 1000;
   const staleAfterMs = options.staleAfterMs ?? 3 * heartbeatMs;
@@ -63,8 +66,12 @@ export function listenChannel(url: string, channel: string, options: ChannelOpti
       const notify = {
         onnotify: (name: string, payload: string) => {
           if (name !== channel || conn !== sql) return;
-          if (payload.startsWith(ping)) {
-            lastEchoAt = Number(payload.slice(ping.length));
+          // Every listener on the channel hears every listener's heartbeats (other uses in this
+          // process, other replicas): only its own is an echo, none is a message. Passed on,
+          // another's heartbeat was an unknown message a second, which emptied the credential
+          // cache and rechecked every open live socket (decision 0220).
+          if (HEARTBEAT.test(payload)) {
+            if (payload.startsWith(ping)) lastEchoAt = Number(payload.slice(ping.length));
             return;
           }
           options.onMessage(payload);

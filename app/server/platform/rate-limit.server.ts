@@ -19,12 +19,19 @@ export const rateLimitScopes = {
   organisations: { points: 10, duration: 60 * 60, key: "user-or-ip" },
   // Invitations sent per person an hour (each sends an email: decision 0204).
   invitations: { points: 30, duration: 60 * 60, key: "user-or-ip" },
+  // Domain verifications per person a minute (each asks DNS: decision 0212).
+  "organisation-domain-verify": { points: 20, duration: 60, key: "user-or-ip" },
+  // SCIM calls per organisation's token a minute (an identity provider's sync: decision 0213).
+  scim: { points: 600, duration: 60, key: "account" },
   "forgot-password": { points: 5, duration: 15 * 60, key: "ip" },
   "reset-password": { points: 10, duration: 15 * 60, key: "ip" },
   "email-change": { points: 10, duration: 15 * 60, key: "ip" },
   // Public identity endpoints (SIWE nonces write a row each; the others call the chain or the
   // identity network): docs/decisions/0051-wallet-sign-in.md
   identity: { points: 60, duration: 60, key: "ip" },
+  // Organisation SSO lookups and SAML assertions per IP (each ACS call checks a signature and
+  // writes its assertion id): docs/decisions/0211.
+  sso: { points: 60, duration: 60, key: "ip" },
   // Hosted wallets, splits and escrow (each call reads the chain; some send transfers):
   // docs/decisions/0125-hosted-wallets.md
   payments: { points: 60, duration: 60, key: "user-or-ip" },

@@ -105,9 +105,19 @@ export function createStripeFake(base = STRIPE_BASE) {
     price: string;
     metadata: Obj;
     status?: string;
+    /** Further line items (seats): price and quantity each. */
+    more?: Array<{ price: string; quantity: number }>;
   }): Obj {
     const subId = id("sub");
     const start = now();
+    const item = (price: string, quantity: number) => ({
+      id: id("si"),
+      object: "subscription_item",
+      price: { id: price, object: "price" },
+      quantity,
+      current_period_start: start,
+      current_period_end: start + MONTH,
+    });
     return {
       id: subId,
       object: "subscription",
@@ -119,16 +129,7 @@ export function createStripeFake(base = STRIPE_BASE) {
       created: start,
       items: {
         object: "list",
-        data: [
-          {
-            id: id("si"),
-            object: "subscription_item",
-            price: { id: fields.price, object: "price" },
-            quantity: 1,
-            current_period_start: start,
-            current_period_end: start + MONTH,
-          },
-        ],
+        data: [item(fields.price, 1), ...(fields.more ?? []).map((m) => item(m.price, m.quantity))],
       },
     };
   }
@@ -149,6 +150,14 @@ export function createStripeFake(base = STRIPE_BASE) {
       };
       state.customers.set(customer.id, customer);
       if (key) state.idempotent.set(key, customer);
+      return HttpResponse.json(customer);
+    }),
+    http.post(`${base}/v1/customers/:id`, async ({ request, params }) => {
+      if (!authorized(request)) return unauthorized();
+      const body = await read(request);
+      const customer = state.customers.get(String(params.id));
+      if (!customer) return stripeError(404, `No such customer: '${params.id}'`, "id");
+      Object.assign(customer, body);
       return HttpResponse.json(customer);
     }),
     http.post(`${base}/v1/checkout/sessions`, async ({ request }) => {
@@ -197,13 +206,35 @@ export function createStripeFake(base = STRIPE_BASE) {
       const body = await read(request);
       const sub = state.subscriptions.get(String(params.id));
       if (!sub) return stripeError(404, `No such subscription: '${params.id}'`, "id");
-      const items = body.items as Array<{ id: string; price: string }> | undefined;
-      if (items?.[0]?.price) {
-        const item = (sub.items as { data: Obj[] }).data[0]!;
-        item.price = { id: items[0].price, object: "price" };
+      const key = request.headers.get("idempotency-key");
+      if (key && state.idempotent.has(key)) return HttpResponse.json(state.idempotent.get(key));
+      const items = body.items as
+        | Array<{ id?: string; price?: string; quantity?: string; deleted?: string }>
+        | undefined;
+      const data = (sub.items as { data: Obj[] }).data;
+      for (const change of items ?? []) {
+        const item = change.id ? data.find((i) => i.id === change.id) : undefined;
+        if (change.id && !item) return stripeError(400, `No such item: '${change.id}'`, "items");
+        if (item && change.deleted === "true") data.splice(data.indexOf(item), 1);
+        else if (item) {
+          if (change.price) item.price = { id: change.price, object: "price" };
+          if (change.quantity) item.quantity = Number(change.quantity);
+        } else if (change.price) {
+          const first = data[0] as Obj;
+          data.push({
+            id: id("si"),
+            object: "subscription_item",
+            price: { id: change.price, object: "price" },
+            quantity: Number(change.quantity ?? 1),
+            current_period_start: first.current_period_start,
+            current_period_end: first.current_period_end,
+          });
+        }
       }
       if (body.metadata) sub.metadata = body.metadata;
-      return HttpResponse.json(sub);
+      const answer = structuredClone(sub);
+      if (key) state.idempotent.set(key, answer);
+      return HttpResponse.json(answer);
     }),
     http.get(`${base}/v1/invoices/:id`, ({ request, params }) => {
       if (!authorized(request)) return unauthorized();
@@ -236,11 +267,14 @@ export function createStripeFake(base = STRIPE_BASE) {
     session.status = "complete";
     session.payment_status = "paid";
     if (session.mode === "subscription") {
-      const lineItems = session.line_items_for_test as Array<{ price: string }>;
+      const lineItems = session.line_items_for_test as Array<{ price: string; quantity?: string }>;
       const subData = session.subscription_data_for_test as { metadata?: Obj } | null;
       const sub = subscriptionObject({
         customer: String(session.customer),
         price: lineItems[0]!.price,
+        more: lineItems
+          .slice(1)
+          .map((l) => ({ price: l.price, quantity: Number(l.quantity ?? 1) })),
         metadata: subData?.metadata ?? {},
         ...(opts.status ? { status: opts.status } : {}),
       });

@@ -1,14 +1,16 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { connectionSlots } from "../connection-slots.server.ts";
 import { logger } from "../logger.server.ts";
 import { answer, proxyHttp } from "./ingress-http.server.ts";
-import { createSocketProxy, refuseUpgrade } from "./ingress-socket.server.ts";
+import { createSocketProxy } from "./ingress-socket.server.ts";
 import {
   DEFAULT_INGRESS_LIMITS,
   type IngressAuthority,
   type IngressContext,
   type IngressLimits,
 } from "./ingress-types.server.ts";
+import { refuseUpgrade } from "./upgrade-refusal.server.ts";
 
 // The ingress to agents' gateways: HTTP requests and WebSocket upgrades that an authority (handed
 // in by the entry, which knows the areas) claims are admitted by it and proxied to the gateway's
@@ -40,31 +42,14 @@ export function createIngress(
   overrides: Partial<IngressLimits> = {},
 ): Ingress {
   const limits = { ...DEFAULT_INGRESS_LIMITS, ...overrides };
-  const counts = new Map<string, number>();
-  let total = 0;
+  const slots = connectionSlots();
 
-  /** Takes a slot under both caps, or says which one is full. */
-  function acquire(agentKey: string, userKey: string): (() => void) | undefined {
-    const a = `agent:${agentKey}`;
-    const u = `user:${userKey}`;
-    if ((counts.get(a) ?? 0) >= limits.perAgent || (counts.get(u) ?? 0) >= limits.perUser) {
-      return undefined;
-    }
-    counts.set(a, (counts.get(a) ?? 0) + 1);
-    counts.set(u, (counts.get(u) ?? 0) + 1);
-    total += 1;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      total -= 1;
-      for (const key of [a, u]) {
-        const left = (counts.get(key) ?? 1) - 1;
-        if (left === 0) counts.delete(key);
-        else counts.set(key, left);
-      }
-    };
-  }
+  /** Takes a slot under both caps, or undefined when one is full. */
+  const acquire = (agentKey: string, userKey: string) =>
+    slots.take(
+      { key: `agent:${agentKey}`, cap: limits.perAgent },
+      { key: `user:${userKey}`, cap: limits.perUser },
+    );
 
   const ctx: IngressContext = { authority, limits, acquire };
   const proxyUpgrade = createSocketProxy(ctx);
@@ -87,6 +72,6 @@ export function createIngress(
       });
       return true;
     },
-    open: () => ({ total, byKey: new Map(counts) }),
+    open: () => ({ total: slots.total(), byKey: slots.byKey() }),
   };
 }

@@ -1,4 +1,4 @@
-import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
+import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import WebSocket from "ws";
 import { logger } from "../logger.server.ts";
@@ -9,23 +9,11 @@ import {
   type IngressLimits,
   type IngressVerdict,
 } from "./ingress-types.server.ts";
+import { refuseUpgrade } from "./upgrade-refusal.server.ts";
 
 // The ingress's WebSocket half: an upgrade admitted by the authority is opened to the gateway
 // and the two sockets relayed, messages rewritten per direction when the authority asks, with a
 // bounded send queue each way, an idle timeout and a periodic re-check of access.
-
-export function refuseUpgrade(socket: Socket, status: number, reason: string, headers = {}) {
-  if (socket.destroyed) return;
-  const extra = Object.entries(headers as OutgoingHttpHeaders)
-    .flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => `${k}: ${x}`) : [`${k}: ${v}`]))
-    .join("\r\n");
-  const body = JSON.stringify({ error: reason });
-  socket.end(
-    `HTTP/1.1 ${status} ${reason.replace(/[\r\n]/g, " ")}\r\nConnection: close\r\n` +
-      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `${extra ? `${extra}\r\n` : ""}\r\n${body}`,
-  );
-}
 
 /** The upgrade handler of one ingress (its WebSocket server only completes handshakes). */
 export function createSocketProxy(

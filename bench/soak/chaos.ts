@@ -1,0 +1,129 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import type { Platform } from "./platform.ts";
+import { type Recorder, stamp } from "./record.ts";
+import { LiveSocket } from "./turns.ts";
+import type { SoakUser } from "./users.ts";
+
+// The chaos loop: faults spread over the middle third of the run, each logged with its time.
+// The Docker engine is stopped only with SOAK_ENGINE_CHAOS=1 (it stops every container on the
+// engine, other people's too: decision 0218).
+
+const run = promisify(execFile);
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface ChaosEvent {
+  at: number;
+  name: string;
+  detail: string;
+}
+
+type Fault = { name: string; act: () => Promise<string> };
+
+async function containerOf(p: Platform, user: SoakUser): Promise<string | undefined> {
+  const [row] = await p.sql<{ container_id: string | null }[]>`
+    select container_id from instances where user_id = ${user.id}`;
+  return row?.container_id ?? undefined;
+}
+
+/** Host pids of every process in the container (`docker top`), to freeze them all. */
+async function containerPids(id: string): Promise<number[]> {
+  const { stdout } = await run("docker", ["top", id, "-eo", "pid"]);
+  return stdout
+    .split("\n")
+    .slice(1)
+    .map((l) => Number(l.trim()))
+    .filter((n) => Number.isInteger(n) && n > 0);
+}
+
+export function faults(p: Platform, rec: Recorder, users: SoakUser[]): Fault[] {
+  const talker = users.find((u) => u.role === "talker") ?? users[0];
+  const victim = users.find((u) => u.role === "small-balance") ?? talker;
+  const killChild = (name: "web" | "worker") => async () => {
+    const pid = await p.childPid(name);
+    if (!pid) return `no ${name} process running`;
+    process.kill(pid, "SIGKILL");
+    return `kill -9 ${name} pid ${pid}`;
+  };
+  const list: Fault[] = [
+    { name: "worker kill -9", act: killChild("worker") },
+    {
+      name: "gateway kill mid-turn",
+      act: async () => {
+        if (!talker) return "no agent";
+        const id = await containerOf(p, talker);
+        if (!id) return "no container";
+        const socket = new LiveSocket(p.url, talker);
+        const turn = socket.chat(rec);
+        await pause(800);
+        await run("docker", ["kill", id]).catch(() => {});
+        void turn.finally(() => socket.close());
+        return `docker kill ${id.slice(0, 12)} (${talker.id}) during a socket turn`;
+      },
+    },
+    { name: "web kill -9", act: killChild("web") },
+    {
+      name: "postgres restart",
+      act: async () => {
+        const t = Date.now();
+        await p.restartDatabase(3000);
+        return `stopped (fast) and started again in ${Date.now() - t} ms`;
+      },
+    },
+    {
+      name: "gateway SIGSTOP 30 s",
+      act: async () => {
+        if (!victim) return "no agent";
+        const id = await containerOf(p, victim);
+        if (!id) return "no container";
+        const pids = await containerPids(id).catch(() => []);
+        for (const pid of pids) process.kill(pid, "SIGSTOP");
+        const socket = new LiveSocket(p.url, victim);
+        void socket.chat(rec, "2000/1000").finally(() => socket.close());
+        await pause(30_000);
+        for (const pid of pids) {
+          try {
+            process.kill(pid, "SIGCONT");
+          } catch {
+            // replaced meanwhile: nothing left to thaw
+          }
+        }
+        return `${pids.length} processes of ${id.slice(0, 12)} (${victim.id}) frozen 30 s, then thawed`;
+      },
+    },
+  ];
+  if (process.env.SOAK_ENGINE_CHAOS === "1") {
+    list.push({
+      name: "engine stopped 30 s",
+      act: async () => {
+        await run("systemctl", ["stop", "docker.socket", "docker"]);
+        await pause(30_000);
+        await run("systemctl", ["start", "docker"]);
+        return "systemctl stop docker; 30 s; systemctl start docker";
+      },
+    });
+  }
+  return list;
+}
+
+/** Runs the faults one after another between `from` and `to`; returns the log. */
+export async function chaos(
+  list: Fault[],
+  rec: Recorder,
+  from: number,
+  to: number,
+  log: (line: string) => void,
+): Promise<ChaosEvent[]> {
+  const events: ChaosEvent[] = [];
+  const gap = (to - from) / list.length;
+  for (const [i, fault] of list.entries()) {
+    const due = from + i * gap;
+    if (due > Date.now()) await pause(due - Date.now());
+    const at = Date.now();
+    log(`${stamp(rec)} chaos: ${fault.name}`);
+    const detail = await fault.act().catch((error: unknown) => `failed: ${error}`);
+    events.push({ at, name: fault.name, detail });
+    log(`${stamp(rec)} chaos: ${fault.name}: ${detail}`);
+  }
+  return events;
+}

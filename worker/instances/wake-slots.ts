@@ -1,0 +1,112 @@
+import os from "node:os";
+import {
+  markWakeBackInLine,
+  markWakeStarted,
+  takeWakeTurn,
+} from "../../app/server/agents/wake-queue.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
+import { env } from "../../app/server/platform/env.server.ts";
+import { fits } from "./memory-pressure.ts";
+
+// A cap on concurrent wakes (decision 0221). Ten wakes at once on two cores each take several
+// times as long as one (a thawed gateway's first turn is CPU-bound paging-in), so a wake takes
+// one of WAKE_CONCURRENCY slots and the others wait their turn in order of request
+// (app/server/agents/wake-queue.server.ts). A slot is a session advisory lock on a reserved
+// connection: a worker that dies frees its slot with its connection.
+
+/** How often a waiting wake looks at the queue (a slot handed on costs at most this). */
+const POLL_MS = 100;
+
+/**
+ * The platform's wake slots: WAKE_CONCURRENCY, else the worker's core count; at most what the
+ * database pool leaves room for. A running wake holds two reserved connections (its slot and
+ * the instance's lock) and needs a third now and then for its queries: more slots than
+ * (DATABASE_POOL_MAX − 2) / 2 could reserve every connection and stall them all.
+ */
+export function wakeConcurrency(): number {
+  const wanted = env().WAKE_CONCURRENCY ?? os.availableParallelism();
+  const room = Math.floor((env().DATABASE_POOL_MAX - 2) / 2);
+  return Math.max(1, Math.min(wanted, room));
+}
+
+/** One slot taken on its own connection, or undefined when all are taken. */
+async function tryTakeSlot(slots: number): Promise<(() => Promise<void>) | undefined> {
+  const conn = await db().reserve();
+  try {
+    for (let slot = 0; slot < slots; slot++) {
+      const name = `wake-slot:${slot}`;
+      const [got] = await conn<{ ok: boolean }[]>`
+        select pg_try_advisory_lock(hashtext(${name})) as ok`;
+      if (got?.ok) {
+        return async () => {
+          try {
+            await conn`select pg_advisory_unlock(hashtext(${name}))`;
+          } finally {
+            conn.release();
+          }
+        };
+      }
+    }
+  } catch (error) {
+    conn.release();
+    throw error;
+  }
+  conn.release();
+  return undefined;
+}
+
+/** What a gateway without a recorded sample is taken to need awake (0178's measured range). */
+const DEFAULT_NEED_BYTES = 1024 ** 3;
+
+export class NoRoomToWakeError extends Error {}
+
+/**
+ * Admission (decision 0222): the wake at the head of the line starts only when the gateway's
+ * memory awake (its last sample before it slept) fits on the host. Until then it keeps its place
+ * (the sleep pass frees memory meanwhile: warm pool first, then the coldest idle agents); after
+ * WAKE_ROOM_WAIT_MS it fails rather than push a neighbour into the OOM killer.
+ */
+async function roomToWake(instanceId: string, waiting: { since: number | undefined }) {
+  const [row] = await db()<{ memory_bytes: number | null }[]>`
+    select memory_bytes from instances where id = ${instanceId}`;
+  if (await fits(Number(row?.memory_bytes ?? DEFAULT_NEED_BYTES))) return true;
+  waiting.since ??= Date.now();
+  if (Date.now() - waiting.since > env().WAKE_ROOM_WAIT_MS) {
+    await markWakeBackInLine(instanceId);
+    throw new NoRoomToWakeError("the host has no memory free to wake the agent");
+  }
+  return false;
+}
+
+/**
+ * Runs `wake` once the instance's turn has come and a slot is free, holding the slot while it
+ * runs. An instance that is no longer asleep needs no slot: `wake` runs at once (and finds
+ * nothing to do). `signal` (the job's) ends a wait whose job was given up.
+ */
+export async function withWakeSlot<T>(
+  instanceId: string,
+  wake: () => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  const waitingForRoom = { since: undefined as number | undefined };
+  for (;;) {
+    signal?.throwIfAborted();
+    const turn = await takeWakeTurn(instanceId);
+    if (!turn.sleeping) return wake();
+    if (turn.ahead === 0 && (await roomToWake(instanceId, waitingForRoom))) {
+      const release = await tryTakeSlot(wakeConcurrency());
+      if (release) {
+        try {
+          await markWakeStarted(instanceId);
+          return await wake();
+        } catch (error) {
+          await markWakeBackInLine(instanceId);
+          throw error;
+        } finally {
+          await release();
+        }
+      }
+    }
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
