@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import path from "node:path";
 import { env } from "../../app/server/platform/env.server.ts";
 import { DockerRuntime } from "./docker.ts";
@@ -21,6 +22,12 @@ export function processRuntime(root = path.resolve(env().DATA_DIR, "runtime")): 
     resolveOpenclaw,
     versionOf: openclawVersionOf,
   });
+}
+
+/** The name in the AI URL gateways call, unless it is an address (then no hosts entry is needed). */
+function platformHostOf(url: string | undefined): string | undefined {
+  const host = url ? new URL(url).hostname : undefined;
+  return host && !isIP(host.replace(/^\[|\]$/g, "")) ? host : undefined;
 }
 
 /**
@@ -51,10 +58,14 @@ export function getRuntime(): AgentRuntime {
         ? new SwarmRuntime({
             maxCpus: RUNTIME_MAX_CPUS,
             nodeEngines: SWARM_NODE_ENGINES,
-            // For isolateGateways (decision 0201: off until gateways resolve the web's name
-            // across nodes). Every node holds the gateway image; the anchor only sleeps in it.
+            // Each gateway on an overlay of its own, shared with the platform's containers only
+            // (decision 0201). Every node holds the gateway image; the anchor only sleeps in it.
+            isolateGateways: true,
             anchor: { image: AGENT_GATEWAY_IMAGE, network: RUNTIME_NETWORK },
             tenantSubnets: RUNTIME_TENANT_SUBNETS,
+            // The web containers labelled with this alias hold the address this name has in
+            // every gateway's hosts file (deploy/stack.yml labels them).
+            platformHost: platformHostOf(RUNTIME_PLATFORM_AI_URL),
           })
         : new DockerRuntime({ maxCpus: RUNTIME_MAX_CPUS, tenantSubnets: RUNTIME_TENANT_SUBNETS });
   return runtime;
