@@ -13,6 +13,6 @@ export const { loader } = apiRoute({
     rateLimit: "agents",
     params: agentParams,
     handler: ({ auth, params, request }) =>
-      progressEvents(liveCredentialOf(auth), auth.user.id, params.id, request.signal),
+      progressEvents(liveCredentialOf(auth), auth.user.id, params.id, request),
   }),
 });

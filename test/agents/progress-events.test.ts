@@ -1,3 +1,5 @@
+import v8 from "node:v8";
+import vm from "node:vm";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as eventsRoute from "../../app/routes/api.agents.$id.events.ts";
 import * as detailRoute from "../../app/routes/api.agents.$id.ts";
@@ -193,6 +195,23 @@ describe("GET /api/agents/:id/events", () => {
     const again = await openStream(user, agentId);
     expect(again.response.status).toBe(200);
     for (const s of [...streams, again]) s.close();
+    await expect.poll(() => openProgressStreams()).toBe(0);
+  });
+
+  it("ends when its client goes away, even after the Request was garbage-collected", async () => {
+    // undici unlinks a Request's signal from the one it follows once the Request is collected:
+    // the stream holds its Request, or the abort never arrives and the slot stays taken.
+    v8.setFlagsFromString("--expose-gc");
+    const gc = vm.runInNewContext("gc") as () => void;
+    const { user, agentId } = await provisioned();
+    const stream = await openStream(user, agentId);
+    expect(stream.response.status).toBe(200);
+    for (let i = 0; i < 3; i++) {
+      gc();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    stream.close();
+    await expect.poll(() => stream.ended()).toBe(true);
     await expect.poll(() => openProgressStreams()).toBe(0);
   });
 

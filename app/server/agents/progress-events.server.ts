@@ -101,8 +101,13 @@ export async function progressEvents(
   credential: LiveCredential,
   ownerId: string,
   agentId: string,
-  signal: AbortSignal,
+  request: Request,
 ) {
+  const signal = request.signal;
+  // The Request is held until the stream closes: undici unlinks a Request's signal from the one
+  // it follows once the Request is garbage-collected, so a client's going away would never reach
+  // `signal` and its slot would stay taken (seen in npm test, reproduced with --expose-gc).
+  const held: { request?: Request } = { request };
   const userId = ownerId;
   await getOwnedAgent(userId, agentId);
   const cap = env().PROGRESS_STREAMS_PER_USER;
@@ -125,6 +130,7 @@ export async function progressEvents(
       const close = () => {
         if (closed) return;
         closed = true;
+        held.request = undefined;
         for (const t of timers) clearTimeout(t);
         unwatch();
         unguard();
