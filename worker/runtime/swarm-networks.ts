@@ -130,6 +130,22 @@ export async function splitSubnet(docker: Docker, overlay: string): Promise<stri
   return config?.Subnet && config.IPRange ? config.Subnet : undefined;
 }
 
+/**
+ * The overlay's split subnet, from the first engine that has the overlay: a worker node's engine
+ * answers 404 for a swarm overlay nothing on it uses yet, and the engines come in the swarm's
+ * node order, not manager first (the swarm-cluster tests failed on that in about half the runs).
+ */
+async function subnetSeenBy(engines: Docker[], overlay: string): Promise<string | undefined> {
+  for (const engine of engines) {
+    try {
+      return await splitSubnet(engine, overlay);
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+    }
+  }
+  return undefined;
+}
+
 /** The addresses on an overlay that the given engines' containers hold (each sees its own). */
 async function addressesInUse(engines: Docker[], overlay: string): Promise<Set<string>> {
   const used = new Set<string>();
@@ -281,7 +297,7 @@ export async function attachPlatform(
   const plans = new Map<string, OverlayPlan | undefined>();
   const planOf = async (overlay: string) => {
     if (!plans.has(overlay)) {
-      const subnet = await splitSubnet(engines[0] as Docker, overlay);
+      const subnet = await subnetSeenBy(engines, overlay);
       if (!subnet) plans.set(overlay, undefined);
       else {
         const used = await addressesInUse(engines, overlay);
