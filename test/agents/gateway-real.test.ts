@@ -40,6 +40,9 @@ describeDocker("real gateway", () => {
   beforeAll(() => {
     process.env.RUNTIME_DEPLOYMENT = testRun;
     process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
+    // A restart answers once /healthz does, bounded by the web's wait (60 s); a loaded CI's
+    // gateway took longer once. The bound itself is not what this file tests.
+    process.env.INSTANCE_ACTION_TIMEOUT_MS = "180000";
     resetEnvCache();
     setRuntime(rt);
     allowDockerNetworks();

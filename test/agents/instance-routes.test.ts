@@ -449,7 +449,7 @@ describeDocker("update-image (Docker)", () => {
     } finally {
       removeImages(broken);
     }
-  }, 120_000);
+  }, 240_000);
 
   it("a tag rebuilt in place is an update; until then instances stay on their image id; a failed rebuild rolls back to the previous id", async () => {
     process.env.GATEWAY_HEALTH_TIMEOUT_MS = "60000"; // this stand-in answers /healthz
