@@ -4,6 +4,22 @@ import { env } from "../../app/server/platform/env.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
 import { gatewayAddress, rt } from "./engine.ts";
 
+/**
+ * Why the container cannot become healthy any more, if it cannot: it stopped, waits for a
+ * restart, or exited with an error and was restarted since `info` was taken. Docker shows a
+ * container between restarts as running most of the time (the restarting window is 100 ms at
+ * first), so sampling the state alone missed crashes on a loaded host and sat out the bound.
+ */
+function crashed(info: ContainerInfo, now: ContainerInfo | undefined): string | undefined {
+  if (!now?.running || now.state === "restarting") {
+    return `exit ${now?.exitCode}${now?.oomKilled ? ", OOMKilled" : ""}`;
+  }
+  if (now.restartCount > info.restartCount && now.exitCode !== 0) {
+    return `exit ${now.exitCode}${now.oomKilled ? ", OOMKilled" : ""}, restarted`;
+  }
+  return undefined;
+}
+
 /** Waits for the gateway's /healthz; returns how long it took. */
 export async function waitHealthy(
   info: ContainerInfo,
@@ -11,15 +27,14 @@ export async function waitHealthy(
 ) {
   const address = gatewayAddress(info);
   if (!address) throw new GatewayUnavailableError("the container has no network address");
-  // Fail early when the container stops instead of waiting for the whole bound. Docker reports a
-  // container that exited and waits to be restarted (restart policy) as running and restarting.
+  // Fail early when the container stops or crashes instead of waiting for the whole bound.
   const started = Date.now();
   for (;;) {
     if (await gatewayHealthy(address, 2_000)) return Date.now() - started;
-    const now = await rt().inspect(info.id);
-    if (!now?.running || now.state === "restarting") {
+    const stopped = crashed(info, await rt().inspect(info.id));
+    if (stopped) {
       throw new GatewayUnavailableError(
-        `the gateway container stopped before /healthz answered (exit ${now?.exitCode}${now?.oomKilled ? ", OOMKilled" : ""})`,
+        `the gateway container stopped before /healthz answered (${stopped})`,
       );
     }
     if (Date.now() - started > timeoutMs) {
@@ -41,10 +56,10 @@ export async function waitReady(info: ContainerInfo, timeoutMs = env().GATEWAY_H
   for (;;) {
     const readiness = await gatewayReadiness(address, 2_000);
     if (readiness !== "not-ready") return Date.now() - started;
-    const now = await rt().inspect(info.id);
-    if (!now?.running || now.state === "restarting") {
+    const stopped = crashed(info, await rt().inspect(info.id));
+    if (stopped) {
       throw new GatewayUnavailableError(
-        `the gateway container stopped before /readyz answered (exit ${now?.exitCode})`,
+        `the gateway container stopped before /readyz answered (${stopped})`,
       );
     }
     if (Date.now() - started > timeoutMs) {
