@@ -91,12 +91,16 @@ async function measure(
   target: Target = {},
   /** The serving process, for its CPU per request. */
   server?: Child,
+  /** Waits for the work the requests left behind (metering), counted in their CPU. */
+  settle?: () => Promise<void>,
 ) {
   // A short warm-up lets the JIT and the connection pools settle before the measured run.
   await autocannon({ url, connections: CONNECTIONS, duration: 1, ...target });
+  await settle?.();
   const cpuBefore = cpuMs(server?.process.pid);
   const dbBefore = server ? dbCpuMs() : undefined;
   const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...target });
+  await settle?.();
   const cpuAfter = cpuMs(server?.process.pid);
   const dbAfter = server ? dbCpuMs() : undefined;
   const cpuPerRequest =
@@ -334,6 +338,21 @@ async function waitForMetering(sql: postgres.Sql, user: string, n: number) {
       where user_id = ${user}`;
     if ((row?.n ?? 0) >= n) return;
     await new Promise((r) => setTimeout(r, 25));
+  }
+}
+/**
+ * Until no metered call is waiting to be written: ai_usage's count unchanged for a second. A
+ * row's metering backlog otherwise spills into the next row's window (another process's CPU, or
+ * the same process's in its next row), which made the metrics on/off comparison lopsided.
+ */
+async function waitMeteringIdle(sql: postgres.Sql) {
+  let last = -1;
+  let same = 0;
+  for (let i = 0; i < 600 && same < 4; i++) {
+    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from ai_usage`;
+    same = row?.n === last ? same + 1 : 0;
+    last = row?.n ?? 0;
+    await new Promise((r) => setTimeout(r, 250));
   }
 }
 // "ai": only the AI-layer figures; "agents": no AI layer; "reads": bare, health and the
@@ -695,6 +714,7 @@ try {
             c.status,
             c.opts,
             server,
+            () => waitMeteringIdle(sql),
           );
         const off1 = await at(webOff, "off");
         const on1 = await at(webMetrics, "on");
