@@ -1,15 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
-import { rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import postgres from "postgres";
 import WebSocket from "ws";
-import {
-  freePort,
-  startCluster,
-  withDatabase,
-} from "../app/server/platform/embedded-postgres.server.ts";
+import { freePort } from "../app/server/platform/embedded-postgres.server.ts";
+import { startBenchDatabase } from "./bench-database.ts";
 import { startNode } from "./servers.ts";
 
 // `npm run bench` (BENCH_INGRESS=0 skips it): the latency a WebSocket frame gains through the
@@ -24,20 +16,10 @@ process.env.SEALING_KEY = randomBytes(32).toString("hex");
 process.env.SESSION_SECRET = randomBytes(32).toString("hex");
 delete process.env.AGENTS_DOMAIN; // the path form: no wildcard DNS needed here
 
-const base = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
-const cluster = await startCluster({
-  dir: path.join(base, `agent-bench-ingress-pg-${process.pid}`),
-  settings: { fsync: "off", synchronous_commit: "off" },
-});
+const database = await startBenchDatabase("ingress");
 const children: Array<{ stop(): Promise<void> }> = [];
 try {
-  const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
-  await admin.unsafe("create database bench_ingress");
-  await admin.end();
-  process.env.DATABASE_URL = withDatabase(cluster.url, "bench_ingress");
   const { db, closeDb } = await import("../app/server/platform/db.server.ts");
-  const { migrate } = await import("../db/migrate.ts");
-  await migrate(db());
   const { createSession } = await import("../app/server/accounts/sessions.server.ts");
   const { seal } = await import("../app/server/platform/crypto.server.ts");
 
@@ -46,7 +28,7 @@ try {
   children.push(echo);
   const webPort = await freePort();
   const web = await startNode("server.ts", webPort, "/api/health", {
-    DATABASE_URL: process.env.DATABASE_URL,
+    DATABASE_URL: database.databaseUrl,
     SESSION_SECRET: process.env.SESSION_SECRET,
     SEALING_KEY: process.env.SEALING_KEY,
     AGENTS_DOMAIN: "",
@@ -112,6 +94,5 @@ try {
   );
 } finally {
   await Promise.all(children.map((c) => c.stop()));
-  await cluster.stop();
-  await rm(cluster.dir, { recursive: true, force: true });
+  await database.stop();
 }

@@ -1,18 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
-import path from "node:path";
 import autocannon from "autocannon";
-import postgres from "postgres";
 import WebSocket from "ws";
-import {
-  freePort,
-  startCluster,
-  withDatabase,
-} from "../app/server/platform/embedded-postgres.server.ts";
+import { freePort } from "../app/server/platform/embedded-postgres.server.ts";
 import { openFilesLimit } from "../app/server/platform/open-files.server.ts";
+import { startBenchDatabase } from "./bench-database.ts";
 import { startNode } from "./servers.ts";
 
 // `npm run bench` (BENCH_SOCKETS=0 skips it; `npm run bench:sockets` alone): what open
@@ -107,22 +101,12 @@ async function fill(what: string, n: number, open: (i: number) => Promise<void>)
   );
 }
 
-const base = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
-const cluster = await startCluster({
-  dir: path.join(base, `agent-bench-sockets-pg-${process.pid}`),
-  settings: { fsync: "off", synchronous_commit: "off", max_connections: "200" },
-});
+const database = await startBenchDatabase("sockets", { max_connections: "200" });
 const children: Array<{ stop(): Promise<void> }> = [];
 const sockets: WebSocket[] = [];
 const streams: http.ClientRequest[] = [];
 try {
-  const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
-  await admin.unsafe("create database bench_sockets");
-  await admin.end();
-  process.env.DATABASE_URL = withDatabase(cluster.url, "bench_sockets");
   const { db, closeDb } = await import("../app/server/platform/db.server.ts");
-  const { migrate } = await import("../db/migrate.ts");
-  await migrate(db());
   const { createSession } = await import("../app/server/accounts/sessions.server.ts");
   const { createApiKey } = await import("../app/server/accounts/api-keys.server.ts");
   const { seal } = await import("../app/server/platform/crypto.server.ts");
@@ -133,7 +117,7 @@ try {
   const gatewayPort = await freePort();
   children.push(await startNode("bench/fake-gateway-ws.ts", gatewayPort, "/"));
   const web = await startNode("server.ts", await freePort(), "/api/health", {
-    DATABASE_URL: process.env.DATABASE_URL,
+    DATABASE_URL: database.databaseUrl,
     SESSION_SECRET: process.env.SESSION_SECRET,
     SEALING_KEY: process.env.SEALING_KEY,
     AGENTS_DOMAIN: "",
@@ -364,6 +348,5 @@ try {
   for (const ws of sockets) ws.terminate();
   for (const req of streams) req.destroy();
   await Promise.all(children.map((c) => c.stop()));
-  await cluster.stop();
-  await rm(cluster.dir, { recursive: true, force: true });
+  await database.stop();
 }

@@ -3,12 +3,8 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import postgres from "postgres";
-import {
-  freePort,
-  startCluster,
-  withDatabase,
-} from "../app/server/platform/embedded-postgres.server.ts";
+import { freePort } from "../app/server/platform/embedded-postgres.server.ts";
+import { startBenchDatabase } from "./bench-database.ts";
 import { removeRunObjects } from "./docker-run.ts";
 import { agentPoster, type Child, root, startNode } from "./servers.ts";
 
@@ -47,19 +43,9 @@ if (skip) {
   console.warn(`\nagent runtime benchmark skipped: ${skip}`);
 } else {
   setRuntime(rt);
-  const base = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
-  const cluster = await startCluster({
-    dir: path.join(base, `agent-bench-runtime-pg-${process.pid}`),
-    settings: { fsync: "off", synchronous_commit: "off" },
-  });
-  const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
-  await admin.unsafe("create database bench_runtime");
-  await admin.end();
-  const databaseUrl = withDatabase(cluster.url, "bench_runtime");
-  process.env.DATABASE_URL = databaseUrl;
+  const database = await startBenchDatabase("runtime");
+  const { databaseUrl } = database;
   const { db, closeDb } = await import("../app/server/platform/db.server.ts");
-  const { migrate } = await import("../db/migrate.ts");
-  await migrate(db());
   const { ensureInstanceRecord, getInstance } = await import(
     "../app/server/agents/instances.server.ts"
   );
@@ -284,8 +270,7 @@ if (skip) {
     // An adoption enqueues a pool refill, which starts a job client: it would keep this alive.
     await stopBoss({ graceful: false });
     await closeDb();
-    await cluster.stop();
-    await rm(cluster.dir, { recursive: true, force: true });
+    await database.stop();
   }
   console.warn(
     `\nAgent runtime (${image}, 1 CPU per gateway, ${os.cpus().length} cores, load ${os.loadavg()[0]?.toFixed(1)})\n`,

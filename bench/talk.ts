@@ -1,15 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import postgres from "postgres";
 import WebSocket from "ws";
-import {
-  freePort,
-  startCluster,
-  withDatabase,
-} from "../app/server/platform/embedded-postgres.server.ts";
+import { freePort } from "../app/server/platform/embedded-postgres.server.ts";
+import { startBenchDatabase } from "./bench-database.ts";
 import { containerCpuMs, mib, sampleMemory } from "./container-memory.ts";
 import { removeRunObjects } from "./docker-run.ts";
 import { agentPoster, startNode } from "./servers.ts";
@@ -53,19 +48,9 @@ if (skip) {
   console.warn(`\nchat-turn benchmark skipped: ${skip}`);
 } else {
   setRuntime(rt);
-  const base = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
-  const cluster = await startCluster({
-    dir: path.join(base, `agent-bench-talk-pg-${process.pid}`),
-    settings: { fsync: "off", synchronous_commit: "off" },
-  });
-  const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
-  await admin.unsafe("create database bench_talk");
-  await admin.end();
-  const databaseUrl = withDatabase(cluster.url, "bench_talk");
-  process.env.DATABASE_URL = databaseUrl;
+  const database = await startBenchDatabase("talk");
+  const { databaseUrl } = database;
   const { db, closeDb } = await import("../app/server/platform/db.server.ts");
-  const { migrate } = await import("../db/migrate.ts");
-  await migrate(db());
   const { resetEnvCache } = await import("../app/server/platform/env.server.ts");
   const { ensureInstanceRecord, getInstance } = await import(
     "../app/server/agents/instances.server.ts"
@@ -225,8 +210,7 @@ if (skip) {
       volumes,
     );
     await closeDb();
-    await cluster.stop();
-    await rm(cluster.dir, { recursive: true, force: true });
+    await database.stop();
   }
   if (figures) {
     const row = (name: string, ms: number) =>
