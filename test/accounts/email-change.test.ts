@@ -1,5 +1,4 @@
-import { type ParsedMail, simpleParser } from "mailparser";
-import { SMTPServer } from "smtp-server";
+import type { ParsedMail } from "mailparser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as confirmEmail from "../../app/routes/api.settings.email.confirm.ts";
 import * as changeEmail from "../../app/routes/api.settings.email.ts";
@@ -12,29 +11,18 @@ import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { call } from "../helpers/api.ts";
 import { page } from "../helpers/pages.ts";
+import { startSmtpInbox } from "../helpers/smtp-inbox.ts";
 import { as, newUser, signInUser, uniqueEmail } from "./helpers.ts";
 
 // Changing the sign-in email (decision 0156): web → pg-boss → worker → nodemailer → a real SMTP
 // server here. The link goes to the new address, the old one is told once it is done.
-const inbox: ParsedMail[] = [];
-let smtp: SMTPServer;
+let smtp: Awaited<ReturnType<typeof startSmtpInbox>>;
+let inbox: ParsedMail[];
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    disabledCommands: ["STARTTLS"],
-    authOptional: true,
-    onData(stream, _session, callback) {
-      simpleParser(stream)
-        .then((mail) => {
-          inbox.push(mail);
-          callback();
-        })
-        .catch(callback);
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
-  const address = smtp.server.address();
-  process.env.SMTP_URL = `smtp://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  smtp = await startSmtpInbox();
+  inbox = smtp.inbox;
+  process.env.SMTP_URL = smtp.url;
   process.env.APP_URL = "http://app.test";
   resetEnvCache();
   await startWorker();
@@ -42,7 +30,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopWorker(5_000);
-  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await smtp.close();
   delete process.env.SMTP_URL;
   delete process.env.APP_URL;
   resetEnvCache();

@@ -1,5 +1,4 @@
-import { type ParsedMail, simpleParser } from "mailparser";
-import { SMTPServer } from "smtp-server";
+import type { ParsedMail } from "mailparser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as forgot from "../../app/routes/api.auth.forgot-password.ts";
 import * as reset from "../../app/routes/api.auth.reset-password.ts";
@@ -11,30 +10,19 @@ import { sha256 } from "../../app/server/platform/ids.server.ts";
 import { rateLimitScopes } from "../../app/server/platform/rate-limit.server.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
 import { call } from "../helpers/api.ts";
+import { startSmtpInbox } from "../helpers/smtp-inbox.ts";
 import { as, cookieOf, newUser, signInUser, uniqueEmail } from "./helpers.ts";
 
 // The reset email travels web → pg-boss → worker → nodemailer → a real SMTP server here.
-const inbox: ParsedMail[] = [];
-let smtp: SMTPServer;
+let smtp: Awaited<ReturnType<typeof startSmtpInbox>>;
+let inbox: ParsedMail[];
 let ipCounter = 0;
 const freshIp = () => `192.0.2.${++ipCounter}`;
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    disabledCommands: ["STARTTLS"],
-    authOptional: true,
-    onData(stream, _session, callback) {
-      simpleParser(stream)
-        .then((mail) => {
-          inbox.push(mail);
-          callback();
-        })
-        .catch(callback);
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
-  const address = smtp.server.address();
-  process.env.SMTP_URL = `smtp://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  smtp = await startSmtpInbox();
+  inbox = smtp.inbox;
+  process.env.SMTP_URL = smtp.url;
   process.env.APP_URL = "http://app.test";
   resetEnvCache();
   await startWorker();
@@ -42,7 +30,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopWorker(5_000);
-  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await smtp.close();
   delete process.env.SMTP_URL;
   delete process.env.APP_URL;
   resetEnvCache();
