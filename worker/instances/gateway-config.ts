@@ -32,9 +32,10 @@ import { connectPaired } from "./pairing.ts";
  * gateways that exist: reconcile re-applies the platform's part to every running gateway of an
  * older version (once; one config reload each). 1: before the Control UI; 2: with it; 3: the
  * Control UI served from the image in place (decision 0187); 4: the channel plugins of channels
- * the user has not set up turned off (decision 0189).
+ * the user has not set up turned off (decision 0189); 5: each agent names itself in its model
+ * calls (its entry's `params.extra_body`, decision 0225: reconcile queues an agents sync too).
  */
-export const PLATFORM_CONFIG_VERSION = 4;
+export const PLATFORM_CONFIG_VERSION = 5;
 
 /** Records that the instance's gateway has the platform's current config part. */
 async function recordConfigVersion(instanceId: string): Promise<void> {
