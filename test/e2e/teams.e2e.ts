@@ -126,6 +126,13 @@ describeDocker("teams: a colleague joins, chats with the shared agent and is rem
     } finally {
       client.close();
     }
+    // That turn was driven past the platform, as a channel message or a heartbeat is: its calls
+    // name the agent through the gateway config (decision 0225), and no person. (A first run
+    // that raced the agents' config reload and failed may have called without it.)
+    const unattended = () => db()<{ agent_id: string | null; acting_user_id: string | null }[]>`
+      select agent_id, acting_user_id from ai_usage where user_id = ${org}`;
+    await expect.poll(unattended).toContainEqual({ agent_id: agent, acting_user_id: null });
+    expect((await unattended()).filter((u) => u.acting_user_id !== null)).toEqual([]);
 
     // The owner invites a colleague; the mail goes out through SMTP.
     await page.goto(`${app.url}/organizations/${org}`);
