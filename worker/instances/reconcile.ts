@@ -9,7 +9,6 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { recordReconcilePass } from "../metrics.ts";
 import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/index.ts";
-import { queueAgentSync } from "./agents-sync.ts";
 import { ensureContainer } from "./container.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, isUp, log, rt } from "./engine.ts";
 import { stoppedWithEngine } from "./engine-watch.ts";
@@ -159,8 +158,6 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
     (row.platform_config_version ?? 0) < PLATFORM_CONFIG_VERSION
   ) {
     await reapplyConfig(row, address);
-    // The agents' entries are the platform's too (version 5: they name their agent).
-    await queueAgentSync(row.id);
     return "ok, platform config brought up to date";
   }
   return "ok";
