@@ -4,16 +4,17 @@ import { formatMicroUsd } from "./money.ts";
 // Spend by member and by agent (decision 0215): the organisation's usage page and its
 // mission-control section. A null person or agent is spend nobody can be named for.
 
-const UNATTRIBUTED = "Not attributed (before attribution began, chat-channel messages, heartbeats)";
+// Channel messages and heartbeats name their agent but no person (decision 0225).
+const NO_MEMBER = "No member (chat-channel messages, heartbeats, before attribution began)";
+const NO_AGENT = "Not attributed (before attribution began)";
 
 function memberLabel(m: MemberSpend): string {
-  if (!m.userId) return UNATTRIBUTED;
+  if (!m.userId) return NO_MEMBER;
   const who = m.name ?? m.userId;
   return m.member ? who : `${who} (no longer a member)`;
 }
 
-const agentLabel = (a: AgentSpend) =>
-  a.agentId ? (a.name ?? `${a.agentId} (deleted)`) : UNATTRIBUTED;
+const agentLabel = (a: AgentSpend) => (a.agentId ? (a.name ?? `${a.agentId} (deleted)`) : NO_AGENT);
 
 function SpendTable({
   caption,

@@ -52,8 +52,14 @@ describe("agentsPatch", () => {
       agents: {
         ownership: "explicit",
         entries: {
-          main: { name: "A", model: "platform/openai/gpt-4o", identity: { name: "Sam" } },
-          "agt-y": { name: "B", skills: [] },
+          main: {
+            name: "A",
+            model: "platform/openai/gpt-4o",
+            identity: { name: "Sam" },
+            // Every model call of the agent names it (decision 0225).
+            params: { extra_body: { platform_agent: "agt_x" } },
+          },
+          "agt-y": { name: "B", skills: [], params: { extra_body: { platform_agent: "agt_y" } } },
           // A platform entry whose agent is gone is removed; foreign entries are kept.
           "agt-gone": null,
         },
@@ -111,6 +117,7 @@ describe("removals", () => {
       model: null,
       identity: { name: "Sam", emoji: null },
       thinkingDefault: null,
+      params: { extra_body: { platform_agent: "agt_x" } },
     });
   });
 });

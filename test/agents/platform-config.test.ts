@@ -7,9 +7,11 @@ import {
 } from "../../app/server/ai/instance-tokens.server.ts";
 import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { getBoss } from "../../app/server/platform/jobs.server.ts";
 import {
   applyPlatformConfig,
   PLATFORM_CONFIG_VERSION,
+  reapplyConfig,
 } from "../../worker/instances/gateway-config.ts";
 import { connectPaired } from "../../worker/instances/pairing.ts";
 import { createFakeGateway, FAKE_GATEWAY_ADDRESS, pairedInstanceAt } from "./fake-gateway.ts";
@@ -82,4 +84,15 @@ it("turns on the plugins of the channels the user set up, and only those", async
   } finally {
     client.close();
   }
+});
+
+it("queues the agents' sync when it re-applies the config (reconcile, repair)", async () => {
+  // Version 5: the agents' entries name their agent (decision 0225), so a gateway brought up to
+  // date gets them too.
+  const boss = await getBoss();
+  const syncs = async () =>
+    (await boss.findJobs("sync-agents", { data: { userId: row.user_id } })).length;
+  const before = await syncs();
+  await reapplyConfig(row, FAKE_GATEWAY_ADDRESS);
+  expect(await syncs()).toBe(before + 1);
 });

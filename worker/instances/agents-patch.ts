@@ -5,6 +5,7 @@ import {
 } from "../../app/server/agents/agent-config.server.ts";
 import { type AgentRow, FIRST_GATEWAY_AGENT_ID } from "../../app/server/agents/agents.server.ts";
 import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
+import { AGENT_HINT_FIELD } from "../../app/server/ai/agent-hint.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 
 // The config.patch that writes a user's agents into their gateway (agents-sync.ts), computed
@@ -46,6 +47,18 @@ export const REPLACE_PATHS = [
   "agents.entries.*.groupChat.mentionPatterns",
 ];
 
+/**
+ * The agent's entry naming the agent in each of its model calls: OpenClaw merges the agent's
+ * `params.extra_body` into every OpenAI-compatible request body it sends for the agent (chat,
+ * channel messages, heartbeats), and the platform's endpoint takes the field out again and
+ * attributes the call (decision 0225). The owner's own `extra_body` keys are kept.
+ */
+export function withAgentHint(entry: Record<string, unknown>, agentId: string) {
+  const params = isObject(entry.params) ? entry.params : {};
+  const extra = isObject(params.extra_body) ? params.extra_body : {};
+  return { ...entry, params: { ...params, extra_body: { ...extra, [AGENT_HINT_FIELD]: agentId } } };
+}
+
 /** The config.patch that makes the gateway's agents exactly the user's agents. */
 export function agentsPatch(
   agents: AgentRow[],
@@ -59,7 +72,10 @@ export function agentsPatch(
       Object.entries(isObject(existing) ? existing : {}).filter(([k]) => OWNED_KEYS.has(k)),
     );
     // A key removed from the stored configuration is removed from the gateway too.
-    entries[agent.gateway_agent_id] = mergeDiff(owned, gatewayEntryOf(agent));
+    entries[agent.gateway_agent_id] = mergeDiff(
+      owned,
+      withAgentHint(gatewayEntryOf(agent), agent.id),
+    );
   }
   // A deleted agent's entry goes (merge-patch null); entries not made by us are kept.
   for (const id of Object.keys(current?.agents?.entries ?? {})) {

@@ -13,6 +13,7 @@ import {
 } from "../../app/server/ai/instance-tokens.server.ts";
 import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
+import { queueAgentSync } from "./agents-sync.ts";
 import {
   CONFIG_PATH,
   ensureNetwork,
@@ -32,9 +33,10 @@ import { connectPaired } from "./pairing.ts";
  * gateways that exist: reconcile re-applies the platform's part to every running gateway of an
  * older version (once; one config reload each). 1: before the Control UI; 2: with it; 3: the
  * Control UI served from the image in place (decision 0187); 4: the channel plugins of channels
- * the user has not set up turned off (decision 0189).
+ * the user has not set up turned off (decision 0189); 5: each agent names itself in its model
+ * calls (its entry's `params.extra_body`, decision 0225: reapplyConfig queues an agents sync).
  */
-export const PLATFORM_CONFIG_VERSION = 4;
+export const PLATFORM_CONFIG_VERSION = 5;
 
 /** Records that the instance's gateway has the platform's current config part. */
 async function recordConfigVersion(instanceId: string): Promise<void> {
@@ -227,7 +229,11 @@ export async function applyPlatformConfig(
   await recordConfigVersion(row.id);
 }
 
-/** Re-applies the platform's part of the config (repair, reset). */
+/**
+ * Re-applies the platform's part of the config (repair, reset, reconcile of an older version),
+ * and queues the agents' sync: their entries are the platform's too (version 5: each names its
+ * agent in its model calls, decision 0225).
+ */
 export async function reapplyConfig(row: InstanceRow, address: string): Promise<void> {
   const { client } = await connectPaired(row, address);
   try {
@@ -235,4 +241,5 @@ export async function reapplyConfig(row: InstanceRow, address: string): Promise<
   } finally {
     client.close();
   }
+  await queueAgentSync(row.id);
 }

@@ -1,5 +1,6 @@
 import { DomainError } from "../platform/errors.server.ts";
 import { json, jsonText, OVERHEAD_HEADER, overheadMs } from "../platform/http.server.ts";
+import { takeAgentHint } from "./agent-hint.server.ts";
 import { unsealKeys } from "./byok.server.ts";
 import { loadCatalog } from "./catalog.server.ts";
 import { complete, type Upstream, withOverhead } from "./completions.server.ts";
@@ -51,12 +52,15 @@ async function agentAnswer(
   if (identity.warmup || isWarmUpTurn(body.messages, identity.instanceId)) {
     return warmupCompletion(body, stream);
   }
+  // The agent the call is for, as the gateway config names it (decision 0225).
+  const { body: forwarded, agentHint } = takeAgentHint(body);
   const result = await complete({
     endpoint: "agents",
     userId: identity.userId,
     instanceId: identity.instanceId,
+    agentHint,
     userKeys: unsealKeys(identity.sealedKeys),
-    body,
+    body: forwarded,
     stream,
     signal: request.signal,
     startedAt,

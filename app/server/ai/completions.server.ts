@@ -47,6 +47,8 @@ export interface CompleteOptions {
   endpoint: "chat" | "agents";
   userId: string | null;
   instanceId: string | null;
+  /** The agent a gateway's call names (agent-hint.server.ts); checked when metered. */
+  agentHint?: string | null;
   /** OpenAI-shaped body; `model` may be empty when `taskType` picks it. */
   body: ChatBody;
   taskType?: TaskType;
@@ -263,6 +265,7 @@ export async function complete(options: CompleteOptions): Promise<CompleteResult
   const base = {
     userId,
     instanceId: options.instanceId,
+    agentHint: options.agentHint ?? null,
     endpoint: options.endpoint,
     billingMode: mode,
     stream: options.stream,

@@ -22,6 +22,11 @@ import type { ProviderName } from "./providers/shared.server.ts";
 export interface UsageRecord {
   userId: string | null;
   instanceId: string | null;
+  /**
+   * The agent a gateway's call names (decision 0225): kept only when it is an agent of
+   * `userId`, the token's owner; otherwise the call is attributed as without it.
+   */
+  agentHint?: string | null;
   endpoint: "chat" | "agents";
   provider: ProviderName | null;
   model: string;
@@ -185,6 +190,7 @@ async function writeBatch(batch: Queued[]): Promise<void> {
         id,
         user_id: record.userId,
         instance_id: record.instanceId,
+        agent_hint: record.agentHint ?? null,
         endpoint: record.endpoint,
         provider: record.provider,
         model: record.model,
@@ -233,14 +239,18 @@ async function writeBatch(batch: Queued[]): Promise<void> {
       // on its instance when it was made, when exactly one person (or agent) fits (decision
       // 0215, ai/turns.server.ts); the grace covers the turn's end being written after it, and a
       // turn never ended (a crash) stops counting after 10 minutes (a turn times out in 2).
+      // A call that names its agent (decision 0225) is that agent's when the agent is the
+      // owner's (another owner's id is ignored), and its person is that agent's turn's person,
+      // none for a channel message or a heartbeat.
       second.push(tx`insert into ai_usage (id, user_id, instance_id, endpoint, provider, model,
           prompt_tokens, completion_tokens, tokens_estimated, cost_micro_usd, uncollected_micro_usd,
           billing_mode, stream, latency_ms, status, http_status, error, created_at,
           acting_user_id, agent_id)
-        select id, user_id, instance_id, endpoint, provider, model, prompt_tokens::int,
+        select t.id, t.user_id, instance_id, endpoint, provider, t.model, prompt_tokens::int,
           completion_tokens::int, tokens_estimated::boolean, cost_micro_usd::bigint,
           uncollected_micro_usd::bigint, billing_mode, stream::boolean, latency_ms::int, status,
-          http_status::int, error, created_at::timestamptz, turn.person_id, turn.agent_id
+          http_status::int, error, t.created_at::timestamptz, turn.person_id,
+          coalesce(hinted.id, turn.agent_id)
         from unnest(${col(usage, (u) => u.id)}::text[], ${col(usage, (u) => u.user_id)}::text[],
           ${col(usage, (u) => u.instance_id)}::text[], ${col(usage, (u) => u.endpoint)}::text[],
           ${col(usage, (u) => u.provider)}::text[], ${col(usage, (u) => u.model)}::text[],
@@ -252,10 +262,11 @@ async function writeBatch(batch: Queued[]): Promise<void> {
           ${col(usage, (u) => u.billing_mode)}::text[], ${col(usage, (u) => u.stream)}::text[],
           ${col(usage, (u) => u.latency_ms)}::text[], ${col(usage, (u) => u.status)}::text[],
           ${col(usage, (u) => u.http_status)}::text[], ${col(usage, (u) => u.error)}::text[],
-          ${col(usage, (u) => u.created_at)}::text[])
+          ${col(usage, (u) => u.created_at)}::text[], ${col(usage, (u) => u.agent_hint)}::text[])
           as t(id, user_id, instance_id, endpoint, provider, model, prompt_tokens,
             completion_tokens, tokens_estimated, cost_micro_usd, uncollected_micro_usd,
-            billing_mode, stream, latency_ms, status, http_status, error, created_at)
+            billing_mode, stream, latency_ms, status, http_status, error, created_at, agent_hint)
+        left join agents hinted on hinted.id = t.agent_hint and hinted.user_id = t.user_id
         left join lateral (
           select
             case when count(r.person_id) = count(*) and count(distinct r.person_id) = 1
@@ -267,6 +278,7 @@ async function writeBatch(batch: Queued[]): Promise<void> {
             and r.started_at <= t.created_at::timestamptz + interval '2 seconds'
             and r.started_at > t.created_at::timestamptz - interval '10 minutes'
             and coalesce(r.ended_at, 'infinity') >= t.created_at::timestamptz - interval '2 seconds'
+            and (hinted.id is null or r.agent_id = hinted.id)
         ) turn on true`);
     }
     if (ledger.length > 0) {
