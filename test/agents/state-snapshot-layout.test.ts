@@ -2,7 +2,10 @@ import { execFileSync } from "node:child_process";
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ensureInstanceRecord, type InstanceRow } from "../../app/server/agents/instances.server.ts";
+import {
+  ensureInstanceRecord,
+  type InstanceRow,
+} from "../../app/server/agents/instances.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { volumeLabels } from "../../worker/instances/engine.ts";
 import { snapshotVolume } from "../../worker/instances/update-image.ts";

@@ -16,8 +16,8 @@ import { waitReady } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { type RunProgress, startRun } from "./run-progress.ts";
-import { storageLimitFor } from "./storage-limits.ts";
 import { copyStateScript } from "./state-copy.ts";
+import { storageLimitFor } from "./storage-limits.ts";
 import { pinnedGatewayImage } from "./update-image-version.ts";
 
 // update-image: the container recreated on the tag's newest build, keeping the volume; the
