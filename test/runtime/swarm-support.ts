@@ -147,6 +147,11 @@ export function buildTinyImage(engine: Pick<SwarmEngine, "dir" | "host">): void 
       "mkdir",
       "chown",
       "ls",
+      // The storage test: an agent's writes, and the nodes' storage agent (chroot to the host).
+      "dd",
+      "touch",
+      "rm",
+      "chroot",
     ]) {
       symlinkSync("busybox", path.join(ctx, "bin", applet));
     }

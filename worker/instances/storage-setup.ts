@@ -4,9 +4,11 @@ import { env } from "../../app/server/platform/env.server.ts";
 import { logger } from "../../app/server/platform/logger.server.ts";
 import { DockerRuntime } from "../runtime/docker.ts";
 import { StorageQuota } from "../runtime/storage-quota.ts";
+import { SwarmRuntime } from "../runtime/swarm.ts";
 import type { AgentRuntime, StorageEnforcement } from "../runtime/types.ts";
 
-// At worker start: gives the Docker driver the prepared storage root (STORAGE_ROOT) and says,
+// At worker start: gives the Docker or Swarm driver the prepared storage root (STORAGE_ROOT; on
+// a swarm, per node, decision 0228) and says,
 // in the log and for /ops, whether gateways are held to a hard storage limit and if not why
 // (decision 0216): a host that cannot enforce one is never silent about it.
 
@@ -16,6 +18,16 @@ export async function prepareStorage(runtime: AgentRuntime): Promise<StorageEnfo
     runtime.configureStorage(
       "quota" in probed ? { ...probed, defaultLimitBytes: storageBaseBytes() } : probed,
     );
+  }
+  const { STORAGE_ROOT, AGENT_GATEWAY_IMAGE } = env();
+  if (runtime instanceof SwarmRuntime && STORAGE_ROOT && !runtime.storageEnforcement().enforced) {
+    // Each node's host probed through its engine (decision 0228); the nodes' storage agent only
+    // sleeps in the gateway image, which every node holds.
+    await runtime.configureStorage({
+      root: STORAGE_ROOT,
+      image: AGENT_GATEWAY_IMAGE,
+      defaultLimitBytes: storageBaseBytes(),
+    });
   }
   const state: StorageEnforcement = runtime.storageEnforcement?.() ?? {
     enforced: false,
