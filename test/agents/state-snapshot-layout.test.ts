@@ -127,4 +127,21 @@ describeDocker("an image update's state snapshot on a limited volume", () => {
     expect(back.stdout).toBe("v1\nmine\ndeep\nnotes.md\nsub\n1000\n");
     await expectLimitedLayout(row.volume_name);
   }, 300_000);
+
+  it("keeps them when a backup's state goes into a fresh volume (a restore)", async () => {
+    const fresh = `${row.volume_name}-restored`;
+    try {
+      await rt.ensureVolume(fresh, volumeLabels(row), {
+        limits: limitsForPlan(row.plan),
+        storageLimitBytes: LIMIT,
+      });
+      // As restore.ts does: the archive's state/ entries written into the new volume.
+      await rt.importVolume(fresh, image, await rt.exportVolume(row.volume_name, image));
+      const back = await inVolume(fresh, "cat /state/workspace/notes.md /state/workspace/sub/f");
+      expect(back.stdout).toBe("mine\ndeep\n");
+      await expectLimitedLayout(fresh);
+    } finally {
+      await rt.removeVolume(fresh);
+    }
+  }, 300_000);
 });
