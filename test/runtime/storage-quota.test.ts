@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { DockerRuntime } from "../../worker/runtime/docker.ts";
 import {
   gatewayReserveBytes,
   parseQgroups,
@@ -6,7 +7,8 @@ import {
   type Run,
   StorageQuota,
 } from "../../worker/runtime/storage-quota.ts";
-import { summarizeNodes } from "../../worker/runtime/swarm-storage.ts";
+import { SwarmStorage, summarizeNodes } from "../../worker/runtime/swarm-storage.ts";
+import type { StorageEnforcement } from "../../worker/runtime/types.ts";
 
 // The btrfs qgroup limiter's commands and parsing (decision 0216), against recorded output of
 // btrfs-progs 6.2; the real filesystem is exercised by test/agents/storage-limits-real.test.ts.
@@ -202,5 +204,47 @@ describe("storage quota", () => {
       enforced: false,
       reason: "node n2: /srv/storage is ext2/ext3, not the prepared btrfs; enforced on n1",
     });
+  });
+
+  it("probes a Swarm node's host through its storage agent and tells each answer", async () => {
+    const execs: string[][] = [];
+    let given: StorageEnforcement = { enforced: false, reason: "not yet" };
+    // A node engine whose storage agent runs: every command is an exec through the host's shell.
+    const engine = {
+      inspect: async () => ({ id: "agent", running: true, image: "gw:1" }),
+      exec: async (_id: string, cmd: string[]) => {
+        execs.push(cmd);
+        return { exitCode: 0, stdout: cmd.includes("stat") ? "btrfs\n" : "", stderr: "" };
+      },
+      configureStorage: (storage: { quota?: StorageQuota; reason?: string }) => {
+        given = storage.quota
+          ? { enforced: true, mechanism: `btrfs qgroups on ${storage.quota.root}` }
+          : { enforced: false, reason: storage.reason ?? "" };
+      },
+      storageEnforcement: () => given,
+    } as unknown as DockerRuntime;
+    const told: StorageEnforcement[] = [];
+    const storage = new SwarmStorage({
+      root: "/srv/storage",
+      image: "gw:1",
+      defaultLimitBytes: 1024 ** 3,
+      onProbe: (state) => told.push(state),
+    });
+    await storage.configure("node-b", "b", engine);
+    expect(execs[0]).toEqual([
+      "chroot",
+      "/host",
+      "/bin/sh",
+      "-c",
+      'exec "$0" "$@"',
+      "stat",
+      "-f",
+      "-c",
+      "%T",
+      "/srv/storage",
+    ]);
+    expect(told).toEqual([
+      { enforced: true, mechanism: "btrfs qgroups on /srv/storage on every node (b)" },
+    ]);
   });
 });

@@ -16,6 +16,8 @@ export interface SwarmStorageOptions {
   /** The nodes' storage agent's image: one every node has, with `sleep` (the gateway's). */
   image: string;
   defaultLimitBytes: number;
+  /** Told the summary again after each node's probe (a node that joins later: /ops learns). */
+  onProbe?: (state: StorageEnforcement) => void;
 }
 
 export type NodeStorage = { node: string } & StorageEnforcement;
@@ -53,6 +55,7 @@ export class SwarmStorage {
     const probed = await StorageQuota.probe(root, nodeRunner(engine, image));
     engine.configureStorage("quota" in probed ? { ...probed, defaultLimitBytes } : probed);
     this.#nodes.set(nodeId, { node: name, ...engine.storageEnforcement() });
+    this.#options.onProbe?.(this.enforcement());
   }
 
   /** Per node, as probed. */
