@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { DockerRuntime } from "../../worker/runtime/docker.ts";
 import {
   gatewayReserveBytes,
   parseQgroups,
@@ -6,6 +7,8 @@ import {
   type Run,
   StorageQuota,
 } from "../../worker/runtime/storage-quota.ts";
+import { SwarmStorage, summarizeNodes } from "../../worker/runtime/swarm-storage.ts";
+import type { StorageEnforcement } from "../../worker/runtime/types.ts";
 
 // The btrfs qgroup limiter's commands and parsing (decision 0216), against recorded output of
 // btrfs-progs 6.2; the real filesystem is exercised by test/agents/storage-limits-real.test.ts.
@@ -145,5 +148,103 @@ describe("storage quota", () => {
     });
     const ok = recorder({ "stat -f -c": "btrfs\n" });
     expect(await StorageQuota.probe("/srv/storage", ok.run)).toHaveProperty("quota");
+  });
+
+  it("makes a volume's layout through its runner alone: a Swarm node's host is another machine", async () => {
+    const missing: Run = async (file, args) => {
+      calls.push([file, ...args]);
+      if (file === "stat") throw Object.assign(new Error("no such file"), { stderr: "" });
+      if (file === "btrfs" && args[1] === "list") {
+        return args[2] === "-o" && args[3] === "/srv/storage"
+          ? SUBVOLUMES
+          : "ID 258 gen 24 top level 256 path vol-a/data/workspace\nID 259 gen 24 top level 256 path vol-a/tmp\n";
+      }
+      return "";
+    };
+    const calls: string[][] = [];
+    await new StorageQuota("/srv/storage", missing).ensure("vol-a", 256 * 1024 ** 2);
+    const made = calls.map((c) => c.join(" "));
+    expect(made).toEqual(
+      expect.arrayContaining([
+        "btrfs subvolume create /srv/storage/vol-a",
+        "mkdir -p -m 700 /srv/storage/vol-a/data",
+        "chown 1000:1000 /srv/storage/vol-a/data",
+        "btrfs subvolume create /srv/storage/vol-a/data/workspace",
+        "chown 1000:1000 /srv/storage/vol-a/data/workspace",
+        "btrfs subvolume create /srv/storage/vol-a/tmp",
+        "btrfs qgroup assign 0/258 1/256 /srv/storage",
+        "chmod 1777 /srv/storage/vol-a/tmp",
+      ]),
+    );
+    expect(await new StorageQuota("/srv/storage", missing).has("vol-a")).toBe(false);
+  });
+
+  it("says per Swarm node whether limits hold: enforced only when every node does", () => {
+    const on = { enforced: true as const, mechanism: "btrfs qgroups on /srv/storage" };
+    expect(summarizeNodes([])).toMatchObject({ enforced: false });
+    expect(
+      summarizeNodes([
+        { node: "n1", ...on },
+        { node: "n2", ...on },
+      ]),
+    ).toEqual({
+      enforced: true,
+      mechanism: "btrfs qgroups on /srv/storage on every node (n1, n2)",
+    });
+    expect(
+      summarizeNodes([
+        { node: "n1", ...on },
+        {
+          node: "n2",
+          enforced: false,
+          reason: "/srv/storage is ext2/ext3, not the prepared btrfs",
+        },
+      ]),
+    ).toEqual({
+      enforced: false,
+      reason: "node n2: /srv/storage is ext2/ext3, not the prepared btrfs; enforced on n1",
+    });
+  });
+
+  it("probes a Swarm node's host through its storage agent and tells each answer", async () => {
+    const execs: string[][] = [];
+    let given: StorageEnforcement = { enforced: false, reason: "not yet" };
+    // A node engine whose storage agent runs: every command is an exec through the host's shell.
+    const engine = {
+      inspect: async () => ({ id: "agent", running: true, image: "gw:1" }),
+      exec: async (_id: string, cmd: string[]) => {
+        execs.push(cmd);
+        return { exitCode: 0, stdout: cmd.includes("stat") ? "btrfs\n" : "", stderr: "" };
+      },
+      configureStorage: (storage: { quota?: StorageQuota; reason?: string }) => {
+        given = storage.quota
+          ? { enforced: true, mechanism: `btrfs qgroups on ${storage.quota.root}` }
+          : { enforced: false, reason: storage.reason ?? "" };
+      },
+      storageEnforcement: () => given,
+    } as unknown as DockerRuntime;
+    const told: StorageEnforcement[] = [];
+    const storage = new SwarmStorage({
+      root: "/srv/storage",
+      image: "gw:1",
+      defaultLimitBytes: 1024 ** 3,
+      onProbe: (state) => told.push(state),
+    });
+    await storage.configure("node-b", "b", engine);
+    expect(execs[0]).toEqual([
+      "chroot",
+      "/host",
+      "/bin/sh",
+      "-c",
+      'exec "$0" "$@"',
+      "stat",
+      "-f",
+      "-c",
+      "%T",
+      "/srv/storage",
+    ]);
+    expect(told).toEqual([
+      { enforced: true, mechanism: "btrfs qgroups on /srv/storage on every node (b)" },
+    ]);
   });
 });

@@ -47,6 +47,7 @@ import {
   STACK,
 } from "../deploy/platform-stack.ts";
 import { GATEWAY_IMAGE, testLabels, testRun, waitFor } from "./docker-support.ts";
+import { testStorageRoot } from "./storage-support.ts";
 import { loadImage, type SwarmCluster, startSwarmCluster } from "./swarm-cluster.ts";
 import { buildTinyImage, describeSwarm, probeFrom, TINY_IMAGE } from "./swarm-support.ts";
 
@@ -61,6 +62,7 @@ const GiB = 1024 ** 3;
 /** Half a CPU: a node of this 2-core machine holds four of them. */
 const small: ResourceLimits = { ...limitsForPlan("solo"), cpus: 0.5, memoryBytes: GiB };
 const STATE = "/home/node/.openclaw";
+const storage = await testStorageRoot();
 
 /** A node's availability as an operator sets it (`docker node update --availability`). */
 async function setAvailability(docker: Docker, nodeId: string, availability: string) {
@@ -208,6 +210,64 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     expect(nodes.find((n) => n.id === cluster.manager.nodeId)?.role).toBe("manager");
     expect(nodes.filter((n) => n.role === "worker")).toHaveLength(1);
   });
+
+  it("holds a gateway on the second node to its storage limit: root read-only, the agent's writes stop at its part, raised live (decision 0228)", async () => {
+    if ("reason" in storage) throw new Error(storage.reason);
+    const { root } = storage.quota;
+    const MiB = 1024 ** 2;
+    // The nodes' hosts are this machine: each node's engine reaches the one test root through
+    // its storage agent (a container of the node's engine, chroot into the host's /).
+    const options = { root, image: TINY_IMAGE, defaultLimitBytes: 128 * MiB };
+    const limited = new SwarmRuntime({
+      host: cluster.manager.host,
+      nodeEngines: cluster.nodeEngines,
+      settleMs: 90_000,
+    });
+    expect(limited.storageEnforcement()).toMatchObject({ enforced: false });
+    const state = await limited.configureStorage(options);
+    expect(state).toEqual({
+      enforced: true,
+      mechanism: expect.stringMatching(new RegExp(`${root} on every node \\(.+, .+\\)`)),
+    });
+    const second = cluster.nodes.find((n) => n !== cluster.manager) as (typeof cluster.nodes)[0];
+    const s = { ...spec(90), volume: `agent-${testRun}-limited-state` };
+    let id: string | undefined;
+    try {
+      await limited.ensureVolume(
+        s.volume,
+        { ...testLabels(), [LABELS.instanceId]: s.instanceId },
+        {
+          limits: small,
+          node: second.nodeId,
+          storageLimitBytes: 128 * MiB,
+        },
+      );
+      id = await limited.create(s);
+      expect(await limited.nodeOf(id)).toBe(second.nodeId);
+      await limited.start(id);
+      expect((await limited.inspect(id))?.security.readOnly).toBe(true);
+      const inTask = (script: string) =>
+        limited.exec(id as string, ["sh", "-c", script], { timeoutMs: 120_000 });
+      expect((await inTask("touch /probe 2>&1; echo rc=$?")).stdout).toMatch(
+        /Read-only file system[\s\S]*rc=1/,
+      );
+      expect((await inTask("touch /tmp/probe && echo ok")).stdout).toBe("ok\n");
+      // 128 MiB less the gateway's 64 MiB reserve: the agent's workspace stops at 64 MiB.
+      const fill = `rm -f ${STATE}/workspace/fill; dd if=/dev/zero of=${STATE}/workspace/fill bs=1M count=96 2>&1; echo rc=$?`;
+      expect((await inTask(fill)).stdout).toMatch(/Disk quota exceeded[\s\S]*rc=1/);
+      const usage = (await limited.storageUsage()).get(s.volume);
+      expect(usage?.limitBytes).toBe(128 * MiB);
+      expect(usage?.usedBytes).toBeGreaterThanOrEqual(120 * MiB); // the reserve counts as used
+      // Raised live on that node (a storage upgrade): the same write now fits.
+      expect(await limited.setStorageLimit(s.volume, 512 * MiB)).toBe(true);
+      expect((await inTask(fill)).stdout).toMatch(/rc=0/);
+      expect((await limited.storageUsage()).get(s.volume)?.limitBytes).toBe(512 * MiB);
+    } finally {
+      if (id) await limited.remove(id);
+      await limited.removeVolume(s.volume);
+    }
+    expect(await storage.quota.has(s.volume)).toBe(false);
+  }, 300_000);
 
   it("spreads instances by free capacity and refuses clearly when the cluster is full", async () => {
     // A platform service as the stack's web is: on the manager, on the shared overlay, its

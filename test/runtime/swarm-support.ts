@@ -13,7 +13,7 @@ import path from "node:path";
 import Docker from "dockerode";
 import { describe } from "vitest";
 import { GATEWAY_PORT } from "../../worker/instances/engine.ts";
-import { demux } from "../../worker/runtime/docker.ts";
+import { demux } from "../../worker/runtime/docker-engine.ts";
 import type { ExecResult } from "../../worker/runtime/types.ts";
 import { dockerRequired, waitFor } from "./docker-support.ts";
 
@@ -147,6 +147,11 @@ export function buildTinyImage(engine: Pick<SwarmEngine, "dir" | "host">): void 
       "mkdir",
       "chown",
       "ls",
+      // The storage test: an agent's writes, and the nodes' storage agent (chroot to the host).
+      "dd",
+      "touch",
+      "rm",
+      "chroot",
     ]) {
       symlinkSync("busybox", path.join(ctx, "bin", applet));
     }

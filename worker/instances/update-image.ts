@@ -16,6 +16,7 @@ import { waitReady } from "./health.ts";
 import { withInstanceLock } from "./lock.ts";
 import { observe } from "./observe.ts";
 import { type RunProgress, startRun } from "./run-progress.ts";
+import { copyStateScript } from "./state-copy.ts";
 import { storageLimitFor } from "./storage-limits.ts";
 import { pinnedGatewayImage } from "./update-image-version.ts";
 
@@ -45,9 +46,8 @@ export async function snapshotVolume(
     // snapshot volume's root is root-owned. No network, removed at once.
     user: "0",
     capAdd: ["CHOWN", "DAC_OVERRIDE", "FOWNER"],
-    cmd: [
-      `rm -rf ${to}/* ${to}/.[!.]* && cp -a ${from}/. ${to}/ && chown 1000:1000 ${to} && chmod 700 ${to}`,
-    ],
+    // The nested subvolumes of both (the agent's workspace and its limit group) are kept.
+    cmd: [copyStateScript(from, to)],
     labels: ownerLabels(row.id),
     timeoutMs: 300_000,
   });

@@ -1,5 +1,7 @@
-import { finished, PassThrough } from "node:stream";
 import Docker from "dockerode";
+import { call, demux, engineAddress, engineSocket, statusOf } from "./docker-engine.ts";
+import { execIn, runOnce } from "./docker-exec.ts";
+import { containerInfoOf, containerStatsOf } from "./docker-inspect.ts";
 import {
   ensureIsolatedBridge,
   ensureSharedBridge,
@@ -9,12 +11,12 @@ import {
   type SubnetPool,
   subnetPool,
 } from "./docker-networks.ts";
-import type { StorageQuota, VolumeUsage } from "./storage-quota.ts";
+import { type DockerStorage, DockerVolumes, tmpVolumeOf } from "./docker-volumes.ts";
+import type { VolumeUsage } from "./storage-quota.ts";
 import {
   type AgentRuntime,
   type ContainerInfo,
   type ContainerSpec,
-  type ContainerState,
   type ContainerStats,
   type ContainerSummary,
   type ExecResult,
@@ -23,7 +25,6 @@ import {
   LABELS,
   type Placement,
   type ResourceLimits,
-  RuntimeUnavailableError,
   type StorageEnforcement,
 } from "./types.ts";
 
@@ -33,72 +34,8 @@ import {
 // bridge network of its own (docker-networks.ts) and no published port (or one on 127.0.0.1
 // only).
 
-const ENGINE_DOWN = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET", "EPIPE"]);
 /** How long `remove` waits for a removal another caller started (seconds for a gateway). */
 const REMOVAL_WAIT_MS = 30_000;
-
-function statusOf(error: unknown): number | undefined {
-  return (error as { statusCode?: number }).statusCode;
-}
-
-/** Maps "the socket does not answer" to RuntimeUnavailableError; other errors pass through. */
-function wrap(error: unknown): never {
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code && ENGINE_DOWN.has(code)) {
-    throw new RuntimeUnavailableError(`Docker engine unreachable (${code})`, { cause: error });
-  }
-  throw error;
-}
-
-async function call<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (error) {
-    return wrap(error);
-  }
-}
-
-/** Splits Docker's multiplexed stdout/stderr stream (8-byte frame headers). */
-export function demux(buffer: Buffer): { stdout: string; stderr: string } {
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  let i = 0;
-  while (i + 8 <= buffer.length) {
-    const type = buffer[i];
-    const size = buffer.readUInt32BE(i + 4);
-    const chunk = buffer.subarray(i + 8, i + 8 + size);
-    (type === 2 ? err : out).push(chunk);
-    i += 8 + size;
-  }
-  if (i === 0 && buffer.length > 0 && buffer[0] !== 1 && buffer[0] !== 2) {
-    return { stdout: buffer.toString("utf8"), stderr: "" }; // a TTY stream is not framed
-  }
-  return {
-    stdout: Buffer.concat(out).toString("utf8"),
-    stderr: Buffer.concat(err).toString("utf8"),
-  };
-}
-
-/** dockerode's connection options for a Docker host URL (unix:///path or tcp://host:port). */
-export function engineAddress(host: string): Docker.DockerOptions {
-  const url = new URL(host);
-  if (url.protocol === "unix:") return { socketPath: url.pathname };
-  if (url.protocol === "tcp:" || url.protocol === "http:") {
-    return { host: url.hostname, port: Number(url.port || 2375), protocol: "http" };
-  }
-  if (url.protocol === "https:") {
-    return { host: url.hostname, port: Number(url.port || 2376), protocol: "https" };
-  }
-  throw new Error(`unsupported Docker host ${host} (unix://, tcp:// or https://)`);
-}
-
-/** The engine's socket: DOCKER_SOCKET, else DOCKER_HOST when it names a unix socket. */
-function engineSocket(): string {
-  const host = process.env.DOCKER_HOST;
-  if (process.env.DOCKER_SOCKET) return process.env.DOCKER_SOCKET;
-  if (host?.startsWith("unix://")) return host.slice("unix://".length);
-  return "/var/run/docker.sock";
-}
 
 export interface DockerDriverOptions {
   socketPath?: string;
@@ -109,7 +46,7 @@ export interface DockerDriverOptions {
   /** The range gateways' own networks are cut from, /28 each (RUNTIME_TENANT_SUBNETS). */
   tenantSubnets?: string;
   /** Hard storage limits (decision 0216): the prepared storage root, or why there is none. */
-  storage?: { quota: StorageQuota; defaultLimitBytes: number } | { reason: string };
+  storage?: DockerStorage;
 }
 
 /** RUNTIME_TENANT_SUBNETS' default: 4,096 networks of 16 addresses (decision 0195). */
@@ -132,18 +69,12 @@ async function pauseRetrying(container: Docker.Container, attempts = 3): Promise
   }
 }
 
-/** The Docker volume that is a limited volume's /tmp (same subvolume, same limit). */
-export function tmpVolumeOf(volume: string): string {
-  return `${volume}-tmp`;
-}
-
 export class DockerRuntime implements AgentRuntime {
   readonly driver = "docker" as const;
   readonly docker: Docker;
   readonly maxCpus: number | undefined;
   readonly tenantSubnets: SubnetPool;
-  #quota: { quota: StorageQuota; defaultLimitBytes: number } | undefined;
-  #unenforced = "no storage root configured";
+  readonly volumes: DockerVolumes;
   #engine: Promise<{ NCPU: number; CgroupVersion?: string; SwapLimit?: boolean }> | undefined;
 
   constructor(options: DockerDriverOptions = {}) {
@@ -154,13 +85,13 @@ export class DockerRuntime implements AgentRuntime {
     );
     this.maxCpus = options.maxCpus;
     this.tenantSubnets = subnetPool(options.tenantSubnets ?? DEFAULT_TENANT_SUBNETS);
+    this.volumes = new DockerVolumes(this.docker);
     if (options.storage) this.configureStorage(options.storage);
   }
 
   /** Sets the storage root (the worker probes it at start, decision 0216). */
-  configureStorage(storage: NonNullable<DockerDriverOptions["storage"]>): void {
-    this.#quota = "quota" in storage ? storage : undefined;
-    if ("reason" in storage) this.#unenforced = storage.reason;
+  configureStorage(storage: DockerStorage): void {
+    this.volumes.configureStorage(storage);
   }
 
   async ping(): Promise<void> {
@@ -206,84 +137,32 @@ export class DockerRuntime implements AgentRuntime {
     return moveContainer(this.docker, call, container, from, to);
   }
 
-  async ensureVolume(
-    name: string,
-    labels: Record<string, string>,
-    placement?: Placement,
-  ): Promise<void> {
-    const limited = this.#quota;
-    // An existing volume stays what it is (one made before the storage root keeps no limit).
-    if (!limited || (await this.volumeExists(name))) {
-      // Creating an existing named volume is a no-op in Docker (idempotent).
-      await call(() => this.docker.createVolume({ Name: name, Labels: labels }));
-      return;
-    }
-    const limit = placement?.storageLimitBytes ?? limited.defaultLimitBytes;
-    await limited.quota.ensure(name, limit);
-    const { data, tmp } = limited.quota.folders(name);
-    // The local driver binds the subvolume's folders: Docker still copies the image's files
-    // into them on first mount, and the kernel counts both against the one qgroup.
-    const bind = (device: string) => ({ type: "none", o: "bind", device });
-    await call(() =>
-      this.docker.createVolume({ Name: tmpVolumeOf(name), Labels: labels, DriverOpts: bind(tmp) }),
-    );
-    await call(() =>
-      this.docker.createVolume({ Name: name, Labels: labels, DriverOpts: bind(data) }),
-    );
+  ensureVolume(name: string, labels: Record<string, string>, placement?: Placement) {
+    return this.volumes.ensure(name, labels, placement);
   }
 
   storageEnforcement(): StorageEnforcement {
-    return this.#quota
-      ? { enforced: true, mechanism: `btrfs qgroups on ${this.#quota.quota.root}` }
-      : { enforced: false, reason: this.#unenforced };
+    return this.volumes.enforcement();
   }
 
-  async setStorageLimit(volume: string, limitBytes: number): Promise<boolean> {
-    if (!this.#quota || !(await this.#quota.quota.has(volume))) return false;
-    await this.#quota.quota.setLimit(volume, limitBytes);
-    return true;
+  setStorageLimit(volume: string, limitBytes: number): Promise<boolean> {
+    return this.volumes.setLimit(volume, limitBytes);
   }
 
-  async storageUsage(): Promise<Map<string, VolumeUsage>> {
-    return this.#quota ? this.#quota.quota.usage() : new Map();
+  storageUsage(): Promise<Map<string, VolumeUsage>> {
+    return this.volumes.usage();
   }
 
-  async volumeExists(name: string): Promise<boolean> {
-    try {
-      await call(() => this.docker.getVolume(name).inspect());
-      return true;
-    } catch (error) {
-      if (statusOf(error) === 404) return false;
-      throw error;
-    }
+  volumeExists(name: string): Promise<boolean> {
+    return this.volumes.exists(name);
   }
 
-  async volumeSizes(): Promise<Map<string, number>> {
-    // /system/df computes every volume's size (Docker 1.41 has no per-type filter): keep it
-    // to the periodic reconcile pass.
-    const df = (await call(() => this.docker.df())) as {
-      Volumes?: Array<{ Name: string; UsageData?: { Size?: number } }> | null;
-    };
-    const sizes = new Map<string, number>();
-    for (const v of df.Volumes ?? []) {
-      const size = v.UsageData?.Size ?? -1;
-      if (size >= 0) sizes.set(v.Name, size);
-    }
-    // A limited volume's figure is the kernel's (data and tmp together); Docker's walks only
-    // a volume that is mounted at that moment.
-    for (const [name, usage] of await this.storageUsage()) sizes.set(name, usage.usedBytes);
-    return sizes;
+  volumeSizes(): Promise<Map<string, number>> {
+    return this.volumes.sizes();
   }
 
-  async removeVolume(name: string): Promise<void> {
-    for (const volume of [name, tmpVolumeOf(name)]) {
-      try {
-        await call(() => this.docker.getVolume(volume).remove({ force: true }));
-      } catch (error) {
-        if (statusOf(error) !== 404) throw error;
-      }
-    }
-    await this.#quota?.quota.remove(name);
+  removeVolume(name: string): Promise<void> {
+    return this.volumes.remove(name);
   }
 
   /** The image's inspect, or undefined when the engine has no such image. */
@@ -309,7 +188,7 @@ export class DockerRuntime implements AgentRuntime {
     const cpus = await this.#cpuCap(spec.limits.cpus);
     // On a limited volume the root filesystem is read-only and /tmp is the volume's own tmp:
     // everything the gateway can write is under the one limit (decision 0216).
-    const limited = (await this.#quota?.quota.has(spec.volume)) === true;
+    const limited = await this.volumes.isLimited(spec.volume);
     const port = spec.loopbackPort;
     const container = await call(() =>
       this.docker.createContainer({
@@ -501,96 +380,20 @@ export class DockerRuntime implements AgentRuntime {
   }
 
   async inspect(id: string): Promise<ContainerInfo | undefined> {
-    let c: Docker.ContainerInspectInfo;
     try {
-      c = await call(() => this.docker.getContainer(id).inspect());
+      return containerInfoOf(await call(() => this.docker.getContainer(id).inspect()));
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       throw error;
     }
-    const networks = c.NetworkSettings?.Networks ?? {};
-    const address = Object.values(networks).find((n) => n?.IPAddress)?.IPAddress || undefined;
-    const ports: ContainerInfo["ports"] = {};
-    for (const [key, bindings] of Object.entries(c.NetworkSettings?.Ports ?? {})) {
-      if (!bindings) continue;
-      ports[key] = bindings.map((b) => ({ hostIp: b.HostIp, hostPort: b.HostPort }));
-    }
-    const health = (c.State as { Health?: { Status?: string } }).Health?.Status;
-    const hc = c.HostConfig as Docker.HostConfig;
-    return {
-      id: c.Id,
-      name: c.Name.replace(/^\//, ""),
-      image: c.Config.Image,
-      imageId: c.Image,
-      state: c.State.Status as ContainerState,
-      running: c.State.Running && !c.State.Paused,
-      health:
-        health === "starting" || health === "healthy" || health === "unhealthy"
-          ? health
-          : undefined,
-      oomKilled: c.State.OOMKilled,
-      exitCode: c.State.ExitCode,
-      restartCount: c.RestartCount,
-      startedAt: c.State.StartedAt?.startsWith("0001") ? undefined : c.State.StartedAt,
-      finishedAt: c.State.FinishedAt?.startsWith("0001") ? undefined : c.State.FinishedAt,
-      labels: c.Config.Labels ?? {},
-      address,
-      networks: Object.keys(networks),
-      ports,
-      hostname: c.Config.Hostname,
-      limits: {
-        memoryBytes: hc.Memory ?? 0,
-        cpuShares: hc.CpuShares ?? 0,
-        nanoCpus: hc.NanoCpus ?? 0,
-        pidsLimit: hc.PidsLimit ?? 0,
-      },
-      security: {
-        init: hc.Init === true,
-        capDrop: hc.CapDrop ?? [],
-        securityOpt: hc.SecurityOpt ?? [],
-        readOnly: hc.ReadonlyRootfs === true,
-      },
-      restartPolicy: hc.RestartPolicy?.Name ?? "",
-      env: c.Config.Env ?? [],
-      mounts: (c.Mounts ?? []).map((m) => ({
-        name: m.Name,
-        destination: m.Destination,
-        type: m.Type,
-      })),
-    };
   }
 
   async stats(id: string): Promise<ContainerStats> {
-    const s = (await call(() =>
-      this.docker.getContainer(id).stats({ stream: false }),
-    )) as Docker.ContainerStats;
-    const cpuDelta =
-      s.cpu_stats.cpu_usage.total_usage - (s.precpu_stats.cpu_usage?.total_usage ?? 0);
-    const systemDelta =
-      (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0);
-    const online = s.cpu_stats.online_cpus || s.cpu_stats.cpu_usage.percpu_usage?.length || 1;
-    const cpuPercent =
-      systemDelta > 0 && cpuDelta > 0 ? (cpuDelta / systemDelta) * online * 100 : 0;
-    // Like `docker stats`: usage minus the page cache that can be reclaimed.
-    const mem = s.memory_stats;
-    const inactive =
-      (mem.stats as Record<string, number> | undefined)?.inactive_file ??
-      (mem.stats as Record<string, number> | undefined)?.total_inactive_file ??
-      0;
-    let rx = 0;
-    let tx = 0;
-    for (const n of Object.values(s.networks ?? {})) {
-      rx += n.rx_bytes;
-      tx += n.tx_bytes;
-    }
-    return {
-      cpuPercent: Math.round(cpuPercent * 100) / 100,
-      memoryBytes: Math.max(0, (mem.usage ?? 0) - inactive),
-      memoryLimitBytes: mem.limit ?? 0,
-      pids: (s as { pids_stats?: { current?: number } }).pids_stats?.current ?? 0,
-      rxBytes: rx,
-      txBytes: tx,
-    };
+    return containerStatsOf(
+      (await call(() =>
+        this.docker.getContainer(id).stats({ stream: false }),
+      )) as Docker.ContainerStats,
+    );
   }
 
   async logs(id: string, options: { tail?: number } = {}): Promise<string> {
@@ -607,44 +410,8 @@ export class DockerRuntime implements AgentRuntime {
     return stdout + stderr;
   }
 
-  async exec(id: string, cmd: string[], options: { timeoutMs?: number } = {}): Promise<ExecResult> {
-    const container = this.docker.getContainer(id);
-    const exec = await call(() =>
-      container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: false }),
-    );
-    const stream = await call(() => exec.start({ hijack: true, stdin: false }));
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    stdout.on("data", (c: Buffer) => out.push(c));
-    stderr.on("data", (c: Buffer) => err.push(c));
-    this.docker.modem.demuxStream(stream, stdout, stderr);
-    const timeoutMs = options.timeoutMs ?? 60_000;
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        stream.destroy();
-        reject(new Error(`exec timed out after ${timeoutMs} ms: ${cmd.join(" ")}`));
-      }, timeoutMs);
-      stream.on("end", () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      stream.on("close", () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      stream.on("error", (e) => {
-        clearTimeout(timer);
-        reject(e);
-      });
-    });
-    const info = await call(() => exec.inspect());
-    return {
-      exitCode: info.ExitCode ?? -1,
-      stdout: Buffer.concat(out).toString("utf8"),
-      stderr: Buffer.concat(err).toString("utf8"),
-    };
+  exec(id: string, cmd: string[], options: { timeoutMs?: number } = {}): Promise<ExecResult> {
+    return execIn(this.docker, id, cmd, options);
   }
 
   async list(labels: Record<string, string>): Promise<ContainerSummary[]> {
@@ -658,117 +425,28 @@ export class DockerRuntime implements AgentRuntime {
     }));
   }
 
-  /**
-   * A created, never started container with the volume at /state: Docker's archive API reads
-   * it. A one-shot by role, so a dead job's leftover is found and removed like the others.
-   * The image's own VOLUME gives it an anonymous volume too: removed with it (`v`), else every
-   * backup, export and import left one behind on the engine's host.
-   */
-  private async volumeHelper(volume: string, image: string, labels: Record<string, string> = {}) {
-    return call(() =>
-      this.docker.createContainer({
-        Image: image,
-        Entrypoint: ["true"],
-        Cmd: [],
-        Labels: { ...labels, [LABELS.managed]: "1", [LABELS.role]: "one-shot" },
-        HostConfig: {
-          NetworkMode: "none",
-          Mounts: [{ Type: "volume", Source: volume, Target: "/state" }],
-        },
-      }),
-    );
-  }
-
-  async exportVolume(
+  exportVolume(
     volume: string,
     image: string,
     labels?: Record<string, string>,
   ): Promise<NodeJS.ReadableStream> {
-    const helper = await this.volumeHelper(volume, image, labels);
-    try {
-      const archive = await call(() => helper.getArchive({ path: "/state" }));
-      finished(archive, () => {
-        helper.remove({ force: true, v: true }).catch(() => {});
-      });
-      return archive;
-    } catch (error) {
-      await helper.remove({ force: true, v: true }).catch(() => {});
-      throw error;
-    }
+    return this.volumes.export(volume, image, labels);
   }
 
-  async importVolume(
+  importVolume(
     volume: string,
     image: string,
     tar: NodeJS.ReadableStream,
     labels?: Record<string, string>,
   ): Promise<void> {
-    const helper = await this.volumeHelper(volume, image, labels);
-    try {
-      await call(() => helper.putArchive(tar, { path: "/" }));
-    } finally {
-      await helper.remove({ force: true, v: true }).catch(() => {});
-    }
+    return this.volumes.import(volume, image, tar, labels);
   }
 
-  async volumeHolders(volume: string): Promise<ContainerSummary[]> {
-    const rows = await call(() =>
-      this.docker.listContainers({ all: true, filters: { volume: [volume] } }),
-    );
-    return rows.map((r) => ({
-      id: r.Id,
-      name: (r.Names[0] ?? "").replace(/^\//, ""),
-      state: r.State,
-      labels: r.Labels ?? {},
-    }));
+  volumeHolders(volume: string): Promise<ContainerSummary[]> {
+    return this.volumes.holders(volume);
   }
 
-  async runOnce(spec: Parameters<AgentRuntime["runOnce"]>[0]): Promise<ExecResult> {
-    const container = await call(() =>
-      this.docker.createContainer({
-        Image: spec.image,
-        Entrypoint: spec.entrypoint,
-        Cmd: spec.cmd,
-        Env: Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`),
-        Labels: { ...spec.labels, [LABELS.managed]: "1", [LABELS.role]: "one-shot" },
-        User: spec.user,
-        HostConfig: {
-          CapDrop: ["ALL"],
-          CapAdd: spec.capAdd,
-          SecurityOpt: ["no-new-privileges"],
-          NetworkMode: "none",
-          Memory: 256 * 1024 ** 2,
-          NanoCpus: 500_000_000,
-          Mounts: [
-            { Type: "volume", Source: spec.volume, Target: spec.volumeTarget },
-            ...Object.entries(spec.extraVolumes ?? {}).map(([Source, Target]) => ({
-              Type: "volume" as const,
-              Source,
-              Target,
-            })),
-          ],
-        },
-      }),
-    );
-    try {
-      await call(() => container.start());
-      const timeoutMs = spec.timeoutMs ?? 60_000;
-      const result = (await Promise.race([
-        call(() => container.wait()),
-        new Promise((_, reject) =>
-          setTimeout(
-            () => reject(new Error(`one-shot timed out after ${timeoutMs} ms`)),
-            timeoutMs,
-          ).unref(),
-        ),
-      ])) as { StatusCode: number };
-      const raw = (await call(() =>
-        container.logs({ stdout: true, stderr: true, follow: false }),
-      )) as unknown as Buffer;
-      const { stdout, stderr } = demux(raw);
-      return { exitCode: result.StatusCode, stdout, stderr };
-    } finally {
-      await container.remove({ force: true, v: true }).catch(() => {});
-    }
+  runOnce(spec: Parameters<AgentRuntime["runOnce"]>[0]): Promise<ExecResult> {
+    return runOnce(this.docker, spec);
   }
 }

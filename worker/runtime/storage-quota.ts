@@ -1,5 +1,4 @@
 import { execFile } from "node:child_process";
-import { chmod, chown, mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 
@@ -14,6 +13,9 @@ import { promisify } from "node:util";
 // the volume's own `0/<id>` (the gateway's state: its SQLite database, sessions, config) are in
 // `2/<id>`, limited to the sold limit. An agent that fills its workspace and /tmp leaves the
 // gateway its reserve to keep recording turns. A volume made before this keeps one qgroup.
+//
+// Every command, file operations included, goes through a Run: the worker's own host's
+// (execFile), or a Swarm node's (node-storage.ts: exec'd on that node's host, decision 0228).
 
 export type Run = (file: string, args: string[]) => Promise<string>;
 
@@ -111,11 +113,22 @@ export class StorageQuota {
   }
 
   async has(volume: string): Promise<boolean> {
+    return (await this.#typeOf(this.folders(volume).data)) === "directory";
+  }
+
+  /** `stat`'s file type of a path, or undefined when there is none. */
+  async #typeOf(target: string): Promise<string | undefined> {
     try {
-      return (await stat(this.folders(volume).data)).isDirectory();
+      return (await this.#run("stat", ["-c", "%F", target])).trim();
     } catch {
-      return false;
+      return undefined;
     }
+  }
+
+  /** A folder made for the gateway's user (0700), through the runner: it may be on another host. */
+  async #gatewayFolder(folder: string): Promise<void> {
+    await this.#run("mkdir", ["-p", "-m", "700", folder]);
+    await this.#run("chown", [`${GATEWAY_UID}:${GATEWAY_UID}`, folder]);
   }
 
   /**
@@ -126,29 +139,22 @@ export class StorageQuota {
   async ensure(volume: string, limitBytes: number): Promise<void> {
     const { subvolume, data, tmp } = this.folders(volume);
     const workspace = path.join(data, "workspace");
-    const exists = await stat(subvolume).then(
-      () => true,
-      () => false,
-    );
-    if (!exists) {
+    if ((await this.#typeOf(subvolume)) === undefined) {
       await this.#run("btrfs", ["subvolume", "create", subvolume]);
-      await mkdir(data, { mode: 0o700 });
-      await chown(data, GATEWAY_UID, GATEWAY_UID);
+      await this.#gatewayFolder(data);
       // The state's tmp/ (OpenClaw's locks; SQLite's temporary files, SQLITE_TMPDIR) from the
       // start, so SQLite never falls back to /tmp.
-      await mkdir(path.join(data, "tmp"), { mode: 0o700 });
-      await chown(path.join(data, "tmp"), GATEWAY_UID, GATEWAY_UID);
+      await this.#gatewayFolder(path.join(data, "tmp"));
       await this.#run("btrfs", ["subvolume", "create", workspace]);
-      await chmod(workspace, 0o700);
-      await chown(workspace, GATEWAY_UID, GATEWAY_UID);
+      await this.#run("chmod", ["700", workspace]);
+      await this.#run("chown", [`${GATEWAY_UID}:${GATEWAY_UID}`, workspace]);
       await this.#run("btrfs", ["subvolume", "create", tmp]);
       await this.#group(volume);
       await this.setLimit(volume, limitBytes);
     }
     // /tmp's sticky, world-writable mode (Docker copies the image's /tmp into it on first mount).
-    await mkdir(data, { recursive: true });
-    await mkdir(tmp, { recursive: true });
-    await chmod(tmp, 0o1777);
+    await this.#run("mkdir", ["-p", data, tmp]);
+    await this.#run("chmod", ["1777", tmp]);
   }
 
   /** The qgroup hierarchy of a new volume: 1/<id> = workspace + tmp; 2/<id> = 0/<id> + 1/<id>. */

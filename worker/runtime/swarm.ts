@@ -2,7 +2,9 @@ import type Docker from "dockerode";
 import { z } from "zod";
 import { DEFAULT_TENANT_SUBNETS, DockerRuntime } from "./docker.ts";
 import { type SubnetPool, subnetPool } from "./docker-networks.ts";
+import { tmpVolumeOf } from "./docker-volumes.ts";
 import { chooseNode, type Demand, demandOf, fits, type NodeCapacity } from "./placement.ts";
+import type { VolumeUsage } from "./storage-quota.ts";
 import {
   type AnchorSpec,
   attachPlatform,
@@ -15,6 +17,7 @@ import {
   removeOverlay,
   splitSubnet,
 } from "./swarm-networks.ts";
+import { SwarmStorage, type SwarmStorageOptions } from "./swarm-storage.ts";
 import {
   type AgentRuntime,
   type ClusterRuntime,
@@ -32,6 +35,7 @@ import {
   type RuntimeNode,
   RuntimeUnavailableError,
   type StaleVolume,
+  type StorageEnforcement,
 } from "./types.ts";
 
 // The Swarm driver: one replicated service (0 or 1 replica) per instance, pinned by a placement
@@ -70,6 +74,8 @@ export interface SwarmDriverOptions {
    * gateway's overlay, and each gateway's hosts file names it so (swarm-networks.ts).
    */
   platformHost?: string;
+  /** Hard storage limits on every node that has the prepared root (decision 0228). */
+  storage?: SwarmStorageOptions;
 }
 
 type Task = Docker.Task & {
@@ -108,6 +114,7 @@ type ServiceSpec = {
       CapabilityDrop?: string[];
       Privileges?: { NoNewPrivileges?: boolean };
       User?: string;
+      ReadOnly?: boolean;
       Mounts?: Array<{ Type?: string; Source?: string; Target?: string }>;
       Hosts?: string[];
     };
@@ -193,6 +200,7 @@ export class SwarmRuntime implements ClusterRuntime {
   readonly #platformHost: string | undefined;
   #managerNodeId: string | undefined;
   readonly #networkNames = new Map<string, string>();
+  #storage: SwarmStorage | undefined;
 
   constructor(options: SwarmDriverOptions = {}) {
     this.manager = new DockerRuntime({ host: options.host });
@@ -201,6 +209,7 @@ export class SwarmRuntime implements ClusterRuntime {
     this.#settleMs = options.settleMs ?? 60_000;
     this.#anchor = options.anchor;
     this.#platformHost = options.platformHost;
+    if (options.storage) this.#storage = new SwarmStorage(options.storage);
     if (options.isolateGateways) {
       this.ensureIsolatedNetwork = (name, labels) => this.#ensureIsolatedNetwork(name, labels);
     }
@@ -254,8 +263,46 @@ export class SwarmRuntime implements ClusterRuntime {
         `no engine address for node ${nodeId} (SWARM_NODE_ENGINES or node label ${NODE_ENGINE_LABEL})`,
       );
     }
+    // Its volumes limited when its host has the storage root (probed once, decision 0228).
+    await this.#storage?.configure(nodeId, node.Description?.Hostname || nodeId, engine);
     this.#engines.set(nodeId, engine);
     return engine;
+  }
+
+  // --- storage limits (decision 0228) --------------------------------------------------------
+
+  /**
+   * Sets the storage root and probes every ready node's host for it (the worker at start);
+   * a node that joins later is probed when first used.
+   */
+  async configureStorage(storage: SwarmStorageOptions): Promise<StorageEnforcement> {
+    this.#storage = new SwarmStorage(storage);
+    this.#engines.clear();
+    await this.#readyEngines();
+    return this.storageEnforcement();
+  }
+
+  storageEnforcement(): StorageEnforcement {
+    return (
+      this.#storage?.enforcement() ?? {
+        enforced: false,
+        reason: "STORAGE_ROOT is not set (deploy/host-storage.sh prepares one on each node)",
+      }
+    );
+  }
+
+  async setStorageLimit(volume: string, limitBytes: number): Promise<boolean> {
+    const nodeId = await this.#nodeOfVolume(volume);
+    if (!nodeId) return false;
+    return (await this.engineOf(nodeId)).setStorageLimit(volume, limitBytes);
+  }
+
+  async storageUsage(): Promise<Map<string, VolumeUsage>> {
+    const usage = new Map<string, VolumeUsage>();
+    for (const { engine } of await this.#readyEngines()) {
+      for (const [volume, used] of await engine.storageUsage()) usage.set(volume, used);
+    }
+    return usage;
   }
 
   async #readyEngines(): Promise<Array<{ nodeId: string; engine: DockerRuntime }>> {
@@ -495,7 +542,12 @@ export class SwarmRuntime implements ClusterRuntime {
     const { Labels } = (await call(() => source.docker.getVolume(volume).inspect())) as {
       Labels?: Record<string, string> | null;
     };
-    await target.ensureVolume(volume, Labels ?? {});
+    // At the source's limit, where both nodes limit (decision 0228).
+    const limit = (await source.storageUsage()).get(volume)?.limitBytes;
+    await target.ensureVolume(volume, Labels ?? {}, {
+      limits: limitsForPlan(undefined),
+      storageLimitBytes: limit,
+    });
     try {
       await target.importVolume(volume, image, await source.exportVolume(volume, image));
     } catch (error) {
@@ -650,7 +702,7 @@ export class SwarmRuntime implements ClusterRuntime {
       nodeId = chooseNode(node, this.#demand(limits)).id;
     }
     nodeId ??= (await this.place(limits)).id;
-    await (await this.engineOf(nodeId)).ensureVolume(name, labels);
+    await (await this.engineOf(nodeId)).ensureVolume(name, labels, placement);
   }
 
   async volumeExists(name: string): Promise<boolean> {
@@ -687,6 +739,10 @@ export class SwarmRuntime implements ClusterRuntime {
       nodeId = await this.#nodeOfVolume(spec.volume);
     }
     if (!nodeId) throw new Error(`volume ${spec.volume} vanished after create`);
+    // On a limited volume, as the Docker driver: root read-only, /tmp the volume's own, SQLite's
+    // temporary files in the state (decisions 0216, 0224).
+    const limited = await (await this.engineOf(nodeId)).volumes.isLimited(spec.volume);
+    const env = limited ? { ...spec.env, SQLITE_TMPDIR: `${spec.volumeTarget}/tmp` } : spec.env;
     const demand = this.#demand(spec.limits);
     const node = (await this.capacity()).find((n) => n.id === nodeId);
     if (!node?.schedulable || !fits(node, demand)) {
@@ -712,14 +768,20 @@ export class SwarmRuntime implements ClusterRuntime {
             Image: spec.image,
             Hostname: spec.hostname,
             Args: spec.cmd,
-            Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+            Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
             Labels: labels,
             Init: true,
             CapabilityDrop: ["ALL"],
             // Honoured from API 1.46; older engines need dockerd --no-new-privileges (decision).
             Privileges: { NoNewPrivileges: true },
             StopGracePeriod: 10e9,
-            Mounts: [{ Type: "volume", Source: spec.volume, Target: spec.volumeTarget }],
+            ReadOnly: limited,
+            Mounts: [
+              { Type: "volume", Source: spec.volume, Target: spec.volumeTarget },
+              ...(limited
+                ? [{ Type: "volume", Source: tmpVolumeOf(spec.volume), Target: "/tmp" }]
+                : []),
+            ],
             ...(hosts.length ? { Hosts: hosts } : {}),
           },
           Resources: {
@@ -990,7 +1052,7 @@ export class SwarmRuntime implements ClusterRuntime {
         init: cs.Init === true,
         capDrop: cs.CapabilityDrop ?? [],
         securityOpt: cs.Privileges?.NoNewPrivileges ? ["no-new-privileges"] : [],
-        readOnly: false,
+        readOnly: cs.ReadOnly === true,
       },
       restartPolicy: spec.TaskTemplate?.RestartPolicy?.Condition ?? "",
       env: cs.Env ?? [],

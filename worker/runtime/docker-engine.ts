@@ -1,0 +1,70 @@
+import type Docker from "dockerode";
+import { RuntimeUnavailableError } from "./types.ts";
+
+// The Docker engine's connection and its answers: an unreachable socket as
+// RuntimeUnavailableError, the HTTP status of an engine error, the multiplexed log stream.
+
+const ENGINE_DOWN = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET", "EPIPE"]);
+
+export function statusOf(error: unknown): number | undefined {
+  return (error as { statusCode?: number }).statusCode;
+}
+
+/** Maps "the socket does not answer" to RuntimeUnavailableError; other errors pass through. */
+function wrap(error: unknown): never {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code && ENGINE_DOWN.has(code)) {
+    throw new RuntimeUnavailableError(`Docker engine unreachable (${code})`, { cause: error });
+  }
+  throw error;
+}
+
+export async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    return wrap(error);
+  }
+}
+
+/** Splits Docker's multiplexed stdout/stderr stream (8-byte frame headers). */
+export function demux(buffer: Buffer): { stdout: string; stderr: string } {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  let i = 0;
+  while (i + 8 <= buffer.length) {
+    const type = buffer[i];
+    const size = buffer.readUInt32BE(i + 4);
+    const chunk = buffer.subarray(i + 8, i + 8 + size);
+    (type === 2 ? err : out).push(chunk);
+    i += 8 + size;
+  }
+  if (i === 0 && buffer.length > 0 && buffer[0] !== 1 && buffer[0] !== 2) {
+    return { stdout: buffer.toString("utf8"), stderr: "" }; // a TTY stream is not framed
+  }
+  return {
+    stdout: Buffer.concat(out).toString("utf8"),
+    stderr: Buffer.concat(err).toString("utf8"),
+  };
+}
+
+/** dockerode's connection options for a Docker host URL (unix:///path or tcp://host:port). */
+export function engineAddress(host: string): Docker.DockerOptions {
+  const url = new URL(host);
+  if (url.protocol === "unix:") return { socketPath: url.pathname };
+  if (url.protocol === "tcp:" || url.protocol === "http:") {
+    return { host: url.hostname, port: Number(url.port || 2375), protocol: "http" };
+  }
+  if (url.protocol === "https:") {
+    return { host: url.hostname, port: Number(url.port || 2376), protocol: "https" };
+  }
+  throw new Error(`unsupported Docker host ${host} (unix://, tcp:// or https://)`);
+}
+
+/** The engine's socket: DOCKER_SOCKET, else DOCKER_HOST when it names a unix socket. */
+export function engineSocket(): string {
+  const host = process.env.DOCKER_HOST;
+  if (process.env.DOCKER_SOCKET) return process.env.DOCKER_SOCKET;
+  if (host?.startsWith("unix://")) return host.slice("unix://".length);
+  return "/var/run/docker.sock";
+}

@@ -1,0 +1,104 @@
+import { PassThrough } from "node:stream";
+import type Docker from "dockerode";
+import { call, demux } from "./docker-engine.ts";
+import { type AgentRuntime, type ExecResult, LABELS } from "./types.ts";
+
+// Commands run by the Docker driver: an exec in a running container, and a one-shot container
+// on a volume (no network, capabilities dropped, removed at once).
+
+export async function execIn(
+  docker: Docker,
+  id: string,
+  cmd: string[],
+  options: { timeoutMs?: number } = {},
+): Promise<ExecResult> {
+  const container = docker.getContainer(id);
+  const exec = await call(() =>
+    container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: false }),
+  );
+  const stream = await call(() => exec.start({ hijack: true, stdin: false }));
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  stdout.on("data", (c: Buffer) => out.push(c));
+  stderr.on("data", (c: Buffer) => err.push(c));
+  docker.modem.demuxStream(stream, stdout, stderr);
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      stream.destroy();
+      reject(new Error(`exec timed out after ${timeoutMs} ms: ${cmd.join(" ")}`));
+    }, timeoutMs);
+    stream.on("end", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    stream.on("close", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    stream.on("error", (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+  });
+  const info = await call(() => exec.inspect());
+  return {
+    exitCode: info.ExitCode ?? -1,
+    stdout: Buffer.concat(out).toString("utf8"),
+    stderr: Buffer.concat(err).toString("utf8"),
+  };
+}
+
+export async function runOnce(
+  docker: Docker,
+  spec: Parameters<AgentRuntime["runOnce"]>[0],
+): Promise<ExecResult> {
+  const container = await call(() =>
+    docker.createContainer({
+      Image: spec.image,
+      Entrypoint: spec.entrypoint,
+      Cmd: spec.cmd,
+      Env: Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`),
+      Labels: { ...spec.labels, [LABELS.managed]: "1", [LABELS.role]: "one-shot" },
+      User: spec.user,
+      HostConfig: {
+        CapDrop: ["ALL"],
+        CapAdd: spec.capAdd,
+        SecurityOpt: ["no-new-privileges"],
+        NetworkMode: "none",
+        Memory: 256 * 1024 ** 2,
+        NanoCpus: 500_000_000,
+        Mounts: [
+          { Type: "volume", Source: spec.volume, Target: spec.volumeTarget },
+          ...Object.entries(spec.extraVolumes ?? {}).map(([Source, Target]) => ({
+            Type: "volume" as const,
+            Source,
+            Target,
+          })),
+        ],
+      },
+    }),
+  );
+  try {
+    await call(() => container.start());
+    const timeoutMs = spec.timeoutMs ?? 60_000;
+    const result = (await Promise.race([
+      call(() => container.wait()),
+      new Promise((_, reject) =>
+        setTimeout(
+          () => reject(new Error(`one-shot timed out after ${timeoutMs} ms`)),
+          timeoutMs,
+        ).unref(),
+      ),
+    ])) as { StatusCode: number };
+    const raw = (await call(() =>
+      container.logs({ stdout: true, stderr: true, follow: false }),
+    )) as unknown as Buffer;
+    const { stdout, stderr } = demux(raw);
+    return { exitCode: result.StatusCode, stdout, stderr };
+  } finally {
+    await container.remove({ force: true, v: true }).catch(() => {});
+  }
+}
