@@ -56,6 +56,16 @@ function StatsCard({ live }: { live: Live }) {
           ? "Waking: it is next."
           : `Waking, ${live.wakeQueue.ahead} ahead of you.`}
       </p>
+    ) : live.provisionQueue ? (
+      <p
+        className="pb-2 text-sm text-slate-600"
+        data-testid="agent-provision-queue"
+        aria-live="polite"
+      >
+        {live.provisionQueue.ahead === 0
+          ? "Starting: it is next."
+          : `Starting: waiting for memory on the host, ${live.provisionQueue.ahead} ahead of you.`}
+      </p>
     ) : live.status === "sleeping" ? (
       <p className="pb-2 text-sm text-slate-600" data-testid="agent-asleep">
         Asleep while idle: its memory is back with the host. The next message wakes it; the figures

@@ -18,6 +18,9 @@ export function readHostMemory(): Promise<HostMemory> {
 
 const MiB = 1024 ** 2;
 
+/** What a gateway without a recorded sample is taken to need awake (0178's measured range). */
+export const DEFAULT_NEED_BYTES = 1024 ** 3;
+
 /** Memory is tight: MemAvailable under MEMORY_TIGHT_PERCENT of the RAM (0: never). */
 export function isTight(m: HostMemory): boolean {
   const percent = env().MEMORY_TIGHT_PERCENT;

@@ -8,6 +8,7 @@ import {
 import { env } from "../../app/server/platform/env.server.ts";
 import { sendJob } from "../../app/server/platform/jobs.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
+import { waitForRoomToStart } from "./admission.ts";
 import { ensureContainer } from "./container.ts";
 import { gatewayAddress } from "./engine.ts";
 import { waitHealthy } from "./health.ts";
@@ -53,9 +54,18 @@ async function pairAndPrepare(row: InstanceRow, info: ContainerInfo, run: RunPro
 }
 
 /** A cold start: the container created and started, healthy, paired and prepared. */
-async function provisionCold(instanceId: string, row: InstanceRow, t0: number, run: RunProgress) {
+async function provisionCold(
+  instanceId: string,
+  row: InstanceRow,
+  t0: number,
+  run: RunProgress,
+  signal?: AbortSignal,
+) {
   try {
     await run.path("cold");
+    // A new gateway waits its turn and for room (decision 0231); a retry whose container was
+    // created already has its memory counted on the host.
+    if (!row.container_id) await waitForRoomToStart(row, signal);
     const info = await ensureContainer(row);
     await run.step("container-created");
     await waitHealthy(info);
@@ -73,7 +83,7 @@ async function provisionCold(instanceId: string, row: InstanceRow, t0: number, r
 }
 
 /** provision-instance: volume, config, container, pairing, healthy. Idempotent. */
-export async function provision(instanceId: string) {
+export async function provision(instanceId: string, signal?: AbortSignal) {
   return withInstanceLock(instanceId, async () => {
     const row = await getInstance(instanceId);
     if (!row) return { skipped: "no such instance" };
@@ -83,7 +93,7 @@ export async function provision(instanceId: string) {
     await updateInstance(row.id, { observed_state: "provisioning", desired_state: "running" });
     const run = await startRun(row.id, "provision");
     const adopted = row.container_id ? undefined : await adoptFromPool(row);
-    if (!adopted) return provisionCold(instanceId, row, t0, run);
+    if (!adopted) return provisionCold(instanceId, row, t0, run, signal);
     await sendJob("fill-pool", {}).catch(() => {}); // refill in the background
     return {
       instanceId,

@@ -10,6 +10,7 @@ import {
 } from "./agents.server.ts";
 import { agentStatus, getInstanceByUser, type StatusFields } from "./instances.server.ts";
 import { progressView, readProgress } from "./progress.server.ts";
+import { provisionQueuePlace } from "./provision-queue.server.ts";
 import { storageOfUser } from "./storage.server.ts";
 import { wakeQueuePlace } from "./wake-queue.server.ts";
 
@@ -68,6 +69,18 @@ export async function wakeQueueView(instance: { id: string; observed_state: stri
   return place && { ahead: place.ahead, requestedAt: place.requestedAt.toISOString() };
 }
 
+/**
+ * Where a provision waits for room to start its gateway (decision 0231). Only an instance with
+ * no container yet can be in that line, so the others cost no query.
+ */
+export async function provisionQueueView(
+  instance: { id: string; container_id: string | null } | undefined,
+) {
+  if (!instance || instance.container_id) return null;
+  const place = await provisionQueuePlace(instance.id);
+  return place && { ahead: place.ahead, requestedAt: place.requestedAt.toISOString() };
+}
+
 /** The contract's Agent detail: the instance's live facts plus the verification record. */
 export async function agentDetail(userId: string, agentId: string) {
   // Kept while nothing behind it changed (read-cache); a non-owned id still answers 404.
@@ -84,9 +97,10 @@ export async function agentDetail(userId: string, agentId: string) {
     // Usage changes without bumping the kept view's version: read apart, alongside it.
     storageOfUser(userId),
   ]);
-  const [progress, wakeQueue] = await Promise.all([
+  const [progress, wakeQueue, provisionQueue] = await Promise.all([
     progressView(instance, recorded),
     wakeQueueView(instance),
+    provisionQueueView(instance),
   ]);
   const { subdomain, url } = agentAddress(agent.id);
   return {
@@ -116,6 +130,8 @@ export async function agentDetail(userId: string, agentId: string) {
       storage,
       // A wake waiting its turn (decision 0221): "waking, 2 ahead of you"; null otherwise.
       wakeQueue,
+      // A provision waiting for room on the host (decision 0231): "starting, 2 ahead of you".
+      provisionQueue,
     },
     status: "ok",
   };

@@ -16,7 +16,12 @@ import {
   removeAgentVerification,
   submitAgentVerification,
 } from "./agent-verification.server.ts";
-import { agentDetail, agentSummaries, wakeQueueView } from "./agent-views.server.ts";
+import {
+  agentDetail,
+  agentSummaries,
+  provisionQueueView,
+  wakeQueueView,
+} from "./agent-views.server.ts";
 import { getOwnedAgent, TIER_LIMITS, type Tier, tierOfUser } from "./agents.server.ts";
 import {
   backupParams,
@@ -222,6 +227,7 @@ export async function agentLive(userId: string, agentId: string) {
     status: agentStatus(instance),
     progress: await instanceProgress(instance),
     wakeQueue: await wakeQueueView(instance),
+    provisionQueue: await provisionQueueView(instance),
     lastError: instance && contractStatus(instance) === "error" ? instance.last_error : null,
     statsStatus: status,
     stats: stats as Record<string, string | number | boolean | null | undefined>,

@@ -368,6 +368,12 @@ const schema = z.object({
   /** How long a wake waits for room before it fails with "the host has no room" (decision 0222). */
   WAKE_ROOM_WAIT_MS: z.coerce.number().int().min(0).default(120_000),
   /**
+   * How long a provision that would start a new gateway waits in line for room on the host (or,
+   * on Swarm, on a node) before it fails with "the host has no memory free" (decision 0231).
+   * Under the provision job's 600 s expiry.
+   */
+  PROVISION_ROOM_WAIT_MS: z.coerce.number().int().min(0).max(540_000).default(300_000),
+  /**
    * Warm pool: pre-started, paired generic gateways that provisioning adopts (0 = off). Unset,
    * each worker keeps 1 when it drives Docker on a host with ≥ 4 GiB available, else 0
    * (worker/instances/pool-size.ts, decision 0159).

@@ -405,6 +405,23 @@ export async function liveJobField<N extends JobName>(name: N, field: string): P
   return rows.map((r) => r.value);
 }
 
+/**
+ * The live jobs of a queue in the order they were asked for: one entry per value of `field`
+ * (its earliest live job), oldest first. A retried job keeps its place (pg-boss keeps its row).
+ */
+export async function liveJobLine<N extends JobName>(
+  name: N,
+  field: string,
+): Promise<Array<{ value: string; createdOn: Date }>> {
+  return db()<Array<{ value: string; createdOn: Date }>>`
+    select value, min(created_on) as "createdOn" from (
+      select data->>${field} as value, created_on from pgboss.job
+      where name = ${name} and state in ('created', 'retry', 'active')) live
+    where value is not null
+    group by value
+    order by 2, 1`;
+}
+
 /** A job's state and attempt (its retryCount), or undefined when the job is gone. */
 export async function jobAttempt(
   name: string,
