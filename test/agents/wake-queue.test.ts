@@ -14,6 +14,7 @@ import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { stopBoss } from "../../app/server/platform/jobs.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { wakeConcurrency, withWakeSlot } from "../../worker/instances/wake-slots.ts";
+import { type AgentRuntime, setRuntime } from "../../worker/runtime/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { agentUser, asUser } from "./support.ts";
 
@@ -158,6 +159,61 @@ it("never takes more slots than the database pool leaves room for", () => {
     // The default pool of 10: two connections per running wake, two left for the rest.
     expect(wakeConcurrency()).toBe(4);
   } finally {
+    process.env.WAKE_CONCURRENCY = "2";
+    resetEnvCache();
+  }
+});
+
+it("on a Swarm the slots are per node: a wake on a node with a free slot does not wait behind another node's line", async () => {
+  process.env.WAKE_CONCURRENCY = "1";
+  resetEnvCache();
+  // Asked for in this order: two on node A, then one on node B.
+  const [a1, a2, b1] = (await Promise.all([30, 20, 10].map((ago) => sleeper(ago)))) as [
+    Sleeper,
+    Sleeper,
+    Sleeper,
+  ];
+  const nodeOf = new Map([
+    [a1.row.container_name, "node-a"],
+    [a2.row.container_name, "node-a"],
+    [b1.row.container_name, "node-b"],
+  ]);
+  // A cluster driver that knows only which node each gateway is pinned to.
+  setRuntime(
+    new Proxy(
+      {},
+      {
+        has: (_t, name) => name === "setDraining" || name === "copyVolume" || name === "nodeOf",
+        get: (_t, name) => {
+          if (name === "then") return undefined;
+          if (name === "nodeOf") return async (id: string) => nodeOf.get(id);
+          return async () => {
+            throw new Error(`the wake queue called the driver's ${String(name)}`);
+          };
+        },
+      },
+    ) as AgentRuntime,
+  );
+  try {
+    const running = new Set<string>();
+    const peak = { n: 0 };
+    const stands = [a1, a2, b1].map((s) => standInWake(s, running, peak));
+    const results = [a1, a2, b1].map((s, i) =>
+      withWakeSlot(s.row.id, (stands[i] as { wake: () => Promise<string> }).wake),
+    );
+    // A's one slot runs a1; b1, asked for last, runs on B at once; a2 waits behind a1.
+    await waitFor(async () => running.has(a1.row.id) && running.has(b1.row.id), {
+      what: "a wake on each node",
+      timeoutMs: 20_000,
+    });
+    expect(running.has(a2.row.id)).toBe(false);
+    expect(await wakeQueuePlace(a2.row.id)).toMatchObject({ ahead: 0 });
+    stands[0]?.finish();
+    await waitFor(async () => running.has(a2.row.id), { what: "a2 after a1", timeoutMs: 20_000 });
+    for (const s of stands) s.finish();
+    expect(await Promise.all(results)).toHaveLength(3);
+  } finally {
+    setRuntime(undefined);
     process.env.WAKE_CONCURRENCY = "2";
     resetEnvCache();
   }

@@ -1,44 +1,62 @@
 import os from "node:os";
 import {
   markWakeBackInLine,
+  markWakeNode,
   markWakeStarted,
   takeWakeTurn,
 } from "../../app/server/agents/wake-queue.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
-import { fits } from "./memory-pressure.ts";
+import { DEFAULT_NEED_BYTES, fits } from "./memory-pressure.ts";
+import { wakeNodeOf } from "./wake-node.ts";
 
 // A cap on concurrent wakes (decision 0221). Ten wakes at once on two cores each take several
 // times as long as one (a thawed gateway's first turn is CPU-bound paging-in), so a wake takes
-// one of WAKE_CONCURRENCY slots and the others wait their turn in order of request
-// (app/server/agents/wake-queue.server.ts). A slot is a session advisory lock on a reserved
-// connection: a worker that dies frees its slot with its connection.
+// one of WAKE_CONCURRENCY slots of its node and the others on that node wait their turn in order
+// of request (app/server/agents/wake-queue.server.ts). Slots are per node: on a Swarm each node
+// wakes its own gateways on its own CPU, and a wake on a node with a free slot does not wait
+// behind another node's line. A slot is a session advisory lock on a reserved connection: a
+// worker that dies frees its slot with its connection.
 
 /** How often a waiting wake looks at the queue (a slot handed on costs at most this). */
 const POLL_MS = 100;
 
+/** Wakes this worker process may run at once, over all nodes (see wakeConcurrency). */
+function processRoom(): number {
+  return Math.max(1, Math.floor((env().DATABASE_POOL_MAX - 2) / 2));
+}
+
 /**
- * The platform's wake slots: WAKE_CONCURRENCY, else the worker's core count; at most what the
+ * A node's wake slots: WAKE_CONCURRENCY, else the worker's core count; at most what the
  * database pool leaves room for. A running wake holds two reserved connections (its slot and
- * the instance's lock) and needs a third now and then for its queries: more slots than
- * (DATABASE_POOL_MAX − 2) / 2 could reserve every connection and stall them all.
+ * the instance's lock) and needs a third now and then for its queries: more running wakes in one
+ * worker than (DATABASE_POOL_MAX − 2) / 2 could reserve every connection and stall them all.
  */
 export function wakeConcurrency(): number {
   const wanted = env().WAKE_CONCURRENCY ?? os.availableParallelism();
-  const room = Math.floor((env().DATABASE_POOL_MAX - 2) / 2);
-  return Math.max(1, Math.min(wanted, room));
+  return Math.max(1, Math.min(wanted, processRoom()));
 }
 
-/** One slot taken on its own connection, or undefined when all are taken. */
-async function tryTakeSlot(slots: number): Promise<(() => Promise<void>) | undefined> {
+/** Wakes this process runs now (over every node): kept under processRoom(). */
+let runningHere = 0;
+
+/** One of the node's slots taken on its own connection, or undefined when all are taken. */
+async function tryTakeSlot(
+  node: string,
+  slots: number,
+): Promise<(() => Promise<void>) | undefined> {
+  if (runningHere >= processRoom()) return undefined;
   const conn = await db().reserve();
   try {
     for (let slot = 0; slot < slots; slot++) {
-      const name = `wake-slot:${slot}`;
+      // The single-host name is kept as it was (a worker of the previous build shares it).
+      const name = node === "host" ? `wake-slot:${slot}` : `wake-slot:${node}:${slot}`;
       const [got] = await conn<{ ok: boolean }[]>`
         select pg_try_advisory_lock(hashtext(${name})) as ok`;
       if (got?.ok) {
+        runningHere += 1;
         return async () => {
+          runningHere -= 1;
           try {
             await conn`select pg_advisory_unlock(hashtext(${name}))`;
           } finally {
@@ -54,9 +72,6 @@ async function tryTakeSlot(slots: number): Promise<(() => Promise<void>) | undef
   conn.release();
   return undefined;
 }
-
-/** What a gateway without a recorded sample is taken to need awake (0178's measured range). */
-const DEFAULT_NEED_BYTES = 1024 ** 3;
 
 export class NoRoomToWakeError extends Error {}
 
@@ -89,12 +104,14 @@ export async function withWakeSlot<T>(
   signal?: AbortSignal,
 ): Promise<T> {
   const waitingForRoom = { since: undefined as number | undefined };
+  const node = await wakeNodeOf(instanceId);
+  await markWakeNode(instanceId, node);
   for (;;) {
     signal?.throwIfAborted();
     const turn = await takeWakeTurn(instanceId);
     if (!turn.sleeping) return wake();
     if (turn.ahead === 0 && (await roomToWake(instanceId, waitingForRoom))) {
-      const release = await tryTakeSlot(wakeConcurrency());
+      const release = await tryTakeSlot(node, wakeConcurrency());
       if (release) {
         try {
           await markWakeStarted(instanceId);

@@ -3,7 +3,7 @@ import { liveJobField } from "../platform/jobs.server.ts";
 
 // The queue of wakes (decision 0221). A wake asked for (markWakeRequested) waits its turn in
 // order of its request; the worker running its job looks every 100 ms and takes one of the
-// platform's wake slots when no wake asked for earlier still waits. Only requests whose
+// node's wake slots when no wake asked for earlier on that node still waits. Only requests whose
 // wake-instance job is still alive (to run, running or to retry) hold a place: one whose job
 // gave up never blocks the line. The web shows the same order: "waking, 2 ahead of you".
 
@@ -11,7 +11,7 @@ import { liveJobField } from "../platform/jobs.server.ts";
 async function waitingAhead(instanceId: string, live: string[]): Promise<WakeQueuePlace | null> {
   const [row] = await db()<{ requested_at: Date; ahead: number }[]>`
     with me as (
-      select s.instance_id, s.wake_requested_at from instance_sleep s
+      select s.instance_id, s.wake_requested_at, s.wake_node from instance_sleep s
       join instances i on i.id = s.instance_id
       where s.instance_id = ${instanceId} and i.observed_state = 'sleeping'
         and s.wake_requested_at is not null and s.wake_started_at is null)
@@ -20,6 +20,9 @@ async function waitingAhead(instanceId: string, live: string[]): Promise<WakeQue
       where oi.observed_state = 'sleeping' and o.wake_started_at is null
         and o.wake_requested_at is not null and o.instance_id = any(${live}::text[])
         and (o.wake_requested_at, o.instance_id) < (me.wake_requested_at, me.instance_id)
+        -- Per node: a wake waits only behind wakes on its own node (one whose worker has not
+        -- said its node yet counts as any node's).
+        and (me.wake_node is null or o.wake_node is null or o.wake_node = me.wake_node)
     )::int as ahead
     from me`;
   return row ? { ahead: row.ahead, requestedAt: row.requested_at } : null;
@@ -50,6 +53,11 @@ export async function takeWakeTurn(instanceId: string): Promise<WakeTurn> {
   if (state?.observed_state !== "sleeping") return { sleeping: false, ahead: 0 };
   const place = await wakeQueuePlace(instanceId);
   return { sleeping: true, ahead: place?.ahead ?? 0 };
+}
+
+/** The node the instance's gateway wakes on: its place in line is among that node's wakes. */
+export async function markWakeNode(instanceId: string, node: string): Promise<void> {
+  await db()`update instance_sleep set wake_node = ${node} where instance_id = ${instanceId}`;
 }
 
 /** The wake took a slot: it leaves the line (the sleep record goes once the gateway starts). */

@@ -1,0 +1,16 @@
+import { getInstance } from "../../app/server/agents/instances.server.ts";
+import { isClusterRuntime } from "../runtime/index.ts";
+import { rt } from "./engine.ts";
+
+// The node a sleeping gateway wakes on, for its wake slots (decision 0221 amended): on a Swarm
+// the node its service is pinned to (its state volume is there); on one engine host, "host".
+
+/** A node's name for the wake slots; "host" for a single engine, or when the node is unknown. */
+export async function wakeNodeOf(instanceId: string): Promise<string> {
+  const runtime = rt();
+  if (!isClusterRuntime(runtime)) return "host";
+  const row = await getInstance(instanceId);
+  if (!row) return "host";
+  const node = await runtime.nodeOf(row.container_id ?? row.container_name).catch(() => undefined);
+  return node ?? "host";
+}
