@@ -264,6 +264,8 @@ describe("GET /api/agents and /api/agents/:id", () => {
         },
         // Not asleep: no wake waits in line (decision 0221).
         wakeQueue: null,
+        // Its gateway runs: no provision waits for room (decision 0231).
+        provisionQueue: null,
       },
       status: "ok",
     });

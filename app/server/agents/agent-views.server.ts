@@ -69,14 +69,17 @@ export async function wakeQueueView(instance: { id: string; observed_state: stri
   return place && { ahead: place.ahead, requestedAt: place.requestedAt.toISOString() };
 }
 
+/** States in which an instance's provision can wait in line (error: its job's retry waits). */
+const UNSTARTED = new Set(["new", "provisioning", "error"]);
+
 /**
  * Where a provision waits for room to start its gateway (decision 0231). Only an instance with
- * no container yet can be in that line, so the others cost no query.
+ * no container yet, not running, can be in that line, so the others cost no query.
  */
 export async function provisionQueueView(
-  instance: { id: string; container_id: string | null } | undefined,
+  instance: { id: string; container_id: string | null; observed_state: string } | undefined,
 ) {
-  if (!instance || instance.container_id) return null;
+  if (!instance || instance.container_id || !UNSTARTED.has(instance.observed_state)) return null;
   const place = await provisionQueuePlace(instance.id);
   return place && { ahead: place.ahead, requestedAt: place.requestedAt.toISOString() };
 }
