@@ -1,5 +1,6 @@
 import { DomainError } from "../platform/errors.server.ts";
 import { json, jsonText, OVERHEAD_HEADER, overheadMs } from "../platform/http.server.ts";
+import { holdingRequest } from "../platform/request-hold.server.ts";
 import { takeAgentHint } from "./agent-hint.server.ts";
 import { unsealKeys } from "./byok.server.ts";
 import { loadCatalog } from "./catalog.server.ts";
@@ -72,7 +73,8 @@ async function agentAnswer(
     [OVERHEAD_HEADER]: overheadMs(result.overheadMs),
   };
   if (result.kind === "stream") {
-    return new Response(result.stream, {
+    // Held until the answer ends: a gateway gone mid-stream must still abort the upstream call.
+    return new Response(holdingRequest(result.stream, request), {
       headers: {
         ...headers,
         "content-type": "text/event-stream; charset=utf-8",

@@ -23,6 +23,11 @@ export interface FakeProviderState {
   calls: Array<{ url: string; headers: Headers; body: unknown }>;
   /** When set, chat calls wait for it before answering. */
   gate?: Promise<void>;
+  /**
+   * When set, a streamed answer sends its first event and stays open until the platform's call
+   * is aborted, which it records here (a client gone mid-stream must cut the upstream call).
+   */
+  openStream?: { aborted: boolean };
 }
 
 export function fakeState(overrides: Partial<FakeProviderState> = {}): FakeProviderState {
@@ -66,12 +71,27 @@ export async function listingFailure(state: FakeProviderState): Promise<Response
 }
 
 /** A text/event-stream body from ready-made SSE blocks, one chunk per block. */
-export function sseResponse(blocks: string[]): Response {
+export function sseResponse(
+  blocks: string[],
+  open?: { request: Request; record: { aborted: boolean } },
+): Response {
   const encoder = new TextEncoder();
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
+      if (open) {
+        // The first event only; the stream ends when the caller aborts its request.
+        controller.enqueue(encoder.encode(blocks[0] ?? ""));
+        open.request.signal.addEventListener("abort", () => {
+          open.record.aborted = true;
+          controller.close();
+        });
+        return;
+      }
       for (const block of blocks) controller.enqueue(encoder.encode(block));
       controller.close();
+    },
+    cancel() {
+      if (open) open.record.aborted = true;
     },
   });
   return new HttpResponse(stream, {

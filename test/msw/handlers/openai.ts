@@ -106,7 +106,10 @@ export function chatCompletionsHandler(
       );
     }
     blocks.push("data: [DONE]\n\n");
-    return sseResponse(blocks);
+    return sseResponse(
+      blocks,
+      state.openStream ? { request, record: state.openStream } : undefined,
+    );
   });
 }
 
