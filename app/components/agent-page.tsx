@@ -64,7 +64,7 @@ function StatsCard({ live }: { live: Live }) {
       >
         {live.provisionQueue.ahead === 0
           ? "Starting: it is next."
-          : `Starting: waiting for memory on the host, ${live.provisionQueue.ahead} ahead of you.`}
+          : `Starting: waiting its turn, ${live.provisionQueue.ahead} ahead of you.`}
       </p>
     ) : live.status === "sleeping" ? (
       <p className="pb-2 text-sm text-slate-600" data-testid="agent-asleep">
