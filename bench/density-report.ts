@@ -18,7 +18,12 @@ export function quantile(values: number[], q: number): number {
   return sorted[rank] as number;
 }
 
-export const secs = (ms: number) => (Number.isNaN(ms) ? "—" : `${(ms / 1000).toFixed(1)} s`);
+export const secs = (ms: number) =>
+  Number.isNaN(ms)
+    ? "—"
+    : ms === Number.POSITIVE_INFINITY
+      ? "unanswered"
+      : `${(ms / 1000).toFixed(1)} s`;
 export const mib = (bytes: number) =>
   Number.isNaN(bytes) ? "—" : `${(bytes / 1024 ** 2).toFixed(0)} MiB`;
 
@@ -58,7 +63,8 @@ export interface GoalInputs {
 
 /** The issue's goal rows: p95 ≤ 5 s, p50 ≤ 3 s, sleeper ≤ 64 MiB, awake idle ≤ 600 MiB, 0 failed wakes. */
 export function goals(input: GoalInputs): Goal[] {
-  const ms = input.replies.filter((r) => r.ok).map((r) => r.ms);
+  // "Every one of them answering": a message never answered counts as later than any bound.
+  const ms = input.replies.map((r) => (r.ok ? r.ms : Number.POSITIVE_INFINITY));
   const p95 = quantile(ms, 0.95);
   const p50 = quantile(ms, 0.5);
   const sleeper = input.sleeperSamples.length ? Math.max(...input.sleeperSamples) : Number.NaN;
