@@ -74,6 +74,19 @@ if (skip) {
   process.exit(0);
 }
 
+// The host's limits beside what the run needs: a host that cannot hold its sleepers frozen ends
+// here, not after hours of provisioning (DENSITY_IGNORE_LIMITS=1 goes on anyway).
+const { densityPreflight } = await import("./density-preflight.ts");
+const misses = await densityPreflight(rt, { agents: AGENTS, awake: AWAKE, pool: POOL });
+if (misses.length) {
+  for (const miss of misses) console.warn(`[density] host limit: ${miss}`);
+  if (process.env.DENSITY_IGNORE_LIMITS !== "1") {
+    console.warn("[density] not started (DENSITY_IGNORE_LIMITS=1 runs it anyway)");
+    await rm(dataDir, { recursive: true, force: true });
+    process.exit(1);
+  }
+}
+
 const base = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
 const cluster = await startCluster({
   dir: path.join(base, `agent-bench-density-pg-${process.pid}`),
