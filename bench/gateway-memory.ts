@@ -19,8 +19,9 @@ import { removeRunObjects } from "./docker-run.ts";
 //      env is added to the container's, config merged into the initial config, cmd replaces
 //      the image's command),
 //      AGENT_GATEWAY_IMAGE (default agent-gateway:2026.9.6),
-//      BENCH_GATEWAY_FREEZE=1 (then frozen as the platform freezes it, and again after a full GC:
-//      bench/freeze-lever.ts).
+//      BENCH_GATEWAY_FREEZE=1 (then frozen as the platform freezes it) or =gc (a full GC through
+//      the inspector first): its memory by kind awake and frozen, the pool's growth, the thaw
+//      (bench/freeze-lever.ts).
 // Skipped with a message when no Docker engine answers or the image is not built.
 
 const TARGET_MIB = 600;
@@ -163,9 +164,12 @@ if (skip) {
       }
       results.push({ variant, healthyMs, samples });
       // The sleeper's profile and the GC-before-freeze lever (decision 0222).
-      if (process.env.BENCH_GATEWAY_FREEZE === "1") {
+      const freeze = process.env.BENCH_GATEWAY_FREEZE;
+      if (freeze === "1" || freeze === "gc") {
         const { freezeLever } = await import("./freeze-lever.ts");
-        for (const line of await freezeLever(rt, id)) console.warn(line);
+        for (const line of await freezeLever(rt, id, freeze === "gc" ? "gc" : "none")) {
+          console.warn(line);
+        }
       }
       console.warn(
         `${variant.name}: healthy in ${(healthyMs / 1000).toFixed(1)} s; ${samples
