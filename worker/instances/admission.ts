@@ -11,8 +11,11 @@ import { DEFAULT_NEED_BYTES, fits } from "./memory-pressure.ts";
 // pick a victim among the neighbours. A provision that adopts a pooled gateway needs no room
 // (that gateway runs already) and never comes here.
 
-/** How often a waiting provision looks at the line and the memory. */
-const POLL_MS = 250;
+/**
+ * How often a waiting provision looks at the line and the room. A boot takes tens of seconds, so
+ * a second is no cost to it; on Swarm each look lists the nodes, services and tasks.
+ */
+const POLL_MS = 1_000;
 
 export class NoRoomToStartError extends Error {}
 
