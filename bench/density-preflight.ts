@@ -38,7 +38,8 @@ const param = (p: string) =>
 export async function densityPreflight(rt: DockerRuntime, plan: DensityPlan): Promise<string[]> {
   const host = await procMeminfo.read();
   const info = (await rt.docker.info()) as { CgroupVersion?: string; SwapLimit?: boolean };
-  const sleepers = Math.max(0, plan.agents - plan.awake);
+  const awake = Math.min(plan.awake, plan.agents);
+  const sleepers = plan.agents - awake;
   const swapFree = host.swapFreeBytes / MiB;
   const swapNeed = sleepers * SLEEPER_SWAP_MIB;
   const zswapOn = (await param("enabled")).startsWith("Y");
@@ -71,7 +72,7 @@ export async function densityPreflight(rt: DockerRuntime, plan: DensityPlan): Pr
   }
   if (ramFree < ramNeed) {
     misses.push(
-      `RAM: ${plan.awake} awake + ${plan.pool} pooled gateways, ${sleepers} sleepers' resident pages and the compressed pool need ~${(ramNeed / 1024).toFixed(1)} GiB, ${(ramFree / 1024).toFixed(1)} GiB is available`,
+      `RAM: ${awake} awake + ${plan.pool} pooled gateways, ${sleepers} sleepers' resident pages and the compressed pool need ~${(ramNeed / 1024).toFixed(1)} GiB, ${(ramFree / 1024).toFixed(1)} GiB is available`,
     );
   }
   const fmt = (mib: number) => `${(mib / 1024).toFixed(1)} GiB`;
