@@ -49,10 +49,7 @@ export async function densityPreflight(rt: DockerRuntime, plan: DensityPlan): Pr
     ? Math.min(sleepers, Math.floor(poolCap / (SLEEPER_SWAP_MIB * POOL_RATIO)))
     : 0;
   const ramNeed =
-    (plan.awake + plan.pool) * AWAKE_MIB +
-    sleepers * SLEEPER_RESIDENT_MIB +
-    poolNeed +
-    PLATFORM_MIB;
+    (awake + plan.pool) * AWAKE_MIB + sleepers * SLEEPER_RESIDENT_MIB + poolNeed + PLATFORM_MIB;
   const ramFree = host.availableBytes / MiB;
   const limits = (await readFile("/proc/self/limits", "utf8").catch(() => "")).match(
     /^Max open files\s+(\S+)\s+(\S+)/m,
@@ -76,7 +73,7 @@ export async function densityPreflight(rt: DockerRuntime, plan: DensityPlan): Pr
     );
   }
   const fmt = (mib: number) => `${(mib / 1024).toFixed(1)} GiB`;
-  printRows(`Host limits for ${plan.agents} agents, ${plan.awake} awake, ${plan.pool} pooled`, [
+  printRows(`Host limits for ${plan.agents} agents, ${awake} awake, ${plan.pool} pooled`, [
     ["freeze (cgroup v1 with swap accounting)", freezes ? "yes" : "NO"],
     [
       "swap free / the sleepers need",
