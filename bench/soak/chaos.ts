@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type { Platform } from "./platform.ts";
 import { type Recorder, stamp } from "./record.ts";
+import { fillDisk, oomKill } from "./resource-faults.ts";
 import { LiveSocket } from "./turns.ts";
 import type { SoakUser } from "./users.ts";
 
@@ -39,6 +40,9 @@ async function containerPids(id: string): Promise<number[]> {
 export function faults(p: Platform, rec: Recorder, users: SoakUser[]): Fault[] {
   const talker = users.find((u) => u.role === "talker") ?? users[0];
   const victim = users.find((u) => u.role === "small-balance") ?? talker;
+  // Another agent than the one killed mid-turn where there is one (four agents: two talkers).
+  const lastTalker = users.filter((u) => u.role === "talker").at(-1) ?? talker;
+  const lifecycleUser = users.find((u) => u.role === "lifecycle") ?? talker;
   const killChild = (name: "web" | "worker") => async () => {
     const pid = await p.childPid(name);
     if (!pid) return `no ${name} process running`;
@@ -63,11 +67,44 @@ export function faults(p: Platform, rec: Recorder, users: SoakUser[]): Fault[] {
     },
     { name: "web kill -9", act: killChild("web") },
     {
-      name: "postgres restart",
+      name: "gateway OOM-killed mid-turn",
+      act: async () => {
+        if (!lastTalker) return "no agent";
+        const id = await containerOf(p, lastTalker);
+        if (!id) return "no container";
+        const socket = new LiveSocket(p.url, lastTalker);
+        const turn = socket.chat(rec);
+        await pause(800);
+        const detail = await oomKill(id);
+        void turn.finally(() => socket.close());
+        return `${id.slice(0, 12)} (${lastTalker.id}) during a socket turn: ${detail}`;
+      },
+    },
+    {
+      name: p.embedded ? "embedded postgres restart" : "postgres restart",
       act: async () => {
         const t = Date.now();
         await p.restartDatabase(3000);
         return `stopped (fast) and started again in ${Date.now() - t} ms`;
+      },
+    },
+    {
+      name: "agent disk filled",
+      act: async () => {
+        // An agent whose gateway runs now (an exec needs a running container).
+        const running = new Set(
+          (
+            await p.sql<{ user_id: string }[]>`
+              select user_id from instances where observed_state = 'running'`
+          ).map((r) => r.user_id),
+        );
+        const user = [lifecycleUser, talker, lastTalker, victim].find(
+          (u) => u && running.has(u.id),
+        );
+        if (!user) return "no agent running";
+        const id = await containerOf(p, user);
+        if (!id) return "no container";
+        return `${id.slice(0, 12)} (${user.id}): ${await fillDisk(rec, p.url, user, id)}`;
       },
     },
     {

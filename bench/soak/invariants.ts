@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { costMicroUsd } from "../../app/server/ai/money.server.ts";
+import { explain } from "./diagnose.ts";
 import type { Platform } from "./platform.ts";
 import type { Sample } from "./record.ts";
 import type { Turn } from "./turns.ts";
@@ -182,27 +183,29 @@ export async function checkConvergence(
   deadline: number,
 ): Promise<Check[]> {
   let off: string[] = [];
+  let offUsers: SoakUser[] = [];
   let convergedAt = Date.now();
   for (;;) {
     const rows = await p.sql<{ user_id: string; observed_state: string }[]>`
       select user_id, observed_state from instances`;
-    off = users
-      .filter((u) => {
-        const row = rows.find((r) => r.user_id === u.id);
-        return !(
-          matches(u.expected.state, row) ||
-          (u.expected.unsure !== undefined && matches(u.expected.unsure, row))
-        );
-      })
-      .map((u) => {
-        const row = rows.find((r) => r.user_id === u.id);
-        return `${u.id} wants ${u.expected.state} is ${row?.observed_state ?? "gone"}`;
-      });
+    offUsers = users.filter((u) => {
+      const row = rows.find((r) => r.user_id === u.id);
+      return !(
+        matches(u.expected.state, row) ||
+        (u.expected.unsure !== undefined && matches(u.expected.unsure, row))
+      );
+    });
+    off = offUsers.map((u) => {
+      const row = rows.find((r) => r.user_id === u.id);
+      return `${u.id} wants ${u.expected.state} is ${row?.observed_state ?? "gone"}`;
+    });
     convergedAt = Date.now();
     if (off.length === 0 || Date.now() > deadline) break;
     await pause(2000);
   }
   const after = Math.max(0, Math.round((convergedAt - lastChaos) / 1000));
+  // Each agent not converged says why: observed vs desired, last error, its last jobs.
+  const why = await Promise.all(offUsers.map((u) => explain(p, u)));
   const instances = await p.sql<{ id: string; user_id: string; observed_state: string }[]>`
     select id, user_id, observed_state from instances`;
   const pool = await p.sql<{ container_id: string | null }[]>`
@@ -242,7 +245,7 @@ export async function checkConvergence(
     {
       name: "every agent in its last asked state within 60 s of the last fault",
       pass: off.length === 0 && convergedAt - lastChaos <= 60_000,
-      figure: `${users.length - off.length}/${users.length} converged, ${after} s after the last fault${off.length ? `: ${off.join("; ")}` : ""}`,
+      figure: `${users.length - off.length}/${users.length} converged, ${after} s after the last fault${off.length ? `: ${off.join("; ")}${why.map((w) => `\n      why: ${w}`).join("")}` : ""}`,
     },
     {
       name: "one container and one volume per agent",
