@@ -81,7 +81,10 @@ export async function checkTurns(p: Platform, all: Turn[], users: SoakUser[]): P
   const show = (ts: Turn[]) =>
     ts
       .slice(0, 5)
-      .map((t) => `${t.kind}:${t.token}@${new Date(t.at).toISOString().slice(11, 19)}`)
+      .map(
+        (t) =>
+          `${t.kind}:${t.token}@${new Date(t.at).toISOString().slice(11, 19)}(${users.find((u) => u.id === t.userId)?.role ?? "?"})`,
+      )
       .join(" ");
   return [
     {

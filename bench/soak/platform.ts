@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -59,6 +59,7 @@ export async function startPlatform(log: (line: string) => void): Promise<Platfo
     databaseUrl = withDatabase(cluster.url, "soak");
   }
   const pgPort = cluster?.port;
+  let embeddedDir: string | undefined;
 
   const provider = await startNode("bench/fake-openai.ts", await freePort(), "/v1/models");
   const port = await freePort();
@@ -108,23 +109,35 @@ export async function startPlatform(log: (line: string) => void): Promise<Platfo
       else if (line.trim()) process.stderr.write(`${line}\n`);
     }
   });
-  const deadline = Date.now() + 600_000; // a first `npm start` builds the web app
-  for (;;) {
-    if (start.exitCode !== null) throw new Error(`start.ts exited with ${start.exitCode}`);
-    const up = await fetch(`${url}/api/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (up) break;
-    if (Date.now() > deadline) throw new Error("the platform did not come up in 10 minutes");
-    await new Promise((r) => setTimeout(r, 500));
-  }
-
-  if (embedded) {
-    // The embedded server start.ts made: its password and port are in its folder.
-    const password = (await readFile(path.join(pgDir, "password"), "utf8")).trim();
-    const port = Number(await readFile(path.join(pgDir, "port"), "utf8"));
-    databaseUrl = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/app`;
+  try {
+    const deadline = Date.now() + 600_000; // a first `npm start` builds the web app
+    for (;;) {
+      if (start.exitCode !== null) throw new Error(`start.ts exited with ${start.exitCode}`);
+      const up = await fetch(`${url}/api/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (up) break;
+      if (Date.now() > deadline) throw new Error("the platform did not come up in 10 minutes");
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    // The embedded server start.ts made, found as start.ts finds it (its folder may be moved
+    // where PostgreSQL's own user can reach it when the soak runs as root).
+    if (embedded) {
+      const found = await startCluster({ dir: pgDir });
+      databaseUrl = withDatabase(found.url, "app");
+      embeddedDir = found.dir;
+    }
+  } catch (error) {
+    // Nothing of a platform that did not come up is left running.
+    if (start.exitCode === null) {
+      const exited = new Promise((r) => start.once("exit", r));
+      start.kill("SIGINT");
+      await exited;
+    }
+    await provider.stop();
+    await cluster?.stop();
+    throw error;
   }
   const sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
 
@@ -171,6 +184,7 @@ export async function startPlatform(log: (line: string) => void): Promise<Platfo
       // start.ts stopped the embedded server on its way out; an external one is the soak's.
       await cluster?.stop();
       await rm(pgDir, { recursive: true, force: true });
+      if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
       await rm(dataDir, { recursive: true, force: true });
     },
   };
