@@ -127,3 +127,28 @@ it("an instance put to sleep after the sampler listed it is not observed as a cr
     last_error: null,
   });
 });
+
+it("a sleeper whose gateway is still being stopped stays asleep", async () => {
+  const userId = "usr_observe_sleep_stopping";
+  await ensureUser(userId);
+  const row = await ensureInstanceRecord(userId);
+  await updateInstance(row.id, {
+    container_id: "ctr_stopping",
+    observed_state: "running",
+    observed_at: new Date(Date.now() - 60_000),
+  });
+  expect(await markAsleep(row.id, new Date())).toBe(true);
+  // `docker stop` under way: the container still runs, its gateway no longer answers.
+  setRuntime({
+    driver: "docker",
+    inspect: async () => ({
+      ...stoppedForMove(row.container_name),
+      id: "ctr_stopping",
+      state: "running",
+      running: true,
+    }),
+  } as unknown as AgentRuntime);
+  expect(await observe((await getInstance(row.id)) ?? row)).toMatchObject({
+    observed_state: "sleeping",
+  });
+});

@@ -25,6 +25,11 @@ async function observedState(
   info: ContainerInfo,
   address: string | undefined,
 ): Promise<Pick<InstanceRow, "observed_state" | "health">> {
+  // A sleeper's gateway that still runs is being put down (a stop waits up to 10 s for it): a
+  // wake records `starting` before it starts one, so only the sleep's end changes this state.
+  if (row.observed_state === "sleeping" && info.running) {
+    return { observed_state: "sleeping", health: "unknown" };
+  }
   if (info.running) {
     const ok = address ? await answersHealthz(address) : false;
     // A provisioning pairs and warms up the gateway after it is healthy, and marks it running
