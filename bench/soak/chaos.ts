@@ -27,6 +27,16 @@ async function containerOf(p: Platform, user: SoakUser): Promise<string | undefi
   return row?.container_id ?? undefined;
 }
 
+async function running(id: string): Promise<boolean> {
+  const { stdout } = await run("docker", [
+    "inspect",
+    "--format",
+    "{{.State.Running}} {{.State.Paused}}",
+    id,
+  ]).catch(() => ({ stdout: "" }));
+  return stdout.trim() === "true false";
+}
+
 /** Host pids of every process in the container (`docker top`), to freeze them all. */
 async function containerPids(id: string): Promise<number[]> {
   const { stdout } = await run("docker", ["top", id, "-eo", "pid"]);
@@ -91,19 +101,23 @@ export function faults(p: Platform, rec: Recorder, users: SoakUser[]): Fault[] {
     {
       name: "agent disk filled",
       act: async () => {
-        // An agent whose gateway runs now (an exec needs a running container).
-        const running = new Set(
-          (
-            await p.sql<{ user_id: string }[]>`
-              select user_id from instances where observed_state = 'running'`
-          ).map((r) => r.user_id),
-        );
-        const user = [lifecycleUser, talker, lastTalker, victim].find(
-          (u) => u && running.has(u.id),
-        );
-        if (!user) return "no agent running";
-        const id = await containerOf(p, user);
-        if (!id) return "no container";
+        // An agent whose gateway container runs (an exec needs one); the faults before may have
+        // left every gateway restarting: waited for up to 90 s.
+        const until = Date.now() + 90_000;
+        let user: SoakUser | undefined;
+        let id: string | undefined;
+        while (!id && Date.now() < until) {
+          for (const u of [lifecycleUser, talker, lastTalker, victim]) {
+            const c = u && (await containerOf(p, u));
+            if (c && (await running(c))) {
+              user = u;
+              id = c;
+              break;
+            }
+          }
+          if (!id) await pause(2000);
+        }
+        if (!user || !id) return "no agent's gateway ran within 90 s";
         return `${id.slice(0, 12)} (${user.id}): ${await fillDisk(rec, p.url, user, id)}`;
       },
     },
