@@ -179,33 +179,73 @@ const matches = (
       : row?.observed_state === "running" || row?.observed_state === "sleeping";
 
 /** Every agent in its last asked state, polled until `deadline`; then one container/volume each. */
+/** The agents not in their asked state now (a request of unknown outcome allows either). */
+async function notConverged(p: Platform, users: SoakUser[]) {
+  const rows = await p.sql<{ user_id: string; observed_state: string }[]>`
+    select user_id, observed_state from instances`;
+  return users
+    .map((u) => ({ u, row: rows.find((r) => r.user_id === u.id) }))
+    .filter(
+      ({ u, row }) =>
+        !(
+          matches(u.expected.state, row) ||
+          (u.expected.unsure !== undefined && matches(u.expected.unsure, row))
+        ),
+    )
+    .map(({ u, row }) => ({
+      user: u,
+      line: `${u.id} wants ${u.expected.state} is ${row?.observed_state ?? "gone"}`,
+    }));
+}
+
+/**
+ * Polls from the last fault while the traffic goes on (its requests can outlast the run by
+ * minutes on a starved machine, so a poll that only began after them measured the traffic, not
+ * the platform): when every agent was first in its asked state at once.
+ */
+export function watchConvergence(p: Platform, users: SoakUser[]) {
+  let stopped = false;
+  let at: number | undefined;
+  const done = (async () => {
+    while (!stopped && at === undefined) {
+      const off = await notConverged(p, users).catch(() => undefined);
+      if (off?.length === 0) at = Date.now();
+      else await pause(2000);
+    }
+  })();
+  return {
+    async stop(): Promise<number | undefined> {
+      stopped = true;
+      await done;
+      return at;
+    },
+  };
+}
+
+/**
+ * Every agent in its last asked state, polled until `deadline`; then one container/volume each.
+ * `firstConverged`: when the watcher from the last fault first saw them all converged.
+ */
 export async function checkConvergence(
   p: Platform,
   users: SoakUser[],
   lastChaos: number,
   deadline: number,
+  firstConverged?: number,
 ): Promise<Check[]> {
-  let off: string[] = [];
   let offUsers: SoakUser[] = [];
+  let off: string[] = [];
   let convergedAt = Date.now();
   for (;;) {
-    const rows = await p.sql<{ user_id: string; observed_state: string }[]>`
-      select user_id, observed_state from instances`;
-    offUsers = users.filter((u) => {
-      const row = rows.find((r) => r.user_id === u.id);
-      return !(
-        matches(u.expected.state, row) ||
-        (u.expected.unsure !== undefined && matches(u.expected.unsure, row))
-      );
-    });
-    off = offUsers.map((u) => {
-      const row = rows.find((r) => r.user_id === u.id);
-      return `${u.id} wants ${u.expected.state} is ${row?.observed_state ?? "gone"}`;
-    });
+    const now = await notConverged(p, users);
+    offUsers = now.map((o) => o.user);
+    off = now.map((o) => o.line);
     convergedAt = Date.now();
     if (off.length === 0 || Date.now() > deadline) break;
     await pause(2000);
   }
+  // Converged at the end, and first converged when the watcher saw it (if it did).
+  if (off.length === 0 && firstConverged !== undefined) convergedAt = firstConverged;
   const after = Math.max(0, Math.round((convergedAt - lastChaos) / 1000));
   // Each agent not converged says why: observed vs desired, last error, its last jobs.
   const why = await Promise.all(offUsers.map((u) => explain(p, u)));
