@@ -54,6 +54,9 @@ export async function oomKill(id: string): Promise<string> {
     .sort((a, b) => b.rss - a.rss)[0];
   if (!gateway) return "no gateway process";
   await run("sh", ["-c", `echo 1000 > /proc/${gateway.pid}/oom_score_adj`]);
+  // The engine's restart policy may have restarted it before the state is read: its restart
+  // count tells a kill from a survival.
+  const restartsBefore = await inspect(full, "{{.RestartCount}}");
   const lowered = (await memoryUsage(full)) + 32 * MiB;
   try {
     await run("docker", [
@@ -81,9 +84,9 @@ export async function oomKill(id: string): Promise<string> {
   }
   const state = await inspect(
     full,
-    "{{.State.Status}} exit {{.State.ExitCode}} oom {{.State.OOMKilled}}",
+    "{{.State.Status}} exit {{.State.ExitCode}} oom {{.State.OOMKilled}} restarts {{.RestartCount}}",
   );
-  return `limit ${Math.round(Number(memory) / MiB)} → ${Math.round(lowered / MiB)} MiB, gateway pid ${gateway.pid} (${Math.round(gateway.rss / 1024)} MiB); then ${state}; limit restored`;
+  return `limit ${Math.round(Number(memory) / MiB)} → ${Math.round(lowered / MiB)} MiB, gateway pid ${gateway.pid} (${Math.round(gateway.rss / 1024)} MiB); then ${state} (restarts before: ${restartsBefore}); limit restored`;
 }
 
 /**
