@@ -81,9 +81,9 @@ try {
   );
   const lastChaos = Date.now();
   rec.phase = "after";
-  const watch = watchConvergence(p, [...users, churner]);
+  const watch = watchConvergence(p, [...users, churner], lastChaos);
   await traffic;
-  const firstConverged = await watch.stop();
+  const watched = await watch.stop();
   log(`${stamp(rec)} traffic over; checking (convergence deadline: 60 s after the last fault)`);
 
   const everyone = [...users, churner];
@@ -93,7 +93,7 @@ try {
       everyone,
       lastChaos,
       Math.max(Date.now(), lastChaos + 60_000) + 60_000,
-      firstConverged,
+      watched,
     )),
     ...(await checkTurns(p, turns, everyone)),
     ...(await checkMoney(p)),
