@@ -5,6 +5,7 @@ import {
   checkConvergence,
   checkMoney,
   checkTurns,
+  watchConvergence,
 } from "./soak/invariants.ts";
 import { startPlatform } from "./soak/platform.ts";
 import { latencyTable, Recorder, stamp } from "./soak/record.ts";
@@ -80,7 +81,9 @@ try {
   );
   const lastChaos = Date.now();
   rec.phase = "after";
+  const watch = watchConvergence(p, [...users, churner], lastChaos);
   await traffic;
+  const watched = await watch.stop();
   log(`${stamp(rec)} traffic over; checking (convergence deadline: 60 s after the last fault)`);
 
   const everyone = [...users, churner];
@@ -90,6 +93,7 @@ try {
       everyone,
       lastChaos,
       Math.max(Date.now(), lastChaos + 60_000) + 60_000,
+      watched,
     )),
     ...(await checkTurns(p, turns, everyone)),
     ...(await checkMoney(p)),

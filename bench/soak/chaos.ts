@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type { Platform } from "./platform.ts";
 import { type Recorder, stamp } from "./record.ts";
+import { fillDisk, oomKill } from "./resource-faults.ts";
 import { LiveSocket } from "./turns.ts";
 import type { SoakUser } from "./users.ts";
 
@@ -26,6 +27,16 @@ async function containerOf(p: Platform, user: SoakUser): Promise<string | undefi
   return row?.container_id ?? undefined;
 }
 
+async function running(id: string): Promise<boolean> {
+  const { stdout } = await run("docker", [
+    "inspect",
+    "--format",
+    "{{.State.Running}} {{.State.Paused}}",
+    id,
+  ]).catch(() => ({ stdout: "" }));
+  return stdout.trim() === "true false";
+}
+
 /** Host pids of every process in the container (`docker top`), to freeze them all. */
 async function containerPids(id: string): Promise<number[]> {
   const { stdout } = await run("docker", ["top", id, "-eo", "pid"]);
@@ -39,6 +50,9 @@ async function containerPids(id: string): Promise<number[]> {
 export function faults(p: Platform, rec: Recorder, users: SoakUser[]): Fault[] {
   const talker = users.find((u) => u.role === "talker") ?? users[0];
   const victim = users.find((u) => u.role === "small-balance") ?? talker;
+  // Another agent than the one killed mid-turn where there is one (four agents: two talkers).
+  const lastTalker = users.filter((u) => u.role === "talker").at(-1) ?? talker;
+  const lifecycleUser = users.find((u) => u.role === "lifecycle") ?? talker;
   const killChild = (name: "web" | "worker") => async () => {
     const pid = await p.childPid(name);
     if (!pid) return `no ${name} process running`;
@@ -63,11 +77,48 @@ export function faults(p: Platform, rec: Recorder, users: SoakUser[]): Fault[] {
     },
     { name: "web kill -9", act: killChild("web") },
     {
-      name: "postgres restart",
+      name: "gateway OOM-killed mid-turn",
+      act: async () => {
+        if (!lastTalker) return "no agent";
+        const id = await containerOf(p, lastTalker);
+        if (!id) return "no container";
+        const socket = new LiveSocket(p.url, lastTalker);
+        const turn = socket.chat(rec);
+        await pause(800);
+        const detail = await oomKill(id);
+        void turn.finally(() => socket.close());
+        return `${id.slice(0, 12)} (${lastTalker.id}) during a socket turn: ${detail}`;
+      },
+    },
+    {
+      name: p.embedded ? "embedded postgres restart" : "postgres restart",
       act: async () => {
         const t = Date.now();
         await p.restartDatabase(3000);
         return `stopped (fast) and started again in ${Date.now() - t} ms`;
+      },
+    },
+    {
+      name: "agent disk filled",
+      act: async () => {
+        // An agent whose gateway container runs (an exec needs one); the faults before may have
+        // left every gateway restarting: waited for up to 90 s.
+        const until = Date.now() + 90_000;
+        let user: SoakUser | undefined;
+        let id: string | undefined;
+        while (!id && Date.now() < until) {
+          for (const u of [lifecycleUser, talker, lastTalker, victim]) {
+            const c = u && (await containerOf(p, u));
+            if (c && (await running(c))) {
+              user = u;
+              id = c;
+              break;
+            }
+          }
+          if (!id) await pause(2000);
+        }
+        if (!user || !id) return "no agent's gateway ran within 90 s";
+        return `${id.slice(0, 12)} (${user.id}): ${await fillDisk(rec, p.url, user, id)}`;
       },
     },
     {

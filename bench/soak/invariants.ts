@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { costMicroUsd } from "../../app/server/ai/money.server.ts";
+import { explain } from "./diagnose.ts";
 import type { Platform } from "./platform.ts";
 import type { Sample } from "./record.ts";
 import type { Turn } from "./turns.ts";
@@ -80,7 +81,10 @@ export async function checkTurns(p: Platform, all: Turn[], users: SoakUser[]): P
   const show = (ts: Turn[]) =>
     ts
       .slice(0, 5)
-      .map((t) => `${t.kind}:${t.token}@${new Date(t.at).toISOString().slice(11, 19)}`)
+      .map(
+        (t) =>
+          `${t.kind}:${t.token}@${new Date(t.at).toISOString().slice(11, 19)}(${users.find((u) => u.id === t.userId)?.role ?? "?"})`,
+      )
       .join(" ");
   return [
     {
@@ -175,34 +179,89 @@ const matches = (
       : row?.observed_state === "running" || row?.observed_state === "sleeping";
 
 /** Every agent in its last asked state, polled until `deadline`; then one container/volume each. */
+/** The agents not in their asked state now (a request of unknown outcome allows either). */
+async function notConverged(p: Platform, users: SoakUser[]) {
+  const rows = await p.sql<{ user_id: string; observed_state: string }[]>`
+    select user_id, observed_state from instances`;
+  return users
+    .map((u) => ({ u, row: rows.find((r) => r.user_id === u.id) }))
+    .filter(
+      ({ u, row }) =>
+        !(
+          matches(u.expected.state, row) ||
+          (u.expected.unsure !== undefined && matches(u.expected.unsure, row))
+        ),
+    )
+    .map(({ u, row }) => ({
+      user: u,
+      line: `${u.id} wants ${u.expected.state} is ${row?.observed_state ?? "gone"}`,
+    }));
+}
+
+/**
+ * Polls from the last fault while the traffic goes on (its requests can outlast the run by
+ * minutes on a starved machine, so a poll that only began after them measured the traffic, not
+ * the platform): when every agent was first in its asked state at once.
+ */
+export function watchConvergence(p: Platform, users: SoakUser[], lastChaos: number) {
+  let stopped = false;
+  let at: number | undefined;
+  // Who was still off at the goal (60 s after the last fault), and why: a late convergence is
+  // told apart (a platform fault, or a gateway still booting on a starved machine).
+  let late: string[] = [];
+  const done = (async () => {
+    while (!stopped && at === undefined) {
+      const off = await notConverged(p, users).catch(() => undefined);
+      if (off?.length === 0) at = Date.now();
+      else {
+        if (off && late.length === 0 && Date.now() - lastChaos >= 60_000) {
+          late = await Promise.all(off.map((o) => explain(p, o.user).catch(() => o.line)));
+        }
+        await pause(2000);
+      }
+    }
+  })();
+  return {
+    async stop(): Promise<{ at: number | undefined; late: string[] }> {
+      stopped = true;
+      await done;
+      return { at, late };
+    },
+  };
+}
+
+/**
+ * Every agent in its last asked state, polled until `deadline`; then one container/volume each.
+ * `firstConverged`: when the watcher from the last fault first saw them all converged.
+ */
 export async function checkConvergence(
   p: Platform,
   users: SoakUser[],
   lastChaos: number,
   deadline: number,
+  watched: { at: number | undefined; late: string[] } = { at: undefined, late: [] },
 ): Promise<Check[]> {
+  let offUsers: SoakUser[] = [];
   let off: string[] = [];
   let convergedAt = Date.now();
   for (;;) {
-    const rows = await p.sql<{ user_id: string; observed_state: string }[]>`
-      select user_id, observed_state from instances`;
-    off = users
-      .filter((u) => {
-        const row = rows.find((r) => r.user_id === u.id);
-        return !(
-          matches(u.expected.state, row) ||
-          (u.expected.unsure !== undefined && matches(u.expected.unsure, row))
-        );
-      })
-      .map((u) => {
-        const row = rows.find((r) => r.user_id === u.id);
-        return `${u.id} wants ${u.expected.state} is ${row?.observed_state ?? "gone"}`;
-      });
+    const now = await notConverged(p, users);
+    offUsers = now.map((o) => o.user);
+    off = now.map((o) => o.line);
     convergedAt = Date.now();
     if (off.length === 0 || Date.now() > deadline) break;
     await pause(2000);
   }
+  // Converged at the end, and first converged when the watcher saw it (if it did).
+  if (off.length === 0 && watched.at !== undefined) convergedAt = watched.at;
   const after = Math.max(0, Math.round((convergedAt - lastChaos) / 1000));
+  // Each agent not converged says why: observed vs desired, last error, its last jobs.
+  // Those converged late: why they were still off at the 60 s goal.
+  const why = off.length
+    ? await Promise.all(offUsers.map((u) => explain(p, u)))
+    : convergedAt - lastChaos > 60_000
+      ? watched.late.map((w) => `(at 60 s) ${w}`)
+      : [];
   const instances = await p.sql<{ id: string; user_id: string; observed_state: string }[]>`
     select id, user_id, observed_state from instances`;
   const pool = await p.sql<{ container_id: string | null }[]>`
@@ -242,7 +301,7 @@ export async function checkConvergence(
     {
       name: "every agent in its last asked state within 60 s of the last fault",
       pass: off.length === 0 && convergedAt - lastChaos <= 60_000,
-      figure: `${users.length - off.length}/${users.length} converged, ${after} s after the last fault${off.length ? `: ${off.join("; ")}` : ""}`,
+      figure: `${users.length - off.length}/${users.length} converged, ${after} s after the last fault${off.length ? `: ${off.join("; ")}` : ""}${why.map((w) => `\n      why: ${w}`).join("")}`,
     },
     {
       name: "one container and one volume per agent",

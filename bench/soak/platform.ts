@@ -31,6 +31,8 @@ export interface Platform {
   start: ChildProcess;
   /** The pid of the supervised child (`web` or `worker`), or undefined while it is down. */
   childPid(name: "web" | "worker"): Promise<number | undefined>;
+  /** Whether the database is start.ts's embedded server (SOAK_DATABASE=embedded). */
+  embedded: boolean;
   restartDatabase(downMs: number): Promise<void>;
   stop(): Promise<void>;
 }
@@ -38,27 +40,44 @@ export interface Platform {
 export async function startPlatform(log: (line: string) => void): Promise<Platform> {
   const deployment = `soak-${randomBytes(3).toString("hex")}`;
   const network = `agent-${deployment}`;
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-soak-"));
+  // SOAK_DATABASE=embedded: no DATABASE_URL, so start.ts runs its embedded server under
+  // DATA_DIR (the bare `npm start` case); otherwise an external one the soak runs.
+  const embedded = process.env.SOAK_DATABASE === "embedded";
   const base = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
-  const pgDir = path.join(base, `agent-soak-pg-${process.pid}`);
+  const pgDir = embedded
+    ? path.join(dataDir, "postgres")
+    : path.join(base, `agent-soak-pg-${process.pid}`);
   const settings = { fsync: "off", synchronous_commit: "off" };
-  let cluster: Cluster = await startCluster({ dir: pgDir, settings });
-  const pgPort = cluster.port;
-  const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
-  await admin.unsafe("create database soak");
-  await admin.end();
-  const databaseUrl = withDatabase(cluster.url, "soak");
-  const sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
+  let cluster: Cluster | undefined;
+  let databaseUrl = "";
+  if (!embedded) {
+    cluster = await startCluster({ dir: pgDir, settings });
+    const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
+    await admin.unsafe("create database soak");
+    await admin.end();
+    databaseUrl = withDatabase(cluster.url, "soak");
+  }
+  const pgPort = cluster?.port;
+  let embeddedDir: string | undefined;
 
   const provider = await startNode("bench/fake-openai.ts", await freePort(), "/v1/models");
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-soak-"));
   const { DATABASE_URL_FILE: _file, ...inherited } = process.env;
   const start = spawn(process.execPath, [path.join(root, "start.ts")], {
     cwd: root,
     env: {
       ...inherited,
-      DATABASE_URL: databaseUrl,
+      ...(embedded ? {} : { DATABASE_URL: databaseUrl }),
+      // SOAK_STORAGE_ROOT: a btrfs root (deploy/host-storage.sh) so the disk fault meets a real
+      // quota (SOAK_STORAGE_GB, default 0.5); unset, the fill stops at the soak's bound.
+      ...(process.env.SOAK_STORAGE_ROOT
+        ? {
+            STORAGE_ROOT: process.env.SOAK_STORAGE_ROOT,
+            STORAGE_BASE_GB: process.env.SOAK_STORAGE_GB ?? "0.5",
+          }
+        : {}),
       PORT: String(port),
       HOST: "127.0.0.1",
       APP_URL: url,
@@ -90,17 +109,37 @@ export async function startPlatform(log: (line: string) => void): Promise<Platfo
       else if (line.trim()) process.stderr.write(`${line}\n`);
     }
   });
-  const deadline = Date.now() + 600_000; // a first `npm start` builds the web app
-  for (;;) {
-    if (start.exitCode !== null) throw new Error(`start.ts exited with ${start.exitCode}`);
-    const up = await fetch(`${url}/api/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (up) break;
-    if (Date.now() > deadline) throw new Error("the platform did not come up in 10 minutes");
-    await new Promise((r) => setTimeout(r, 500));
+  try {
+    const deadline = Date.now() + 600_000; // a first `npm start` builds the web app
+    for (;;) {
+      if (start.exitCode !== null) throw new Error(`start.ts exited with ${start.exitCode}`);
+      const up = await fetch(`${url}/api/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (up) break;
+      if (Date.now() > deadline) throw new Error("the platform did not come up in 10 minutes");
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    // The embedded server start.ts made, found as start.ts finds it (its folder may be moved
+    // where PostgreSQL's own user can reach it when the soak runs as root).
+    if (embedded) {
+      const found = await startCluster({ dir: pgDir });
+      databaseUrl = withDatabase(found.url, "app");
+      embeddedDir = found.dir;
+    }
+  } catch (error) {
+    // Nothing of a platform that did not come up is left running.
+    if (start.exitCode === null) {
+      const exited = new Promise((r) => start.once("exit", r));
+      start.kill("SIGINT");
+      await exited;
+    }
+    await provider.stop();
+    await cluster?.stop();
+    throw error;
   }
+  const sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
 
   const childPid = async (name: "web" | "worker") => {
     if (!start.pid) return undefined;
@@ -122,10 +161,17 @@ export async function startPlatform(log: (line: string) => void): Promise<Platfo
     provider,
     start,
     childPid,
+    embedded,
     async restartDatabase(downMs) {
-      await cluster.stop();
+      // The embedded server: stopped as an operator would and started again on its folder (its
+      // port file keeps the port); start.ts, which made it, is not told.
+      const running = cluster ?? (await startCluster({ dir: pgDir }));
+      await running.stop();
       await new Promise((r) => setTimeout(r, downMs));
-      cluster = await startCluster({ dir: pgDir, settings, port: pgPort });
+      const again = await startCluster(
+        embedded ? { dir: pgDir } : { dir: pgDir, settings, port: pgPort },
+      );
+      if (!embedded) cluster = again;
     },
     async stop() {
       if (start.exitCode === null) {
@@ -135,8 +181,10 @@ export async function startPlatform(log: (line: string) => void): Promise<Platfo
       }
       await provider.stop();
       await sql.end({ timeout: 5 });
-      await cluster.stop();
+      // start.ts stopped the embedded server on its way out; an external one is the soak's.
+      await cluster?.stop();
       await rm(pgDir, { recursive: true, force: true });
+      if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
       await rm(dataDir, { recursive: true, force: true });
     },
   };

@@ -106,11 +106,13 @@ async function lifecycleUser(t: Traffic, user: SoakUser) {
         auth: user.auth,
         timeoutMs: LIFECYCLE_T,
       }),
+    () => skill(t, user, "install"),
     () => lifecycle(t, user, "stop"),
     () => chatHttp(t.rec, t.base, user), // a stopped agent: refused or woken, never lost
     () => lifecycle(t, user, "start"),
     () => chatHttp(t.rec, t.base, user),
     () => restoreLatest(t, user),
+    () => skill(t, user, "remove"),
     () => lifecycle(t, user, "restart"),
     async () => {
       // Idle past SLEEP_IDLE_SECONDS: the agent is put to sleep; the next chat wakes it.
@@ -126,6 +128,15 @@ async function lifecycleUser(t: Traffic, user: SoakUser) {
     round++;
     await pause(1000);
   }
+}
+
+/** A skill the platform ships, installed on the agent (written through its gateway) or removed. */
+function skill(t: Traffic, user: SoakUser, action: "install" | "remove") {
+  return call(t.rec, `skill-${action}`, `${t.base}/api/skills`, {
+    body: { action, name: "unit-converter", agentId: user.agentId },
+    auth: user.auth,
+    timeoutMs: T,
+  });
 }
 
 async function restoreLatest(t: Traffic, user: SoakUser): Promise<Answer | undefined> {

@@ -27,17 +27,23 @@ const SOCKET_TURN_TIMEOUT_MS = 730_000;
 export const turnText = (token: string, usage: string) =>
   `soak turn ${token}: answer briefly. usage=${usage}`;
 
-export async function chatHttp(rec: Recorder, base: string, user: SoakUser, usage = "30/20") {
+export async function chatHttp(
+  rec: Recorder,
+  base: string,
+  user: SoakUser,
+  usage = "30/20",
+  kind = "chat-http",
+) {
   const turn: Turn = {
     token: `t${randomBytes(5).toString("hex")}`,
     userId: user.id,
     agentId: user.agentId,
-    kind: "chat-http",
+    kind,
     at: Date.now(),
     verdict: "unknown",
   };
   turns.push(turn);
-  const a = await call(rec, "chat-http", `${base}/api/agent`, {
+  const a = await call(rec, kind, `${base}/api/agent`, {
     body: { message: turnText(turn.token, usage) },
     auth: user.auth,
     timeoutMs: CHAT_TIMEOUT_MS,

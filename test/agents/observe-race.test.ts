@@ -4,6 +4,7 @@ import {
   getInstance,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
+import { markAsleep } from "../../app/server/agents/sleep.server.ts";
 import { observe } from "../../worker/instances/observe.ts";
 import { type AgentRuntime, type ContainerInfo, setRuntime } from "../../worker/runtime/index.ts";
 import { ensureUser } from "../helpers/users.ts";
@@ -91,5 +92,63 @@ it("an observation begun before the row was updated does not overwrite it", asyn
   expect(await observe((await getInstance(row.id)) ?? row)).toMatchObject({
     observed_state: "stopped",
     gateway_address: null,
+  });
+});
+
+it("an instance put to sleep after the sampler listed it is not observed as a crash", async () => {
+  const userId = "usr_observe_sleep_race";
+  await ensureUser(userId);
+  const row = await ensureInstanceRecord(userId);
+  await updateInstance(row.id, {
+    container_id: "ctr_sleeper",
+    observed_state: "running",
+    health: "healthy",
+    gateway_address: "10.213.0.7:18789",
+    observed_at: new Date(Date.now() - 60_000),
+  });
+  // The sampler's pass lists the instance while it runs…
+  const listed = (await getInstance(row.id)) ?? row;
+  // …then the sleep pass marks it asleep and stops its gateway (SIGKILL after the stop's
+  // timeout on a loaded host: exit 137) before the pass reaches it.
+  expect(await markAsleep(row.id, new Date())).toBe(true);
+  setRuntime({
+    driver: "docker",
+    inspect: async () => ({
+      ...stoppedForMove(row.container_name),
+      id: "ctr_sleeper",
+      state: "exited",
+      exitCode: 137,
+      finishedAt: new Date().toISOString(),
+    }),
+  } as unknown as AgentRuntime);
+  expect(await observe(listed)).toMatchObject({ observed_state: "sleeping" });
+  expect(await getInstance(row.id)).toMatchObject({
+    observed_state: "sleeping",
+    last_error: null,
+  });
+});
+
+it("a sleeper whose gateway is still being stopped stays asleep", async () => {
+  const userId = "usr_observe_sleep_stopping";
+  await ensureUser(userId);
+  const row = await ensureInstanceRecord(userId);
+  await updateInstance(row.id, {
+    container_id: "ctr_stopping",
+    observed_state: "running",
+    observed_at: new Date(Date.now() - 60_000),
+  });
+  expect(await markAsleep(row.id, new Date())).toBe(true);
+  // `docker stop` under way: the container still runs, its gateway no longer answers.
+  setRuntime({
+    driver: "docker",
+    inspect: async () => ({
+      ...stoppedForMove(row.container_name),
+      id: "ctr_stopping",
+      state: "running",
+      running: true,
+    }),
+  } as unknown as AgentRuntime);
+  expect(await observe((await getInstance(row.id)) ?? row)).toMatchObject({
+    observed_state: "sleeping",
   });
 });

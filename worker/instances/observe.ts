@@ -25,6 +25,11 @@ async function observedState(
   info: ContainerInfo,
   address: string | undefined,
 ): Promise<Pick<InstanceRow, "observed_state" | "health">> {
+  // A sleeper's gateway that still runs is being put down (a stop waits up to 10 s for it): a
+  // wake records `starting` before it starts one, so only the sleep's end changes this state.
+  if (row.observed_state === "sleeping" && info.running) {
+    return { observed_state: "sleeping", health: "unknown" };
+  }
   if (info.running) {
     const ok = address ? await answersHealthz(address) : false;
     // A provisioning pairs and warms up the gateway after it is healthy, and marks it running
@@ -72,8 +77,14 @@ async function writeObservation(
 }
 
 /** Reads the container and gateway state into the row (used after every action). */
-export async function observe(row: InstanceRow): Promise<InstanceRow> {
+export async function observe(listed: InstanceRow): Promise<InstanceRow> {
   const since = new Date();
+  // The row as it is now, not as the caller listed it: a sampler pass lists every instance, then
+  // probes them one by one (seconds each on a loaded host), and an instance put to sleep since
+  // (a newer state, the container stopping) was read by its stale `running` as a crash, which
+  // reconcile then restarted (the soak: agents asleep by stop came back as "gateway exited with
+  // code 0/137", still booting minutes later). A change after `since` drops this write instead.
+  const row = (await getInstance(listed.id)) ?? listed;
   const info = await rt().inspect(row.container_name);
   if (!info) {
     return writeObservation(row.id, since, {

@@ -4,6 +4,7 @@ import WebSocket from "ws";
 import { authenticate, isForeignOrigin } from "../accounts/auth.server.ts";
 import { type LiveCredential, liveCredentialOf } from "../accounts/credential-watch.server.ts";
 import { connectionSlots } from "../platform/connection-slots.server.ts";
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from "../platform/db-unavailable.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
@@ -165,13 +166,20 @@ function serve(ws: WebSocket, credential: LiveCredential, ownerId: string): void
         );
         send(ws, { type: "final", id, ...result });
       } catch (error) {
-        const status = error instanceof DomainError ? error.status : 500;
+        // A database away (restarting, failing over) is 503 and can be retried, as on HTTP
+        // (decision 0223); the soak met 500 frames while PostgreSQL restarted.
+        const away = !(error instanceof DomainError) && isDatabaseUnavailable(error);
+        const status = error instanceof DomainError ? error.status : away ? 503 : 500;
         if (status === 500) logger().error({ err: error }, "live socket chat failed");
         send(ws, {
           type: "error",
           id,
           status,
-          error: status === 500 ? "Internal server error" : (error as Error).message,
+          error: away
+            ? DATABASE_UNAVAILABLE
+            : status === 500
+              ? "Internal server error"
+              : (error as Error).message,
         });
       } finally {
         pending--;

@@ -135,8 +135,9 @@ async function runTurnOnce(
   const runId = randomUUID();
   let full = "";
   let off: () => void = () => {};
+  let timer: NodeJS.Timeout | undefined;
   const done = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
+    timer = setTimeout(
       () => reject(new GatewayUnavailableError(`chat: no reply within ${CHAT_TIMEOUT_MS} ms`)),
       CHAT_TIMEOUT_MS,
     );
@@ -165,10 +166,15 @@ async function runTurnOnce(
       }
     });
   });
+  // A send that fails never awaits `done`: its later rejection (the timer's) must not be an
+  // unhandled one, which ends the process (the soak: web and worker exited 120 s after a turn
+  // sent to a frozen gateway failed).
+  done.catch(() => {});
   try {
     await client.request("chat.send", { sessionKey, message, idempotencyKey: runId });
     return { runId, reply: await done };
   } finally {
+    clearTimeout(timer);
     off();
   }
 }
