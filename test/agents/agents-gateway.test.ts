@@ -135,9 +135,11 @@ describeDocker("agents API with the real gateway", () => {
     });
     config = await gatewayConfig();
     expect(config.agents?.ownership).toBe("explicit");
+    // The agent names itself in its model calls (decision 0225).
     expect(config.agents?.entries?.[row!.gateway_agent_id]).toEqual({
       name: "Second",
       thinkingDefault: "low",
+      params: { extra_body: { platform_agent: second.json.agent.id } },
     });
     // The gateway accepts the id: it lists the agent.
     const instance = (await getInstanceByUser(user.id)) as InstanceRow;
