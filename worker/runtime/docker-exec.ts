@@ -51,6 +51,26 @@ export async function execIn(
   };
 }
 
+/**
+ * The one-shot's exit as inspect sees it, polled: beside the engine's wait, whose answer was
+ * seen never to come on a loaded engine (an update's rollback copy exited in 4 s and its wait
+ * sat out the test's 240 s bound, twice in full CI runs).
+ */
+async function exitSeen(
+  container: Docker.Container,
+  done: () => boolean,
+): Promise<{ StatusCode: number }> {
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1_000).unref());
+    if (done()) return new Promise<never>(() => {}); // the race is over: nothing to report
+    const info = await container.inspect().catch(() => undefined);
+    const state = info?.State;
+    if (state && !state.Running && (state.Status === "exited" || state.Status === "dead")) {
+      return { StatusCode: state.ExitCode };
+    }
+  }
+}
+
 export async function runOnce(
   docker: Docker,
   spec: Parameters<AgentRuntime["runOnce"]>[0],
@@ -84,15 +104,19 @@ export async function runOnce(
   try {
     await call(() => container.start());
     const timeoutMs = spec.timeoutMs ?? 60_000;
+    let settled = false;
     const result = (await Promise.race([
       call(() => container.wait()),
+      exitSeen(container, () => settled),
       new Promise((_, reject) =>
         setTimeout(
           () => reject(new Error(`one-shot timed out after ${timeoutMs} ms`)),
           timeoutMs,
         ).unref(),
       ),
-    ])) as { StatusCode: number };
+    ]).finally(() => {
+      settled = true;
+    })) as { StatusCode: number };
     const raw = (await call(() =>
       container.logs({ stdout: true, stderr: true, follow: false }),
     )) as unknown as Buffer;
