@@ -254,7 +254,8 @@ async function connect(
 
 /**
  * Connects the anchor to a new overlay: the manager answers "no such network" for a moment
- * after creating one (seconds on a loaded manager), so that is retried for up to a minute.
+ * after creating one (seconds on a loaded manager), and a busy manager's attachment can end in
+ * "context deadline exceeded" (a full CI run), so both are retried for up to a minute.
  */
 async function connectAnchor(engine: Docker, overlay: string, anchor: string): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -263,7 +264,10 @@ async function connectAnchor(engine: Docker, overlay: string, anchor: string): P
       await connect(engine, overlay, anchor, "");
       return;
     } catch (error) {
-      if (!/no such network|not found/i.test(messageOf(error)) || Date.now() > deadline) {
+      if (
+        !/no such network|not found|deadline exceeded/i.test(messageOf(error)) ||
+        Date.now() > deadline
+      ) {
         throw error;
       }
     }

@@ -13,13 +13,13 @@ export async function waitForHttpOk(
 ): Promise<number> {
   const started = Date.now();
   for (;;) {
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(3_000) });
+    // Not listening yet (connection refused or reset right after start) reads as not ok.
+    const ok = await bounded(3_000, false, async (probeSignal) => {
+      const res = await fetch(url, { signal: probeSignal });
       await res.body?.cancel();
-      if (res.ok) return Date.now() - started;
-    } catch {
-      // not listening yet (connection refused or reset right after start)
-    }
+      return res.ok;
+    });
+    if (ok) return Date.now() - started;
     if (signal?.aborted) throw new Error("aborted");
     if (Date.now() - started > timeoutMs) {
       throw new GatewayUnavailableError(`${url} did not answer 200 within ${timeoutMs} ms`);
@@ -30,14 +30,32 @@ export async function waitForHttpOk(
 
 /** Whether the gateway's /healthz answers 200 right now. */
 export async function gatewayHealthy(address: string, timeoutMs = 3_000): Promise<boolean> {
-  try {
-    const res = await fetch(`http://${address}/healthz`, {
-      signal: AbortSignal.timeout(timeoutMs),
-    });
+  return bounded(timeoutMs, false, async (signal) => {
+    const res = await fetch(`http://${address}/healthz`, { signal });
     await res.body?.cancel();
     return res.ok;
-  } catch {
-    return false;
+  });
+}
+
+/**
+ * A probe that settles within `timeoutMs` (plus a second) whatever happens: the abort signal
+ * bounds the request, and the race bounds the rest (the body's cancel, an interceptor), since a
+ * lifecycle step waits on the probe under the instance's lock. Two full CI runs had an update's
+ * rollback sit out its test's bound with the engine and the database idle, awaiting a probe.
+ */
+async function bounded<T>(
+  timeoutMs: number,
+  fallback: T,
+  probe: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), timeoutMs + 1_000);
+  });
+  try {
+    return await Promise.race([probe(AbortSignal.timeout(timeoutMs)).catch(() => fallback), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -50,12 +68,10 @@ export async function gatewayReadiness(
   address: string,
   timeoutMs = 3_000,
 ): Promise<"ready" | "not-ready" | "unsupported"> {
-  try {
-    const res = await fetch(`http://${address}/readyz`, { signal: AbortSignal.timeout(timeoutMs) });
+  return bounded(timeoutMs, "not-ready" as const, async (signal) => {
+    const res = await fetch(`http://${address}/readyz`, { signal });
     await res.body?.cancel();
     if (res.ok) return "ready";
     return res.status === 404 ? "unsupported" : "not-ready";
-  } catch {
-    return "not-ready";
-  }
+  });
 }
