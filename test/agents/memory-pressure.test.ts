@@ -8,13 +8,12 @@ import { requestWake } from "../../app/server/agents/wake.server.ts";
 import { wakeQueuePlace } from "../../app/server/agents/wake-queue.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { stopBoss } from "../../app/server/platform/jobs.server.ts";
-import type { HostMemory } from "../../worker/instances/host-memory.ts";
 import { parseMeminfo } from "../../worker/instances/host-memory.ts";
 import { isTight, roomBytes, setHostMemorySource } from "../../worker/instances/memory-pressure.ts";
 import { dueForSleep } from "../../worker/instances/sleep.ts";
 import { NoRoomToWakeError, withWakeSlot } from "../../worker/instances/wake-slots.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-import { agentUser } from "./support.ts";
+import { agentUser, hostWithAvailable as host } from "./support.ts";
 
 // A full host (decision 0222) without a gateway: the host's memory comes from a stand-in
 // source, so what is checked is the policy — when memory is tight, which idle agents sleep and
@@ -22,16 +21,6 @@ import { agentUser } from "./support.ts";
 
 const MiB = 1024 ** 2;
 const GiB = 1024 * MiB;
-
-/** 24 GiB of RAM with `available` free; 2 GiB of swap, 300 MiB of it in the compressed pool. */
-const host = (available: number): HostMemory => ({
-  totalBytes: 24 * GiB,
-  availableBytes: available,
-  swapTotalBytes: 2 * GiB,
-  swapFreeBytes: 1 * GiB,
-  zswapPoolBytes: 300 * MiB,
-  zswappedBytes: 800 * MiB,
-});
 
 beforeAll(() => {
   process.env.WAKE_CONCURRENCY = "2";

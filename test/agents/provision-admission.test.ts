@@ -11,12 +11,11 @@ import { provisionQueuePlace } from "../../app/server/agents/provision-queue.ser
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { stopBoss } from "../../app/server/platform/jobs.server.ts";
 import { NoRoomToStartError, waitForRoomToStart } from "../../worker/instances/admission.ts";
-import type { HostMemory } from "../../worker/instances/host-memory.ts";
 import { setHostMemorySource } from "../../worker/instances/memory-pressure.ts";
 import { provision } from "../../worker/instances/provision.ts";
 import { type AgentRuntime, NoCapacityError, setRuntime } from "../../worker/runtime/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-import { agentUser } from "./support.ts";
+import { agentUser, hostWithAvailable as host } from "./support.ts";
 
 // Admission of a provision that starts a new gateway (decision 0231), without a gateway: the
 // host's memory comes from a stand-in source (as memory-pressure.test.ts does), a Swarm's nodes
@@ -26,15 +25,6 @@ import { agentUser } from "./support.ts";
 
 const MiB = 1024 ** 2;
 const GiB = 1024 * MiB;
-
-const host = (available: number): HostMemory => ({
-  totalBytes: 24 * GiB,
-  availableBytes: available,
-  swapTotalBytes: 2 * GiB,
-  swapFreeBytes: 1 * GiB,
-  zswapPoolBytes: 300 * MiB,
-  zswappedBytes: 800 * MiB,
-});
 
 beforeAll(() => {
   // The API answers at once (the provision job is not run here: no worker in this file).

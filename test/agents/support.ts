@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createApiKey } from "../../app/server/accounts/api-keys.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
+import type { HostMemory } from "../../worker/instances/host-memory.ts";
 import { type CallOptions, call, type RouteModule } from "../helpers/api.ts";
 import { ensureUser, sessionCookieFor } from "../helpers/users.ts";
 
@@ -43,4 +44,21 @@ export function asUser(
   if (who.cookie) headers.cookie = who.cookie;
   if (who.key) headers.authorization = `Bearer ${who.key}`;
   return call(module as RouteModule, path, { ...opts, headers });
+}
+
+/**
+ * A stand-in host's memory for the memory-pressure source: 24 GiB of RAM with `available` free;
+ * 2 GiB of swap, 300 MiB of it in the compressed pool.
+ */
+export function hostWithAvailable(available: number): HostMemory {
+  const GiB = 1024 ** 3;
+  const MiB = 1024 ** 2;
+  return {
+    totalBytes: 24 * GiB,
+    availableBytes: available,
+    swapTotalBytes: 2 * GiB,
+    swapFreeBytes: 1 * GiB,
+    zswapPoolBytes: 300 * MiB,
+    zswappedBytes: 800 * MiB,
+  };
 }
