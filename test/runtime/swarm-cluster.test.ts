@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import Docker from "dockerode";
+import type Docker from "dockerode";
 import { extract } from "tar-stream";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
@@ -28,6 +28,7 @@ import {
 } from "../../worker/instances/engine.ts";
 import { recordClusterNodes, runDrainJob, runRecoveryJob } from "../../worker/instances/nodes.ts";
 import { type Settled, settleStaleVolumes } from "../../worker/instances/recover.ts";
+import { engineClient } from "../../worker/runtime/docker-engine.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
 import { SwarmRuntime } from "../../worker/runtime/swarm.ts";
 import { PLATFORM_ALIAS_LABEL, platformHostAddress } from "../../worker/runtime/swarm-networks.ts";
@@ -158,14 +159,14 @@ describeSwarm("Swarm driver across nodes (a real multi-node swarm)", () => {
     // image, one after the other (two loads into one engine at once broke its pipe once: EPIPE);
     // the tests that need them wait for them (decision 0184). A seeded node skips the load.
     gatewayImageLoaded = inBackground(
-      loadImage(cluster, GATEWAY_IMAGE, new Docker()).then((took) => {
+      loadImage(cluster, GATEWAY_IMAGE, engineClient()).then((took) => {
         timings.gatewayImageLoadMs = took;
       }),
     );
     platformImageLoaded = inBackground(
       (async () => {
         await gatewayImageLoaded;
-        timings.platformImageLoadMs = await loadImage(cluster, platformImage, new Docker());
+        timings.platformImageLoadMs = await loadImage(cluster, platformImage, engineClient());
         return platformImage;
       })(),
     );

@@ -1,7 +1,8 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
-import Docker from "dockerode";
+import type Docker from "dockerode";
+import { engineClient } from "../../worker/runtime/docker-engine.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { seedImages } from "./seed-images.ts";
 import {
@@ -131,9 +132,11 @@ async function startNode(
   mkdirSync(run, { recursive: true });
   wipeSwarmState(dataRoot);
   const seeded =
-    seed.images.length > 0 ? await seedImages(new Docker(), dataRoot, seed.images, seed.from) : [];
+    seed.images.length > 0
+      ? await seedImages(engineClient(), dataRoot, seed.images, seed.from)
+      : [];
   const sock = path.join(run, "docker.sock");
-  const docker = new Docker({ socketPath: sock });
+  const docker = engineClient({ socketPath: sock });
   const child = await spawnDockerd(name, docker);
   // What the last run left in the kept data root.
   for (const c of await docker.listContainers({ all: true })) {

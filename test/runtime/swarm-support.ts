@@ -10,10 +10,10 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import Docker from "dockerode";
+import type Docker from "dockerode";
 import { describe } from "vitest";
 import { GATEWAY_PORT } from "../../worker/instances/engine.ts";
-import { demux } from "../../worker/runtime/docker-engine.ts";
+import { demux, engineClient } from "../../worker/runtime/docker-engine.ts";
 import type { ExecResult } from "../../worker/runtime/types.ts";
 import { dockerRequired, waitFor } from "./docker-support.ts";
 
@@ -83,7 +83,7 @@ export async function startSwarmEngine(name: string): Promise<SwarmEngine> {
     { stdio: ["ignore", "ignore", "ignore"], detached: false },
   );
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const docker = new Docker({ socketPath: sock });
+  const docker = engineClient({ socketPath: sock });
   const stop = async () => {
     await docker.swarmLeave({ force: true }).catch(() => {});
     if (child.exitCode === null) {

@@ -8,6 +8,7 @@ import { stopBoss } from "../../app/server/platform/jobs.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { mswServer } from "../msw/server.ts";
 import { cloneDatabase } from "./cluster.ts";
+import { keepEngineOutOfMsw } from "./engine-connections.ts";
 
 // Every test file gets its own database (a clone of the migrated template), its own data
 // folder, and strict msw interception.
@@ -38,6 +39,7 @@ resetEnvCache();
 
 beforeAll(() => {
   mswServer.listen({ onUnhandledFrame: "error" });
+  keepEngineOutOfMsw();
 });
 
 afterAll(async () => {

@@ -1,8 +1,30 @@
-import type Docker from "dockerode";
+import http from "node:http";
+import https from "node:https";
+import Docker from "dockerode";
 import { RuntimeUnavailableError } from "./types.ts";
 
 // The Docker engine's connection and its answers: an unreachable socket as
 // RuntimeUnavailableError, the HTTP status of an engine error, the multiplexed log stream.
+
+/**
+ * The engine's connections: a keep-alive pool of their own per process, not the global agent's.
+ * Test support (test/setup/engine-connections.ts) makes them plain sockets beside msw, whose
+ * interceptors are for third-party HTTP and lost engine answers under load (decision 0233).
+ */
+export const engineAgents = {
+  http: new http.Agent({ keepAlive: true }),
+  https: new https.Agent({ keepAlive: true }),
+};
+
+/** A dockerode client for `options` (engineAddress's, or a socket path) over engineAgents. */
+export function engineClient(options: Docker.DockerOptions = { socketPath: engineSocket() }) {
+  // docker-modem takes an agent; dockerode's option types do not list it.
+  const withAgent: Docker.DockerOptions & { agent: http.Agent } = {
+    ...options,
+    agent: options.protocol === "https" ? engineAgents.https : engineAgents.http,
+  };
+  return new Docker(withAgent);
+}
 
 const ENGINE_DOWN = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET", "EPIPE"]);
 

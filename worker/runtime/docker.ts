@@ -1,5 +1,12 @@
-import Docker from "dockerode";
-import { call, demux, engineAddress, engineSocket, statusOf } from "./docker-engine.ts";
+import type Docker from "dockerode";
+import {
+  call,
+  demux,
+  engineAddress,
+  engineClient,
+  engineSocket,
+  statusOf,
+} from "./docker-engine.ts";
 import { execIn, runOnce } from "./docker-exec.ts";
 import { containerInfoOf, containerStatsOf } from "./docker-inspect.ts";
 import {
@@ -78,7 +85,7 @@ export class DockerRuntime implements AgentRuntime {
   #engine: Promise<{ NCPU: number; CgroupVersion?: string; SwapLimit?: boolean }> | undefined;
 
   constructor(options: DockerDriverOptions = {}) {
-    this.docker = new Docker(
+    this.docker = engineClient(
       options.host
         ? engineAddress(options.host)
         : { socketPath: options.socketPath || engineSocket() },
