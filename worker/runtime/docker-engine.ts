@@ -41,11 +41,30 @@ function wrap(error: unknown): never {
   throw error;
 }
 
-export async function call<T>(fn: () => Promise<T>): Promise<T> {
+/**
+ * How long an engine call may go unanswered. A frozen or wedged engine accepts connections and
+ * never answers; unbounded, its caller would hold an instance's lock for good. Calls that wait
+ * by design (a one-shot's wait, an upload of a whole state) pass their own bound or none.
+ */
+export const ENGINE_CALL_BOUND_MS = 120_000;
+
+/** An engine call: its errors mapped (wrap), and failed once it goes unanswered for `boundMs`. */
+export async function call<T>(fn: () => Promise<T>, boundMs = ENGINE_CALL_BOUND_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const unanswered = new Promise<never>((_, reject) => {
+    if (!Number.isFinite(boundMs)) return;
+    timer = setTimeout(
+      () =>
+        reject(new RuntimeUnavailableError(`Docker engine did not answer within ${boundMs} ms`)),
+      boundMs,
+    );
+  });
   try {
-    return await fn();
+    return await Promise.race([fn(), unanswered]);
   } catch (error) {
     return wrap(error);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

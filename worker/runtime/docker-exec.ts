@@ -106,7 +106,7 @@ export async function runOnce(
     const timeoutMs = spec.timeoutMs ?? 60_000;
     let settled = false;
     const result = (await Promise.race([
-      call(() => container.wait()),
+      call(() => container.wait(), Number.POSITIVE_INFINITY), // bounded by timeoutMs below
       exitSeen(container, () => settled),
       new Promise((_, reject) =>
         setTimeout(

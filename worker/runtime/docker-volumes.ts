@@ -158,7 +158,8 @@ export class DockerVolumes {
   ): Promise<void> {
     const helper = await this.#helper(volume, image, labels);
     try {
-      await call(() => helper.putArchive(tar, { path: "/" }));
+      // As long as the state takes to arrive (a restore's whole archive).
+      await call(() => helper.putArchive(tar, { path: "/" }), Number.POSITIVE_INFINITY);
     } finally {
       await helper.remove({ force: true, v: true }).catch(() => {});
     }
