@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { keepDatabaseRunning } from "./app/server/platform/database-watch.server.ts";
 import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server.ts";
 import { env } from "./app/server/platform/env.server.ts";
 import { ensureQueueSchema } from "./app/server/platform/jobs.server.ts";
@@ -76,10 +77,24 @@ const supervisor = supervise({
   ],
 });
 
+// The embedded server is pg_ctl's, not a child: started again here when it dies.
+const databaseWatch =
+  database.embedded &&
+  keepDatabaseRunning(database.embedded, {
+    onEvent: (event) => {
+      if (event.kind === "down") say("the embedded database stopped; starting it again");
+      if (event.kind === "restarted") say(`the embedded database is back (${event.downMs} ms)`);
+      if (event.kind === "restart-failed") {
+        say(`the embedded database did not start (${event.error}); again in ${event.retryInMs} ms`);
+      }
+    },
+  });
+
 let stopping = false;
 async function shutdown() {
   if (stopping) return;
   stopping = true;
+  databaseWatch?.stop();
   await supervisor.stop();
   if (database.embedded) {
     say("stopping the embedded database");

@@ -91,11 +91,12 @@ export function faults(p: Platform, rec: Recorder, users: SoakUser[]): Fault[] {
       },
     },
     {
-      name: p.embedded ? "embedded postgres restart" : "postgres restart",
+      name: p.embedded ? "embedded postgres killed" : "postgres restart",
       act: async () => {
         const t = Date.now();
         await p.restartDatabase(3000);
-        return `stopped (fast) and started again in ${Date.now() - t} ms`;
+        const how = p.embedded ? "killed, started again by npm start" : "stopped (fast), started";
+        return `${how}: answering again after ${Date.now() - t} ms`;
       },
     },
     {

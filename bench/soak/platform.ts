@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -33,6 +33,10 @@ export interface Platform {
   childPid(name: "web" | "worker"): Promise<number | undefined>;
   /** Whether the database is start.ts's embedded server (SOAK_DATABASE=embedded). */
   embedded: boolean;
+  /**
+   * An external server: stopped (fast) for `downMs` and started again. The embedded one: killed
+   * (SIGKILL of the postmaster), and start.ts's watch starts it again; resolves once it answers.
+   */
   restartDatabase(downMs: number): Promise<void>;
   stop(): Promise<void>;
 }
@@ -163,15 +167,25 @@ export async function startPlatform(log: (line: string) => void): Promise<Platfo
     childPid,
     embedded,
     async restartDatabase(downMs) {
-      // The embedded server: stopped as an operator would and started again on its folder (its
-      // port file keeps the port); start.ts, which made it, is not told.
+      if (embeddedDir) {
+        const pidFile = path.join(embeddedDir, "data", "postmaster.pid");
+        process.kill(Number((await readFile(pidFile, "utf8")).split("\n")[0]), "SIGKILL");
+        const until = Date.now() + 60_000;
+        for (;;) {
+          const up = await sql`select 1`.then(
+            () => true,
+            () => false,
+          );
+          if (up) return;
+          if (Date.now() > until) throw new Error("the embedded database was not back in 60 s");
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
+      // The external server: stopped as an operator would and started again on its port.
       const running = cluster ?? (await startCluster({ dir: pgDir }));
       await running.stop();
       await new Promise((r) => setTimeout(r, downMs));
-      const again = await startCluster(
-        embedded ? { dir: pgDir } : { dir: pgDir, settings, port: pgPort },
-      );
-      if (!embedded) cluster = again;
+      cluster = await startCluster({ dir: pgDir, settings, port: pgPort });
     },
     async stop() {
       if (start.exitCode === null) {

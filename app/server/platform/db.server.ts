@@ -1,6 +1,6 @@
 import path from "node:path";
 import postgres from "postgres";
-import { startCluster, withDatabase } from "./embedded-postgres.server.ts";
+import { type Cluster, startCluster, withDatabase } from "./embedded-postgres.server.ts";
 import { env, resetEnvCache } from "./env.server.ts";
 import { logger } from "./logger.server.ts";
 
@@ -55,7 +55,7 @@ export async function closeDb(): Promise<void> {
 export async function resolveDatabaseUrl(): Promise<{
   url: string;
   /** Present when the embedded server is in use; `started` tells whether this call started it. */
-  embedded?: { started: boolean; stop: () => Promise<void> };
+  embedded?: Pick<Cluster, "started" | "stop" | "running" | "restart">;
 }> {
   const configured = env().DATABASE_URL;
   if (configured) return { url: configured };
@@ -75,5 +75,5 @@ export async function resolveDatabaseUrl(): Promise<{
   const url = withDatabase(cluster.url, "app");
   process.env.DATABASE_URL = url;
   resetEnvCache();
-  return { url, embedded: { started: cluster.started, stop: cluster.stop } };
+  return { url, embedded: cluster };
 }

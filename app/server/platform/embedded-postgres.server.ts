@@ -30,6 +30,10 @@ export interface Cluster {
   /** True when this call started the server (false when one was already running). */
   started: boolean;
   stop(): Promise<void>;
+  /** Whether the server is up now (pg_ctl status). */
+  running(): Promise<boolean>;
+  /** Starts the server again on its port (after it died: the URL handed out stays valid). */
+  restart(): Promise<void>;
 }
 
 interface Binaries {
@@ -181,16 +185,8 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   }
   const password = (await readFile(passwordFile, "utf8")).trim();
 
-  let started = false;
-  let port: number;
-  if (await isRunning(b, data, as)) {
-    port = await runningPort(data);
-  } else {
-    const portFile = path.join(dir, "port");
-    const previous = existsSync(portFile) ? Number(await readFile(portFile, "utf8")) : 0;
-    port =
-      opts.port ?? (previous > 0 && (await portIsFree(previous)) ? previous : await freePort());
-    await writeFile(portFile, String(port));
+  const logFile = path.join(dir, "postgres.log");
+  const launch = async (port: number) => {
     const settings = {
       listen_addresses: "127.0.0.1",
       unix_socket_directories: "",
@@ -201,7 +197,6 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       `-p ${port}`,
       ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v === "" ? "''" : v}`),
     ].join(" ");
-    const logFile = path.join(dir, "postgres.log");
     if (as) {
       await writeFile(logFile, "", { flag: "a" });
       await chown(logFile, as.uid, as.gid);
@@ -216,6 +211,19 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       const tail = (await readFile(logFile, "utf8").catch(() => "")).split("\n").slice(-15);
       throw new Error(`PostgreSQL did not start:\n${tail.join("\n")}`, { cause: error });
     }
+  };
+
+  let started = false;
+  let port: number;
+  if (await isRunning(b, data, as)) {
+    port = await runningPort(data);
+  } else {
+    const portFile = path.join(dir, "port");
+    const previous = existsSync(portFile) ? Number(await readFile(portFile, "utf8")) : 0;
+    port =
+      opts.port ?? (previous > 0 && (await portIsFree(previous)) ? previous : await freePort());
+    await writeFile(portFile, String(port));
+    await launch(port);
     started = true;
   }
 
@@ -229,6 +237,8 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
         await pg(b.pg_ctl, ["-D", data, "-m", "fast", "-w", "stop"], as);
       }
     },
+    running: () => isRunning(b, data, as),
+    restart: () => launch(port),
   };
 }
 
