@@ -109,6 +109,9 @@ describeDocker("warm pool (real gateway)", () => {
     process.env.RUNTIME_DEPLOYMENT = testRun;
     process.env.RUNTIME_NETWORK = `agent-test-${testRun}`;
     process.env.RUNTIME_POOL_SIZE = "1";
+    // The restart below waits for the real gateway's /healthz up to this bound (a 60 s default):
+    // on a loaded CI a real gateway's boot took 74 s, and the restart answered a failure.
+    process.env.INSTANCE_ACTION_TIMEOUT_MS = "180000";
     resetEnvCache();
     setRuntime(rt);
     allowDockerNetworks();
@@ -397,7 +400,7 @@ describeDocker("warm pool (real gateway)", () => {
 
     // The lifecycle action enqueues the dry run of the booted gateway.
     const restarted = await instanceAction({ instanceId: cold.id, action: "restart" });
-    expect(restarted).toMatchObject({ ok: true });
+    expect(restarted, JSON.stringify(restarted)).toMatchObject({ ok: true });
     const queued = await db()`select 1 from pgboss.job
       where name = 'warm-up-instance' and data->>'instanceId' = ${cold.id}`;
     expect(queued).toHaveLength(1);
