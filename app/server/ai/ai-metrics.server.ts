@@ -1,4 +1,5 @@
-import { Counter, Histogram } from "prom-client";
+import { Counter } from "prom-client";
+import { FastCounter, FastHistogram } from "../platform/metrics/fast.server.ts";
 import { metricsEnabled, PREFIX, registry } from "../platform/metrics/registry.server.ts";
 
 // The AI layer's Prometheus metrics (docs/decisions/0202): by provider and model family only —
@@ -7,49 +8,51 @@ import { metricsEnabled, PREFIX, registry } from "../platform/metrics/registry.s
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120];
 
-const calls = new Counter({
+const calls = new FastCounter({
   name: `${PREFIX}ai_calls_total`,
   help: "AI calls metered, by provider, model family and outcome (ok, error, client_error)",
   labelNames: ["provider", "model_family", "outcome"] as const,
   registers: [registry],
 });
-const callSeconds = new Histogram({
+const callSeconds = new FastHistogram({
   name: `${PREFIX}ai_call_duration_seconds`,
   help: "AI calls from arrival to the last byte of the answer (a stream: its end)",
   labelNames: ["provider", "model_family"] as const,
   buckets: LATENCY_BUCKETS,
   registers: [registry],
 });
-const firstToken = new Histogram({
+const firstToken = new FastHistogram({
   name: `${PREFIX}ai_time_to_first_token_seconds`,
   help: "Streamed AI calls from arrival to the provider's first streamed chunk",
   labelNames: ["provider", "model_family"] as const,
   buckets: LATENCY_BUCKETS,
   registers: [registry],
 });
-const overhead = new Histogram({
+const overhead = new FastHistogram({
   name: `${PREFIX}ai_overhead_seconds`,
   help: "What the platform's AI hop adds to a call: its time less the time spent on providers",
   buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
   registers: [registry],
 });
-const tokens = new Counter({
+const tokens = new FastCounter({
   name: `${PREFIX}ai_tokens_total`,
   help: "Tokens of metered AI calls, by provider, model family and kind (prompt, completion)",
   labelNames: ["provider", "model_family", "kind"] as const,
   registers: [registry],
 });
-const charged = new Counter({
+const charged = new FastCounter({
   name: `${PREFIX}ai_charged_micro_usd_total`,
   help: "Micro-USD charged for AI calls (what users' credits paid; BYOK calls are 0)",
   labelNames: ["provider", "model_family"] as const,
   registers: [registry],
 });
-const held = new Counter({
+const held = new FastCounter({
   name: `${PREFIX}ai_held_micro_usd_total`,
   help: "Micro-USD held from credits for AI calls before they ran (settled to the charge after)",
   registers: [registry],
 });
+const overheadAll = overhead.child({});
+const heldAll = held.child({});
 const overBound = new Counter({
   name: `${PREFIX}ai_over_bound_micro_usd_total`,
   help: "Micro-USD providers reported beyond an AI call's bound: never charged, counted as uncollected",
@@ -139,14 +142,14 @@ function childrenOf(provider: string, model: string): CallChildren {
     const model_family = modelFamily(model);
     const labels = { provider, model_family };
     found = {
-      ok: calls.labels({ ...labels, outcome: "ok" }),
-      error: calls.labels({ ...labels, outcome: "error" }),
-      client_error: calls.labels({ ...labels, outcome: "client_error" }),
-      seconds: callSeconds.labels(labels),
-      firstToken: firstToken.labels(labels),
-      prompt: tokens.labels({ ...labels, kind: "prompt" }),
-      completion: tokens.labels({ ...labels, kind: "completion" }),
-      charged: charged.labels(labels),
+      ok: calls.child({ ...labels, outcome: "ok" }),
+      error: calls.child({ ...labels, outcome: "error" }),
+      client_error: calls.child({ ...labels, outcome: "client_error" }),
+      seconds: callSeconds.child(labels),
+      firstToken: firstToken.child(labels),
+      prompt: tokens.child({ ...labels, kind: "prompt" }),
+      completion: tokens.child({ ...labels, kind: "completion" }),
+      charged: charged.child(labels),
     };
     // Bounded by the catalog's models; a model id seen once more than that is not cached.
     if (byModel.size < 1000) byModel.set(model, found);
@@ -173,12 +176,12 @@ export function recordFirstToken(provider: string, model: string, ms: number): v
 
 export function recordAiOverhead(ms: number): void {
   if (!metricsEnabled()) return;
-  overhead.observe(Math.max(0, ms) / 1000);
+  overheadAll.observe(Math.max(0, ms) / 1000);
 }
 
 export function recordHeld(microUsd: number): void {
   if (!metricsEnabled()) return;
-  if (microUsd > 0) held.inc(microUsd);
+  if (microUsd > 0) heldAll.inc(microUsd);
 }
 
 /** What a provider reported beyond a call's bound (decision 0206): the part never charged. */
