@@ -9,7 +9,7 @@ import {
   withDatabase,
 } from "../app/server/platform/embedded-postgres.server.ts";
 
-/** A bench's own embedded PostgreSQL, with one migrated database that DATABASE_URL names. */
+/** A bench's own embedded PostgreSQL, with one migrated database (and its job queue) that DATABASE_URL names. */
 export interface BenchDatabase {
   cluster: Cluster;
   databaseUrl: string;
@@ -44,6 +44,9 @@ export async function startBenchDatabase(
     const { db } = await import("../app/server/platform/db.server.ts");
     const { migrate } = await import("../db/migrate.ts");
     await migrate(db());
+    // The job queue's tables, as `npm start` makes them: provisioning reads its line (0231).
+    const { ensureQueueSchema } = await import("../app/server/platform/jobs.server.ts");
+    await ensureQueueSchema();
     return { cluster, databaseUrl, stop };
   } catch (error) {
     await stop();
