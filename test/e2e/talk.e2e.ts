@@ -1,15 +1,18 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { getInstance, type InstanceRow } from "../../app/server/agents/instances.server.ts";
-import { runTurn } from "../../app/server/agents/talk.server.ts";
 import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
-import { connectPaired } from "../../worker/instances/pairing.ts";
 import { provision } from "../../worker/instances/provision.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
 import { describeDocker } from "../runtime/docker-support.ts";
 import { launchBrowser, type RunningApp } from "./app.ts";
-import { type GatewayStack, REPLY, startGatewayStack, stopGatewayStack } from "./gateway-stack.ts";
+import {
+  type GatewayStack,
+  REPLY,
+  startGatewayStack,
+  stopGatewayStack,
+  warmUpTurn,
+} from "./gateway-stack.ts";
 
 // The chat page in Chromium against the whole stack: the built server (server.ts) listening
 // where the gateway container can reach its AI endpoint, a local fake OpenAI-compatible
@@ -28,25 +31,7 @@ describeDocker("the chat page", () => {
     app = stack.app;
     const row = stack.row;
     await provision(row.id);
-    // A gateway fresh from boot sometimes ends its very first run in an error (seen here and in
-    // bench/talk.ts; noted on issue 9). The page is tested from the second run on.
-    const fresh = (await getInstance(row.id)) as InstanceRow;
-    const { client } = await connectPaired(fresh, fresh.gateway_address as string);
-    try {
-      const { key } = await client.request<{ key: string }>("sessions.create", {
-        agentId: "main",
-      });
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await runTurn(client, key, "warm up");
-          break;
-        } catch (error) {
-          if (attempt >= 3) throw error;
-        }
-      }
-    } finally {
-      client.close();
-    }
+    await warmUpTurn(row.id);
     browser = await launchBrowser();
   }, 300_000);
 

@@ -1,18 +1,22 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { getInstance, type InstanceRow } from "../../app/server/agents/instances.server.ts";
-import { runTurn } from "../../app/server/agents/talk.server.ts";
+import type { InstanceRow } from "../../app/server/agents/instances.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { getBoss, type JobName, type JobPayload } from "../../app/server/platform/jobs.server.ts";
-import { connectPaired } from "../../worker/instances/pairing.ts";
 import { provisionInstance } from "../../worker/jobs/provision-instance.ts";
 import { sendEmail } from "../../worker/jobs/send-email.ts";
 import { startSmtpInbox } from "../helpers/smtp-inbox.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
 import { describeDocker } from "../runtime/docker-support.ts";
 import { launchBrowser } from "./app.ts";
-import { type GatewayStack, REPLY, startGatewayStack, stopGatewayStack } from "./gateway-stack.ts";
+import {
+  type GatewayStack,
+  REPLY,
+  startGatewayStack,
+  stopGatewayStack,
+  warmUpTurn,
+} from "./gateway-stack.ts";
 
 // Issue 48's run-through "tried as a new user would", in Chromium: the owner creates an
 // organisation, provisions its agent and invites a colleague (JavaScript off, the plainest
@@ -105,27 +109,10 @@ describeDocker("teams: a colleague joins, chats with the shared agent and is rem
     await page.getByRole("button", { name: "Provision agent" }).click();
     await expect.poll(() => new URL(page.url()).pathname).toMatch(/^\/agents\/agt_/);
     const agent = new URL(page.url()).pathname.split("/")[2] as string;
-    // The worker's part: the organisation's gateway, then a first turn (a gateway fresh from
-    // boot sometimes ends its very first run in an error: talk.e2e.ts).
+    // The worker's part: the organisation's gateway, then a first turn (warmUpTurn).
     expect(await runJobs("provision-instance", provisionInstance)).toBe(1);
     const instance = (await db()<InstanceRow[]>`select * from instances where user_id = ${org}`)[0];
-    const fresh = (await getInstance(instance!.id)) as InstanceRow;
-    const { client } = await connectPaired(fresh, fresh.gateway_address as string);
-    try {
-      const { key } = await client.request<{ key: string }>("sessions.create", {
-        agentId: "main",
-      });
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await runTurn(client, key, "warm up");
-          break;
-        } catch (error) {
-          if (attempt >= 3) throw error;
-        }
-      }
-    } finally {
-      client.close();
-    }
+    await warmUpTurn(instance!.id);
     // That turn was driven past the platform, as a channel message or a heartbeat is: its calls
     // name the agent through the gateway config (decision 0225), and no person. (A first run
     // that raced the agents' config reload and failed may have called without it.)
