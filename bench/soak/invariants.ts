@@ -78,6 +78,7 @@ export async function checkTurns(p: Platform, all: Turn[], users: SoakUser[]): P
   const accepted = considered.filter((t) => t.verdict === "accepted").length;
   const refused = considered.filter((t) => t.verdict === "refused").length;
   const unknown = considered.filter((t) => t.verdict === "unknown").length;
+  const delivered = considered.filter((t) => t.verdict === "delivered").length;
   const show = (ts: Turn[]) =>
     ts
       .slice(0, 5)
@@ -90,7 +91,7 @@ export async function checkTurns(p: Platform, all: Turn[], users: SoakUser[]): P
     {
       name: "accepted turns recorded exactly once",
       pass: lost.length === 0 && dup.length === 0,
-      figure: `${accepted} accepted, ${lost.length} lost, ${dup.length} duplicated (${unknown} of unknown outcome, at most once) ${show([...lost, ...dup])}`,
+      figure: `${accepted} accepted, ${lost.length} lost, ${dup.length} duplicated (${unknown} of unknown outcome and ${delivered} delivered without a reply, at most once) ${show([...lost, ...dup])}`,
     },
     {
       name: "refused turns never recorded",

@@ -6,7 +6,9 @@ import type { SoakUser } from "./users.ts";
 
 // Chat turns, each carrying a token of its own (and the usage the stand-in is to report), kept
 // with what the platform answered: accepted (2xx, or a socket turn whose reply started), refused
-// (an error answer), or unknown (the connection failed or timed out: either may be true).
+// (an error answer), delivered (an error answer saying the agent had taken the message: in its
+// conversation unless the gateway died before keeping it), or unknown (the connection failed or
+// timed out: either may be true).
 
 export interface Turn {
   token: string;
@@ -14,7 +16,7 @@ export interface Turn {
   agentId: string | undefined;
   kind: string;
   at: number;
-  verdict: "accepted" | "refused" | "unknown";
+  verdict: "accepted" | "refused" | "delivered" | "unknown";
 }
 
 export const turns: Turn[] = [];
@@ -48,7 +50,13 @@ export async function chatHttp(
     auth: user.auth,
     timeoutMs: CHAT_TIMEOUT_MS,
   });
-  turn.verdict = ok(a) ? "accepted" : typeof a.outcome === "number" ? "refused" : "unknown";
+  turn.verdict = ok(a)
+    ? "accepted"
+    : typeof a.outcome !== "number"
+      ? "unknown"
+      : a.body.delivered === true
+        ? "delivered"
+        : "refused";
   return a;
 }
 
@@ -123,7 +131,7 @@ export class LiveSocket {
         if (end?.type === "error") {
           // A reply that had started is a turn the platform accepted, whatever ended it.
           const started = mine.some((f) => f.type === "delta" || f.type === "event");
-          turn.verdict = started ? "accepted" : "refused";
+          turn.verdict = started ? "accepted" : end.delivered === true ? "delivered" : "refused";
           rec.add("chat-ws", at, Number(end.status ?? 500));
           return turn;
         }

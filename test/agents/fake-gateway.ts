@@ -87,6 +87,8 @@ export interface FakeGatewayState {
   interleave?: (state: FakeGatewayState) => void;
   /** How a chat run ends: its reply, or the error OpenClaw reports for it. */
   run: { reply: string } | { error: string };
+  /** chat.send refused with this error (the message never taken), instead of a run. */
+  refuseSend?: GatewayError;
   /** While true, a run's end waits in `held` until the test calls it (a turn still running). */
   hold: boolean;
   held: Array<() => void>;
@@ -134,7 +136,8 @@ export function createFakeGateway() {
   let sessions = 0;
   const methods: Record<string, (params: Json) => unknown> = {
     "sessions.create": (params) => ({ key: `agent:${agentOf(params)}:fake-${++sessions}` }),
-    "chat.send": (params) => ({ runId: params.idempotencyKey }),
+    "chat.send": (params) =>
+      state.refuseSend ? fail(state.refuseSend) : { runId: params.idempotencyKey },
     "skills.status": () => ({ skills: state.skills }),
     "config.get": () => ({ exists: true, valid: true, hash: hash(), config: state.config }),
     "config.patch": (params) => {

@@ -17,7 +17,9 @@ import {
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
 import { sleepRecord } from "../../app/server/agents/sleep.server.ts";
+import { runTurn } from "../../app/server/agents/talk.server.ts";
 import { closeGatewayClients } from "../../app/server/openclaw/connections.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { connectPaired } from "../../worker/instances/pairing.ts";
 import { provision } from "../../worker/instances/provision.ts";
@@ -48,6 +50,7 @@ import { agentUser, asUser } from "./support.ts";
 // noticed by the watcher without being consumed and the thawed gateway answers it. Last, asleep
 // by being stopped (AGENT_SLEEP_MODE=stop, where a host has no swap), a Telegram message wakes
 // it with a boot. The idle period is set per step (SLEEP_IDLE_SECONDS), so nothing waits for it.
+// A sleep records the agent's sessions before the gateway goes down (issue 52).
 
 const rt = new DockerRuntime({ maxCpus: 1 });
 const openai = createOpenAiFake();
@@ -196,8 +199,23 @@ describeDocker("scale-to-zero with the real gateway", () => {
   it("an idle agent sleeps; a web chat wakes it and is answered", async () => {
     // Not idle yet: it has just started.
     expect((await sleepIdleInstances())[instance.id]).toBeUndefined();
+    // A turn the platform's messages do not have yet (sent past the platform, no recorder
+    // running: as when the recorder's read failed, issue 52): the sleep records it first.
+    const unrecorded = `A turn nobody recorded ${testRun}`;
+    const { client } = await connectPaired(instance, instance.gateway_address as string);
+    try {
+      await runTurn(client, "agent:main:main", unrecorded);
+    } finally {
+      client.close();
+    }
+    const recorded = () =>
+      db()<{ n: number }[]>`
+        select count(*)::int as n from agent_messages
+        where agent_id = ${agentId} and sender = 'user' and content like ${`%${unrecorded}%`}`;
+    expect((await recorded())[0]?.n).toBe(0);
     const how = await putToSleep();
     expect(how).toBe((await freezeExpected(rt)) ? "frozen" : "stopped");
+    expect((await recorded())[0]?.n).toBe(1);
 
     const detail = await asUser(user, detailRoute, `/api/agents/${agentId}`, {
       params: { id: agentId },

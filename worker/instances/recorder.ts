@@ -1,7 +1,7 @@
 import { recordMessages } from "../../app/server/agents/agent-messages.server.ts";
 import { agentOfSessionKey } from "../../app/server/agents/agents.server.ts";
 import { onGatewayEndpointChange } from "../../app/server/agents/gateway-endpoints.server.ts";
-import { type HistoryMessage, messagesOfHistory } from "../../app/server/agents/history.server.ts";
+import { messagesOfHistory, readHistory } from "../../app/server/agents/history.server.ts";
 import {
   gatewayTokenOf,
   type InstanceRow,
@@ -30,11 +30,8 @@ export async function recordSession(
 ): Promise<number> {
   const agent = await agentOfSessionKey(row.user_id, sessionKey);
   if (!agent) return 0; // a session of an agent the platform does not know
-  const history = await client.request<{ messages?: HistoryMessage[] }>("chat.history", {
-    sessionKey,
-    limit: 200,
-  });
-  return recordMessages(agent, sessionKey, messagesOfHistory(sessionKey, history.messages ?? []));
+  const history = await readHistory(client, sessionKey);
+  return recordMessages(agent, sessionKey, messagesOfHistory(sessionKey, history));
 }
 
 interface Watched {
@@ -47,7 +44,9 @@ interface Watched {
 
 /**
  * Records the sessions that changed since the last sweep (all of them after a (re)start):
- * catches up turns whose `chat` event this connection did not see.
+ * catches up turns whose `chat` event this connection did not see. A session whose recording
+ * fails is tried again at the next sweep and does not hold up the others; the first failure is
+ * thrown once all were tried.
  */
 export async function sweepSessions(w: Pick<Watched, "client" | "row" | "seen">): Promise<number> {
   const list = await w.client.request<{ sessions?: Array<{ key?: string; updatedAt?: unknown }> }>(
@@ -55,11 +54,17 @@ export async function sweepSessions(w: Pick<Watched, "client" | "row" | "seen">)
     { limit: 100 },
   );
   let n = 0;
+  const failures: unknown[] = [];
   for (const s of list.sessions ?? []) {
     if (!s.key || (w.seen.has(s.key) && w.seen.get(s.key) === s.updatedAt)) continue;
-    n += await recordSession(w.client, w.row, s.key);
-    w.seen.set(s.key, s.updatedAt);
+    try {
+      n += await recordSession(w.client, w.row, s.key);
+      w.seen.set(s.key, s.updatedAt);
+    } catch (error) {
+      failures.push(error);
+    }
   }
+  if (failures.length > 0) throw failures[0];
   return n;
 }
 

@@ -19,6 +19,7 @@ import { gatewayAddress, log, rt } from "./engine.ts";
 import { tryInstanceLock } from "./lock.ts";
 import { memoryIsTight } from "./memory-pressure.ts";
 import { connectPaired } from "./pairing.ts";
+import { sweepSessions } from "./recorder.ts";
 
 // Scale-to-zero (decisions 0164, 0178): an instance with no chat, channel message or scheduled
 // work for its plan's idle period is put to sleep, its memory given back to the host. Where the
@@ -105,6 +106,12 @@ export async function sleepInstance(row: InstanceRow, idleSince = new Date()): P
       maxBytes: 200_000,
     });
     logLines = (tail.lines ?? []).slice(-KEPT_LOG_LINES);
+    // Its conversations recorded before it goes down: a turn whose recording failed (a read
+    // that met a changing session, an event missed) would otherwise wait for the next wake, and
+    // its messages would lack it all the while (issue 52's soak). Best effort.
+    await sweepSessions({ client, row, seen: new Map() }).catch((error: unknown) =>
+      log().warn({ err: error, instanceId: row.id }, "sleep: recording its sessions failed"),
+    );
   } finally {
     client.close();
   }

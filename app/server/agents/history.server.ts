@@ -1,4 +1,7 @@
 import { createHash } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
+import type { GatewayClient } from "../openclaw/client.server.ts";
+import { GatewayRequestError } from "../openclaw/errors.server.ts";
 import type { MessageInput } from "./agent-messages.server.ts";
 
 // Gateway chat history (`chat.history` entries) as the platform's messages. Every writer of
@@ -70,4 +73,32 @@ export function messagesOfHistory(sessionKey: string, history: HistoryMessage[])
     });
   }
   return out;
+}
+
+/** Reads of a history the gateway refused as retryable, tried again (about 4 s in all). */
+const HISTORY_RETRIES = 5;
+
+/**
+ * A session's recent history (`chat.history`, the last 200 entries). OpenClaw refuses a read
+ * that a run's end or a session change overlapped ("session changed while reading history;
+ * reload the conversation", UNAVAILABLE, retryable after 250 ms); the read is tried again, with
+ * back-off, instead of failing: the soak (issue 52) lost a turn whose recording read met it.
+ */
+export async function readHistory(
+  client: GatewayClient,
+  sessionKey: string,
+): Promise<HistoryMessage[]> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const result = await client.request<{ messages?: HistoryMessage[] }>("chat.history", {
+        sessionKey,
+        limit: 200,
+      });
+      return result.messages ?? [];
+    } catch (error) {
+      const retryAfter = error instanceof GatewayRequestError ? error.retryAfterMs : undefined;
+      if (retryAfter === undefined || attempt + 1 >= HISTORY_RETRIES) throw error;
+      await delay(Math.min(Math.max(retryAfter, 100) * 2 ** attempt, 2_000));
+    }
+  }
 }

@@ -21,7 +21,8 @@ import { chat } from "./talk.server.ts";
 // Client → server: {type: "chat", id?, message, sessionId?, agentId?} | {type: "ping"}
 // Server → client: {type: "ready", userId} | {type: "delta", id, text} |
 //   {type: "event", id, event, payload} | {type: "final", id, sessionId, reply, timestamp} |
-//   {type: "error", id?, status, error} | {type: "pong"}
+//   {type: "error", id?, status, error, delivered?} | {type: "pong"} (delivered: true when the
+//   turn failed after the gateway had taken its message: do not send it again)
 //
 // The socket lives only as long as its credential: it closes with 4401 "credential revoked" on
 // sign-out, a revoked session, a deleted key, a password reset or a suspension
@@ -172,6 +173,8 @@ function serve(ws: WebSocket, credential: LiveCredential, ownerId: string): void
         const status = error instanceof DomainError ? error.status : away ? 503 : 500;
         if (status === 500) logger().error({ err: error }, "live socket chat failed");
         send(ws, {
+          // What the answer adds (a turn's `delivered: true`: its message reached the agent).
+          ...(error instanceof DomainError ? error.extra : undefined),
           type: "error",
           id,
           status,

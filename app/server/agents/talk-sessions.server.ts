@@ -8,6 +8,7 @@ import {
   getOwnedAgent,
   listAgents,
 } from "./agents.server.ts";
+import { readHistory } from "./history.server.ts";
 import { withGateway } from "./instance-gateway.server.ts";
 import type { InstanceRow } from "./instances.server.ts";
 
@@ -90,11 +91,7 @@ export function conversation(messages: GatewayMessage[]) {
 }
 
 export async function history(client: GatewayClient, key: string): Promise<GatewayMessage[]> {
-  const result = await client.request<{ messages?: GatewayMessage[] }>("chat.history", {
-    sessionKey: key,
-    limit: 200,
-  });
-  return result.messages ?? [];
+  return (await readHistory(client, key)) as GatewayMessage[];
 }
 
 // Session keys this process has seen the gateway know (created or described), so a chat turn in

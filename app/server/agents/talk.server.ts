@@ -3,7 +3,7 @@ import { creditRefusalIn } from "../ai/credit-refusal.server.ts";
 import { modelSource } from "../ai/model-source.server.ts";
 import { startTurn } from "../ai/turns.server.ts";
 import type { GatewayClient } from "../openclaw/client.server.ts";
-import { isGatewayRefusal } from "../openclaw/connections.server.ts";
+import { isGatewayRefusal, toDomainError } from "../openclaw/connections.server.ts";
 import {
   GatewayConnectError,
   GatewayRequestError,
@@ -93,6 +93,7 @@ export async function runTurn(
 ): Promise<{ runId: string; reply: string }> {
   let streamed = false;
   let restarting = false;
+  const sent = { delivered: false };
   const watched: TurnEvents = {
     ...events,
     onDelta: (text, full) => {
@@ -102,9 +103,9 @@ export async function runTurn(
   };
   for (let attempt = 0; ; attempt++) {
     try {
-      return await runTurnOnce(client, sessionKey, message, watched);
+      return await runTurnOnce(client, sessionKey, message, watched, sent);
     } catch (error) {
-      if (streamed || !(error instanceof Error)) throw error;
+      if (streamed || !(error instanceof Error)) throw deliveredOr(error, sent.delivered);
       // While a drained gateway restarts, its socket is closed and refused: keep waiting.
       restarting ||= DRAINING.test(error.message);
       const waiting =
@@ -116,21 +117,36 @@ export async function runTurn(
           : TRANSIENT_RUN_ERROR.test(error.message)
             ? TRANSIENT_RETRY_DELAYS_MS[attempt]
             : undefined;
-      if (delay === undefined) throw error;
+      if (delay === undefined) throw deliveredOr(error, sent.delivered);
       await new Promise((r) => setTimeout(r, delay));
     }
   }
 }
 
 /**
+ * A turn that failed after the gateway had accepted its message (chat.send answered): the
+ * message is in the agent's conversation (its messages will show it), so the error answer says
+ * `delivered: true` and a client must not send it again as if it had been refused (issue 52: the
+ * soak saw a 502 whose message was recorded). A failure before that sent nothing.
+ */
+function deliveredOr(error: unknown, delivered: boolean): unknown {
+  if (!delivered) return error;
+  const answer = toDomainError(error);
+  if (!(answer instanceof DomainError)) return error; // not the client's to know: a 500
+  return new DomainError(answer.status, answer.message, { ...answer.extra, delivered: true });
+}
+
+/**
  * Sends one message with chat.send and waits for the run's final `chat` event. The listener is
- * registered before the send so no event of the run is missed.
+ * registered before the send so no event of the run is missed. `sent.delivered` turns true once
+ * the gateway has accepted the message.
  */
 async function runTurnOnce(
   client: GatewayClient,
   sessionKey: string,
   message: string,
-  events: TurnEvents = {},
+  events: TurnEvents,
+  sent: { delivered: boolean },
 ): Promise<{ runId: string; reply: string }> {
   const runId = randomUUID();
   let full = "";
@@ -172,6 +188,7 @@ async function runTurnOnce(
   done.catch(() => {});
   try {
     await client.request("chat.send", { sessionKey, message, idempotencyKey: runId });
+    sent.delivered = true;
     return { runId, reply: await done };
   } finally {
     clearTimeout(timer);
@@ -260,7 +277,11 @@ async function explainFailedTurn<T>(userId: string, turn: Promise<T>): Promise<T
     if (error instanceof DomainError && isGatewayRefusal(error)) {
       const { problem } = await modelSource(userId);
       if (problem?.kind === "no-provider") {
-        throw new DomainError(502, `${error.message.replace(/\.+$/, "")}. ${problem.message}`);
+        throw new DomainError(
+          502,
+          `${error.message.replace(/\.+$/, "")}. ${problem.message}`,
+          error.extra,
+        );
       }
     }
     throw error;
