@@ -33,10 +33,10 @@ export function statusOf(error: unknown): number | undefined {
 }
 
 /** Maps "the socket does not answer" to RuntimeUnavailableError; other errors pass through. */
-function wrap(error: unknown): never {
+function wrap(error: unknown, engine: string): never {
   const code = (error as NodeJS.ErrnoException).code;
   if (code && ENGINE_DOWN.has(code)) {
-    throw new RuntimeUnavailableError(`Docker engine unreachable (${code})`, { cause: error });
+    throw new RuntimeUnavailableError(`${engine} unreachable (${code})`, { cause: error });
   }
   throw error;
 }
@@ -48,21 +48,27 @@ function wrap(error: unknown): never {
  */
 export const ENGINE_CALL_BOUND_MS = 120_000;
 
-/** An engine call: its errors mapped (wrap), and failed once it goes unanswered for `boundMs`. */
-export async function call<T>(fn: () => Promise<T>, boundMs = ENGINE_CALL_BOUND_MS): Promise<T> {
+/**
+ * An engine call: its errors mapped (wrap), and failed once it goes unanswered for `boundMs`.
+ * `engine` names it in the errors (the Swarm driver's manager calls say "Swarm manager").
+ */
+export async function call<T>(
+  fn: () => Promise<T>,
+  boundMs = ENGINE_CALL_BOUND_MS,
+  engine = "Docker engine",
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const unanswered = new Promise<never>((_, reject) => {
     if (!Number.isFinite(boundMs)) return;
     timer = setTimeout(
-      () =>
-        reject(new RuntimeUnavailableError(`Docker engine did not answer within ${boundMs} ms`)),
+      () => reject(new RuntimeUnavailableError(`${engine} did not answer within ${boundMs} ms`)),
       boundMs,
     );
   });
   try {
     return await Promise.race([fn(), unanswered]);
   } catch (error) {
-    return wrap(error);
+    return wrap(error, engine);
   } finally {
     clearTimeout(timer);
   }

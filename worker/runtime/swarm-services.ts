@@ -1,12 +1,12 @@
 import type Docker from "dockerode";
 import type { DockerRuntime } from "./docker.ts";
+import { ENGINE_CALL_BOUND_MS, call as engineCall } from "./docker-engine.ts";
 import { networkNames } from "./swarm-networks.ts";
 import {
   type ContainerInfo,
   type ContainerState,
   type ContainerSummary,
   NoCapacityError,
-  RuntimeUnavailableError,
 } from "./types.ts";
 
 // The Swarm driver's services and tasks: manager calls, reading them, spec changes, task state.
@@ -63,8 +63,6 @@ export type ServiceSpec = {
 };
 
 const LIVE_TASK = new Set(["new", "pending", "assigned", "accepted", "preparing", "starting"]);
-const ENGINE_DOWN = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET", "EPIPE"]);
-
 /**
  * The task's container runs: `running`, or `starting` with a container (a task whose image has
  * a HEALTHCHECK stays `starting` until it passes; the gateway's start period is 120 s).
@@ -75,17 +73,12 @@ export const taskRuns = (t: Task | undefined) =>
 
 export const statusOf = (error: unknown) => (error as { statusCode?: number }).statusCode;
 
-export async function call<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code && ENGINE_DOWN.has(code)) {
-      throw new RuntimeUnavailableError(`Swarm manager unreachable (${code})`, { cause: error });
-    }
-    throw error;
-  }
-}
+/**
+ * A manager call, bounded as the Docker driver's are (a wedged manager that accepts and never
+ * answers would otherwise hold an instance's lock for good).
+ */
+export const call = <T>(fn: () => Promise<T>): Promise<T> =>
+  engineCall(fn, ENGINE_CALL_BOUND_MS, "Swarm manager");
 
 const newest = (a: { CreatedAt?: string }, b: { CreatedAt?: string }) =>
   (b.CreatedAt ?? "").localeCompare(a.CreatedAt ?? "");
