@@ -1,7 +1,8 @@
 import { ws } from "msw";
-import { afterEach, describe, expect, it } from "vitest";
-import { runTurn } from "../../app/server/agents/talk.server.ts";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { runTurn, TURN_DROP_GRACE_MS } from "../../app/server/agents/talk.server.ts";
 import { GatewayClient } from "../../app/server/openclaw/client.server.ts";
+import { DomainError } from "../../app/server/platform/errors.server.ts";
 import { mswServer } from "../msw/server.ts";
 import { helloOk } from "./fake-gateway.ts";
 
@@ -17,15 +18,26 @@ const SUPERSEDED =
 
 /** A fake whose n-th run (from 0) ends as `runs[n]` says. */
 function fakeGateway(
-  runs: Array<{ error?: string; delta?: string; reply?: string; drop?: boolean }>,
+  runs: Array<{
+    error?: string;
+    delta?: string;
+    reply?: string;
+    drop?: boolean;
+    /** Takes the message, then its socket closes and it never answers again (killed). */
+    vanish?: boolean;
+    /** Takes the message, its socket closes; the run's reply reaches the next connection. */
+    blip?: string;
+  }>,
   { refuse = 0 }: { refuse?: number } = {},
 ) {
   const sent: string[] = [];
   let connections = 0;
+  let gone = false;
+  let pendingFinal: string | undefined;
   mswServer.use(
     ws.link(URL).addEventListener("connection", ({ client }) => {
       // Restarting in place: the first connections are closed before the handshake.
-      if (connections++ < refuse) return client.close();
+      if (connections++ < refuse || gone) return client.close();
       client.send(
         JSON.stringify({
           type: "event",
@@ -39,6 +51,8 @@ function fakeGateway(
         const frame = JSON.parse(String(event.data));
         if (frame.method === "connect") {
           client.send(helloOk(frame, "c1"));
+          if (pendingFinal) client.send(pendingFinal);
+          pendingFinal = undefined;
           return;
         }
         if (frame.method !== "chat.send") return;
@@ -46,6 +60,19 @@ function fakeGateway(
         const run = runs[sent.length] ?? { reply: "late" };
         sent.push(frame.params.message as string);
         client.send(JSON.stringify({ type: "res", id: frame.id, ok: true, payload: { runId } }));
+        if (run.vanish || run.blip) {
+          gone = !!run.vanish;
+          if (run.blip) {
+            pendingFinal = JSON.stringify({
+              type: "event",
+              event: "chat",
+              payload: { runId, state: "final", message: { content: run.blip } },
+            });
+          }
+          // After the ack has reached the platform (msw delivers a close before queued frames).
+          setImmediate(() => client.close());
+          return;
+        }
         const chat = (payload: Record<string, unknown>) =>
           client.send(
             JSON.stringify({ type: "event", event: "chat", payload: { runId, ...payload } }),
@@ -72,6 +99,7 @@ async function turn(): Promise<string> {
 }
 
 afterEach(() => {
+  vi.useRealTimers();
   mswServer.resetHandlers();
 });
 
@@ -115,5 +143,40 @@ describe("a chat turn whose run the gateway ends with a transient error", () => 
       client.close();
     }
     expect(sent).toEqual(["hello"]);
+  });
+});
+
+describe("a chat turn whose gateway connection drops after the message was taken", () => {
+  it("ends after the grace when the connection does not come back (the gateway was killed)", async () => {
+    fakeGateway([{ vanish: true }]);
+    const client = new GatewayClient({ url: URL, token: "t", reconnect: true });
+    await client.connect();
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const outcome = runTurn(client, "agent:main:main", "hello").catch((e: unknown) => e);
+      // The ack, then the drop (setImmediate is not faked); then the grace passes.
+      while (client.connected) await new Promise((r) => setImmediate(r));
+      await vi.advanceTimersByTimeAsync(TURN_DROP_GRACE_MS + 1);
+      const error = await outcome;
+      expect(error).toBeInstanceOf(DomainError);
+      expect(error).toMatchObject({
+        status: 502,
+        extra: { delivered: true },
+        message: expect.stringContaining("dropped during the turn"),
+      });
+    } finally {
+      client.close();
+    }
+  });
+
+  it("keeps waiting when the connection comes back, and gets the run's reply on it", async () => {
+    fakeGateway([{ blip: "Still here" }]);
+    const client = new GatewayClient({ url: URL, token: "t", reconnect: true });
+    await client.connect();
+    try {
+      expect((await runTurn(client, "agent:main:main", "hello")).reply).toBe("Still here");
+    } finally {
+      client.close();
+    }
   });
 });

@@ -33,6 +33,11 @@ import { wakeIfSleeping } from "./wake.server.ts";
 
 /** A first chat after a gateway boot takes ~10 s; a model call can take longer. */
 export const CHAT_TIMEOUT_MS = 120_000;
+/**
+ * How long a turn waits for its dropped gateway connection to come back (the cached client
+ * reconnects within 0.25–5 s of a drop; a killed gateway's boot takes 20 s and more).
+ */
+export const TURN_DROP_GRACE_MS = 15_000;
 // --- chat turns ---------------------------------------------------------------------------------
 
 export interface TurnEvents {
@@ -151,8 +156,25 @@ async function runTurnOnce(
   const runId = randomUUID();
   let full = "";
   let off: () => void = () => {};
+  let offDrop: () => void = () => {};
   let timer: NodeJS.Timeout | undefined;
+  let dropTimer: NodeJS.Timeout | undefined;
   const done = new Promise<string>((resolve, reject) => {
+    // A dropped connection that does not come back (the gateway was killed or restarts: its run
+    // is gone) ends the turn after a grace, not at the reply's timeout; one that comes back
+    // (the same gateway) keeps waiting, as its run's events reach the new connection.
+    offDrop = client.onDrop(() => {
+      dropTimer ??= setTimeout(() => {
+        dropTimer = undefined;
+        if (client.connected) return;
+        clearTimeout(timer);
+        reject(
+          new GatewayUnavailableError(
+            `chat: the connection to the gateway dropped during the turn and was not back within ${TURN_DROP_GRACE_MS} ms`,
+          ),
+        );
+      }, TURN_DROP_GRACE_MS);
+    });
     timer = setTimeout(
       () => reject(new GatewayUnavailableError(`chat: no reply within ${CHAT_TIMEOUT_MS} ms`)),
       CHAT_TIMEOUT_MS,
@@ -192,7 +214,9 @@ async function runTurnOnce(
     return { runId, reply: await done };
   } finally {
     clearTimeout(timer);
+    clearTimeout(dropTimer);
     off();
+    offDrop();
   }
 }
 

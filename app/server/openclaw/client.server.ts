@@ -83,6 +83,8 @@ export class GatewayClient {
   #listeners = new Set<(event: string, payload: unknown) => void>();
   #reconnects = 0;
   #reconnectTimer: NodeJS.Timeout | undefined;
+  #dropListeners = new Set<() => void>();
+  #handshook = false;
 
   constructor(options: GatewayClientOptions) {
     this.options = options;
@@ -104,6 +106,17 @@ export class GatewayClient {
     return () => this.#listeners.delete(fn);
   }
 
+  /** Called whenever the connection drops (also when a reconnect attempt fails). */
+  onDrop(fn: () => void): () => void {
+    this.#dropListeners.add(fn);
+    return () => this.#dropListeners.delete(fn);
+  }
+
+  /** The handshake is done on a socket still open (false while it reconnects). */
+  get connected(): boolean {
+    return this.#handshook && this.#ws?.readyState === WebSocket.OPEN;
+  }
+
   /** Sends a request and waits for its response (timeout → GatewayUnavailableError). */
   async request<T = unknown>(
     method: string,
@@ -120,6 +133,7 @@ export class GatewayClient {
 
   close(): void {
     this.#closed = true;
+    this.#handshook = false;
     clearTimeout(this.#reconnectTimer);
     this.#reconnectTimer = undefined;
     this.#ready = undefined;
@@ -206,6 +220,7 @@ export class GatewayClient {
           this.#send<HelloOk>("connect", this.#connectParams(nonce, ts), timeoutMs).then(
             (hello) => {
               this.hello = hello;
+              this.#handshook = true;
               this.#reconnects = 0;
               finish(undefined, hello);
             },
@@ -295,7 +310,9 @@ export class GatewayClient {
   #onDrop(): void {
     this.#ws = undefined;
     this.#ready = undefined;
+    this.#handshook = false;
     this.#failAll(new GatewayUnavailableError("connection to the gateway dropped"));
+    for (const fn of this.#dropListeners) fn();
     if (this.#closed || this.options.reconnect === false || this.#reconnectTimer) return;
     // Reconnect with backoff (0.25 s … 5 s); a failed attempt's socket close schedules the next.
     const delay = Math.min(250 * 2 ** this.#reconnects, 5_000);
