@@ -297,6 +297,12 @@ export class SwarmRuntime implements ClusterRuntime {
     return (await this.engineOf(nodeId)).setStorageLimit(volume, limitBytes);
   }
 
+  /** On the node that holds the volume, through its storage agent (decision 0235). */
+  async repairVolumeLayout(volume: string): Promise<string[]> {
+    const nodeId = await this.#nodeOfVolume(volume);
+    return nodeId ? (await this.engineOf(nodeId)).repairVolumeLayout(volume) : [];
+  }
+
   async storageUsage(): Promise<Map<string, VolumeUsage>> {
     const usage = new Map<string, VolumeUsage>();
     for (const { engine } of await this.#readyEngines()) {
