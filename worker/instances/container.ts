@@ -9,6 +9,7 @@ import {
   ensureNetwork,
   gatewayAddress,
   isUp,
+  log,
   ownerLabels,
   rt,
   STATE_DIR,
@@ -66,6 +67,27 @@ async function createContainer(row: InstanceRow, image: string): Promise<string>
 }
 
 /**
+ * A volume whose agent subvolumes an update's copy flattened (before decision 0227) gets them
+ * back, before its gateway starts: only a created or stopped container's (a paused one holds
+ * its files open, a restarting one the engine may start meanwhile), under the instance's lock
+ * as every start is. A failed repair leaves the volume as it was and the gateway starts on it.
+ */
+export async function repairBeforeStart(
+  row: Pick<InstanceRow, "id" | "volume_name">,
+  info: ContainerInfo,
+): Promise<string[]> {
+  if (info.state !== "created" && info.state !== "exited") return [];
+  try {
+    const repaired = (await rt().repairVolumeLayout?.(row.volume_name)) ?? [];
+    if (repaired.length) log().info({ instanceId: row.id, repaired }, "volume layout repaired");
+    return repaired;
+  } catch (error) {
+    log().warn({ instanceId: row.id, err: error }, "volume layout repair failed; starting as is");
+    return [];
+  }
+}
+
+/**
  * Creates (when missing) and starts the container; returns its inspect data. An instance stays
  * on the image id it runs (`image_id`) even when its tag is rebuilt (gateway/build.sh keeps the
  * tag, the OpenClaw version): start, restart, repair and a healed crash never change the
@@ -96,6 +118,7 @@ export async function ensureContainer(
   }
   if (!info) throw new Error("container vanished after create");
   if (!info.running) {
+    await repairBeforeStart(row, info); // decision 0235
     await rt().start(info.id);
     info = (await rt().inspect(info.id)) ?? info;
     sweepAtStart(row); // earlier runs' temporary leftovers (decision 0224), in the background

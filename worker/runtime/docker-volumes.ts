@@ -69,6 +69,10 @@ export class DockerVolumes {
     return true;
   }
 
+  async repairLayout(volume: string): Promise<string[]> {
+    return this.#quota ? this.#quota.quota.repairLayout(volume) : [];
+  }
+
   async usage(): Promise<Map<string, VolumeUsage>> {
     return this.#quota ? this.#quota.quota.usage() : new Map();
   }

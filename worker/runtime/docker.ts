@@ -160,6 +160,10 @@ export class DockerRuntime implements AgentRuntime {
     return this.volumes.usage();
   }
 
+  repairVolumeLayout(volume: string): Promise<string[]> {
+    return this.volumes.repairLayout(volume);
+  }
+
   volumeExists(name: string): Promise<boolean> {
     return this.volumes.exists(name);
   }

@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
+import { GATEWAY_UID, inspectLayout, layoutWhole, repairLayout } from "./storage-layout.ts";
 
 // Hard storage limits for gateway volumes (decision 0216): every limited volume is a btrfs
 // subvolume under the storage root (a filesystem deploy/host-storage.sh prepares, quotas on).
@@ -12,7 +13,9 @@ import { promisify } from "node:util";
 // subvolumes in a qgroup `1/<id>` limited to the sold limit less a reserve, and that group and
 // the volume's own `0/<id>` (the gateway's state: its SQLite database, sessions, config) are in
 // `2/<id>`, limited to the sold limit. An agent that fills its workspace and /tmp leaves the
-// gateway its reserve to keep recording turns. A volume made before this keeps one qgroup.
+// gateway its reserve to keep recording turns. A volume made before this keeps one qgroup. A
+// volume whose workspace an update's copy flattened (before decision 0227) is made nested again
+// before its gateway starts (storage-layout.ts, decision 0235).
 //
 // Every command, file operations included, goes through a Run: the worker's own host's
 // (execFile), or a Swarm node's (node-storage.ts: exec'd on that node's host, decision 0228).
@@ -21,8 +24,6 @@ export type Run = (file: string, args: string[]) => Promise<string>;
 
 const execFileAsync = promisify(execFile);
 const MiB = 1024 ** 2;
-/** The gateway image's user (gateway/build.sh: USER 1000:1000) owns its state folders. */
-const GATEWAY_UID = 1000;
 
 /**
  * The part of a limit kept for the gateway's own state (decision 0224): 5 %, at least 64 MiB
@@ -32,6 +33,9 @@ export function gatewayReserveBytes(limitBytes: number): number {
   const reserve = Math.min(Math.max(limitBytes * 0.05, 64 * MiB), 1024 * MiB);
   return Math.floor(Math.min(reserve, limitBytes / 2));
 }
+/** The agent's group's limit under a volume's `limitBytes`: that less the gateway's reserve. */
+const agentLimitOf = (limitBytes: number) =>
+  Math.max(1, limitBytes - gatewayReserveBytes(limitBytes));
 const run: Run = async (file, args) => (await execFileAsync(file, args)).stdout;
 
 export interface VolumeUsage {
@@ -172,6 +176,25 @@ export class StorageQuota {
   }
 
   /**
+   * Makes the agent's subvolumes nested in its group again where an update's copy before
+   * decision 0227 flattened them (decision 0235); returns the paths repaired. One `find` when
+   * there is nothing to do. Only while no gateway writes the volume. A volume made before the
+   * agent's own group (one qgroup, decision 0224) or without a folder here: left as it is.
+   */
+  async repairLayout(volume: string): Promise<string[]> {
+    const { subvolume } = this.folders(volume);
+    const state = await inspectLayout(this.#run, subvolume);
+    if (!state || layoutWhole(state)) return [];
+    const id = await this.#idOf(volume);
+    const groups = await this.#qgroups(false);
+    if (!groups.has(`1/${id}`)) return [];
+    const whole = groups.get(`2/${id}`)?.limitBytes;
+    const agentLimitBytes = whole === undefined ? undefined : agentLimitOf(whole);
+    const target = { root: this.root, subvolume, group: `1/${id}`, agentLimitBytes };
+    return repairLayout(this.#run, target, state);
+  }
+
+  /**
    * Sets the limit live (raise or lower; a lower one than the data keeps the data and refuses
    * further writes): the volume's group to `limitBytes`, its agent group to that less the
    * gateway's reserve. Given by qgroup id on the root: on the subvolume's own path btrfs needs a
@@ -189,7 +212,7 @@ export class StorageQuota {
       return;
     }
     // Raising: the whole first, so the agent's group never exceeds it; lowering: the agent's.
-    const agent = Math.max(1, limit - gatewayReserveBytes(limit));
+    const agent = agentLimitOf(limit);
     const current = groups.get(`2/${id}`)?.limitBytes;
     if (current === undefined || limit >= current) {
       await limitOf(limit, `2/${id}`);
@@ -267,10 +290,10 @@ export class StorageQuota {
     return id;
   }
 
-  async #qgroups(): Promise<Map<string, VolumeUsage>> {
-    return parseQgroups(
-      await this.#run("btrfs", ["qgroup", "show", "--raw", "-re", "--sync", this.root]),
-    );
+  /** Without `sync` the counts may lag by a commit (the groups and limits are exact). */
+  async #qgroups(sync = true): Promise<Map<string, VolumeUsage>> {
+    const show = ["qgroup", "show", "--raw", "-re", ...(sync ? ["--sync"] : []), this.root];
+    return parseQgroups(await this.#run("btrfs", show));
   }
 
   async #subvolumeIds(): Promise<Map<string, string>> {

@@ -170,6 +170,12 @@ export class SwarmRuntime implements ClusterRuntime {
     return this.#volumes.setStorageLimit(volume, limitBytes);
   }
 
+  /** On the node that holds the volume, through its storage agent (decision 0235). */
+  async repairVolumeLayout(volume: string): Promise<string[]> {
+    const nodeId = await this.#volumes.nodeOf(volume);
+    return nodeId ? (await this.engineOf(nodeId)).repairVolumeLayout(volume) : [];
+  }
+
   storageUsage(): Promise<Map<string, VolumeUsage>> {
     return this.#volumes.storageUsage();
   }

@@ -180,6 +180,11 @@ export interface AgentRuntime {
   setStorageLimit?(volume: string, limitBytes: number): Promise<boolean>;
   /** Kernel-measured usage and limit of every limited volume. */
   storageUsage?(): Promise<Map<string, { usedBytes: number; limitBytes: number | undefined }>>;
+  /**
+   * A limited volume's agent subvolumes made nested again where an old update's copy flattened
+   * them (decision 0235); the paths repaired. Only while no container writes the volume.
+   */
+  repairVolumeLayout?(volume: string): Promise<string[]>;
   /** Creates the container (not started); returns its id. */
   create(spec: ContainerSpec): Promise<string>;
   /** Starts the container; a frozen one is thawed (its memory limit back, unpaused) instead. */
