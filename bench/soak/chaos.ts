@@ -1,5 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { root } from "../servers.ts";
+import { stopEngineFor } from "./engine-stop.ts";
 import type { Platform } from "./platform.ts";
 import { type Recorder, stamp } from "./record.ts";
 import { fillDisk, oomKill } from "./resource-faults.ts";
@@ -147,12 +149,7 @@ export function faults(p: Platform, rec: Recorder, users: SoakUser[]): Fault[] {
   if (process.env.SOAK_ENGINE_CHAOS === "1") {
     list.push({
       name: "engine stopped 30 s",
-      act: async () => {
-        await run("systemctl", ["stop", "docker.socket", "docker"]);
-        await pause(30_000);
-        await run("systemctl", ["start", "docker"]);
-        return "systemctl stop docker; 30 s; systemctl start docker";
-      },
+      act: () => stopEngineFor(30_000, root),
     });
   }
   return list;

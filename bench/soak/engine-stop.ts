@@ -1,0 +1,56 @@
+import { execFile, spawn } from "node:child_process";
+import { existsSync, mkdirSync, openSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+
+// The soak's engine fault: the Docker engine stopped for a while and started again. Through
+// systemd where it runs the engine; else (a machine whose dockerd was started by hand, as
+// .ci/run and the development notes do) the dockerd of its pidfile, stopped with SIGTERM and
+// started again with its own command line.
+
+const run = promisify(execFile);
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const PIDFILE = "/var/run/docker.pid";
+
+const alive = (pid: number) => existsSync(`/proc/${pid}`);
+
+async function until(what: string, ok: () => Promise<boolean> | boolean, ms: number) {
+  const deadline = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await pause(250);
+  }
+}
+
+const answers = () =>
+  run("docker", ["version", "--format", "{{.Server.Version}}"]).then(
+    () => true,
+    () => false,
+  );
+
+/** Stops the engine for `ms`, starts it again and waits until it answers; says how. */
+export async function stopEngineFor(ms: number, root: string): Promise<string> {
+  if (existsSync("/run/systemd/system")) {
+    await run("systemctl", ["stop", "docker.socket", "docker"]);
+    await pause(ms);
+    await run("systemctl", ["start", "docker"]);
+    await until("the engine answering", answers, 120_000);
+    return `systemctl stop docker; ${ms / 1000} s; systemctl start docker`;
+  }
+  const pid = Number(readFileSync(PIDFILE, "utf8").trim());
+  const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  const [command, ...args] = argv;
+  if (!command || !/dockerd$/.test(command)) throw new Error(`${PIDFILE} names ${command}`);
+  const t0 = Date.now();
+  process.kill(pid, "SIGTERM");
+  await until(`dockerd ${pid} exiting`, () => !alive(pid), 120_000);
+  const stopped = Date.now() - t0;
+  await pause(ms);
+  const logs = path.join(root, ".data", "ci");
+  mkdirSync(logs, { recursive: true });
+  const log = openSync(path.join(logs, "dockerd.log"), "a");
+  const child = spawn(command, args, { detached: true, stdio: ["ignore", log, log] });
+  child.unref();
+  await until("the engine answering", answers, 120_000);
+  return `dockerd ${pid} stopped (SIGTERM, ${stopped} ms); ${ms / 1000} s; started again as ${child.pid}`;
+}
