@@ -152,12 +152,12 @@ it("a wake that failed goes back to its place in the line for its retry", async 
   expect(await wakeQueuePlace(s.row.id)).toMatchObject({ ahead: 0 });
 });
 
-it("never takes more slots than the database pool leaves room for", () => {
+it("never takes more slots than the lock pool leaves room for", () => {
   process.env.WAKE_CONCURRENCY = "16";
   resetEnvCache();
   try {
-    // The default pool of 10: two connections per running wake, two left for the rest.
-    expect(wakeConcurrency()).toBe(4);
+    // The default lock pool of 20: two connections per running wake, two left for the rest.
+    expect(wakeConcurrency()).toBe(9);
   } finally {
     process.env.WAKE_CONCURRENCY = "2";
     resetEnvCache();

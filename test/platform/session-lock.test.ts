@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { db } from "../../app/server/platform/db.server.ts";
+import { closeDb, db } from "../../app/server/platform/db.server.ts";
+import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { withSessionLock } from "../../app/server/platform/session-lock.server.ts";
 import { tryInstanceLock, withInstanceLock } from "../../worker/instances/lock.ts";
 
@@ -49,5 +50,34 @@ describe("session locks", () => {
     );
     expect(inner).toBeUndefined();
     expect(await withSessionLock({ id: 4242 }, async () => "free", { wait: false })).toBe("free");
+  });
+
+  // The soak (decision 0237): a burst of wake jobs took the worker's ten pooled connections for
+  // instance locks, held or waited for, and each holder's own queries then waited for a pooled
+  // connection for good. Locks live on their own pool now and a waiter holds no connection.
+  it("let many operations on few instances all finish with a query pool of two", async () => {
+    await closeDb();
+    process.env.DATABASE_POOL_MAX = "2";
+    process.env.DATABASE_LOCK_POOL_MAX = "2";
+    resetEnvCache();
+    try {
+      const done: string[] = [];
+      const operations = Array.from({ length: 8 }, (_, i) =>
+        withInstanceLock(`ins_burst_${i % 3}`, async () => {
+          await db()`select pg_sleep(0.02)`;
+          const [row] = await db()<{ n: number }[]>`select ${i}::int as n`;
+          done.push(`op ${row?.n}`);
+        }),
+      );
+      const all = Promise.all(operations).then(() => "all done");
+      const stuck = new Promise((resolve) => setTimeout(() => resolve("stuck"), 20_000));
+      expect(await Promise.race([all, stuck])).toBe("all done");
+      expect(done).toHaveLength(8);
+    } finally {
+      await closeDb();
+      delete process.env.DATABASE_POOL_MAX;
+      delete process.env.DATABASE_LOCK_POOL_MAX;
+      resetEnvCache();
+    }
   });
 });

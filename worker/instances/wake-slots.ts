@@ -5,7 +5,7 @@ import {
   markWakeStarted,
   takeWakeTurn,
 } from "../../app/server/agents/wake-queue.server.ts";
-import { db } from "../../app/server/platform/db.server.ts";
+import { db, lockDb } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { DEFAULT_NEED_BYTES, fits } from "./memory-pressure.ts";
 import { wakeNodeOf } from "./wake-node.ts";
@@ -23,14 +23,14 @@ const POLL_MS = 100;
 
 /** Wakes this worker process may run at once, over all nodes (see wakeConcurrency). */
 function processRoom(): number {
-  return Math.max(1, Math.floor((env().DATABASE_POOL_MAX - 2) / 2));
+  return Math.max(1, Math.floor((env().DATABASE_LOCK_POOL_MAX - 2) / 2));
 }
 
 /**
- * A node's wake slots: WAKE_CONCURRENCY, else the worker's core count; at most what the
- * database pool leaves room for. A running wake holds two reserved connections (its slot and
- * the instance's lock) and needs a third now and then for its queries: more running wakes in one
- * worker than (DATABASE_POOL_MAX − 2) / 2 could reserve every connection and stall them all.
+ * A node's wake slots: WAKE_CONCURRENCY, else the worker's core count; at most what the lock
+ * pool leaves room for. A running wake holds two of its connections (its slot and the
+ * instance's lock; its queries go to the query pool): more running wakes in one worker than
+ * (DATABASE_LOCK_POOL_MAX − 2) / 2 would leave other operations no lock to take.
  */
 export function wakeConcurrency(): number {
   const wanted = env().WAKE_CONCURRENCY ?? os.availableParallelism();
@@ -46,7 +46,7 @@ async function tryTakeSlot(
   slots: number,
 ): Promise<(() => Promise<void>) | undefined> {
   if (runningHere >= processRoom()) return undefined;
-  const conn = await db().reserve();
+  const conn = await lockDb().reserve();
   try {
     for (let slot = 0; slot < slots; slot++) {
       // The single-host name is kept as it was (a worker of the previous build shares it).

@@ -7,29 +7,43 @@ import { logger } from "./logger.server.ts";
 export type Sql = postgres.Sql;
 
 let client: Sql | undefined;
+let lockClient: Sql | undefined;
+
+function connect(max: number, name: string): Sql {
+  const { DATABASE_URL } = env();
+  if (!DATABASE_URL) throw new Error("DATABASE_URL is not set (call resolveDatabaseUrl first)");
+  return postgres(DATABASE_URL, {
+    max,
+    onnotice: () => {},
+    connect_timeout: 5,
+    connection: { application_name: name },
+    // int8 columns (counters, epoch ms) as numbers: they stay far below 2^53.
+    types: {
+      int8: {
+        to: 20,
+        from: [20],
+        serialize: (x: number) => String(x),
+        parse: (x: string) => Number(x),
+      },
+    },
+  });
+}
 
 /** The process-wide connection pool. Call `resolveDatabaseUrl()` once at boot before this. */
 export function db(): Sql {
-  if (!client) {
-    const { DATABASE_URL, DATABASE_POOL_MAX } = env();
-    if (!DATABASE_URL) throw new Error("DATABASE_URL is not set (call resolveDatabaseUrl first)");
-    client = postgres(DATABASE_URL, {
-      max: DATABASE_POOL_MAX,
-      onnotice: () => {},
-      connect_timeout: 5,
-      connection: { application_name: `agent-platform:${process.pid}` },
-      // int8 columns (counters, epoch ms) as numbers: they stay far below 2^53.
-      types: {
-        int8: {
-          to: 20,
-          from: [20],
-          serialize: (x: number) => String(x),
-          parse: (x: string) => Number(x),
-        },
-      },
-    });
-  }
+  client ??= connect(env().DATABASE_POOL_MAX, `agent-platform:${process.pid}`);
   return client;
+}
+
+/**
+ * The pool of the connections that hold session locks (session-lock.server.ts, the wake
+ * slots), apart from db()'s: a holder runs its queries on db(), so holders that took every
+ * connection of one shared pool waited for each other's queries for good (the soak, decision
+ * 0237: nine wakes held the worker's ten connections).
+ */
+export function lockDb(): Sql {
+  lockClient ??= connect(env().DATABASE_LOCK_POOL_MAX, `agent-platform:${process.pid}:locks`);
+  return lockClient;
 }
 
 const closers = new Set<() => Promise<void>>();
@@ -40,11 +54,14 @@ export function onDbClose(close: () => Promise<void>): void {
 }
 
 export async function closeDb(): Promise<void> {
-  const c = client;
-  client = undefined;
+  const pools = [client, lockClient];
+  client = lockClient = undefined;
   const pending = [...closers];
   closers.clear();
-  await Promise.all([c?.end({ timeout: 5 }), ...pending.map((close) => close())]);
+  await Promise.all([
+    ...pools.map((c) => c?.end({ timeout: 5 })),
+    ...pending.map((close) => close()),
+  ]);
 }
 
 /**

@@ -19,6 +19,8 @@ const schema = z.object({
   DATABASE_URL: z.string().optional(),
   DATA_DIR: z.string().default(".data"),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
+  /** Connections that hold session locks (lockDb), apart from the query pool. */
+  DATABASE_LOCK_POOL_MAX: z.coerce.number().int().min(1).max(100).default(20),
   SESSION_SECRET: z.string().min(32).optional(),
   SEALING_KEY: z
     .string()

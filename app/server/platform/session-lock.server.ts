@@ -1,5 +1,6 @@
+import { setTimeout as delay } from "node:timers/promises";
 import type postgres from "postgres";
-import { db } from "./db.server.ts";
+import { lockDb } from "./db.server.ts";
 
 // Session advisory locks on a reserved connection, safe when that connection dies under them.
 //
@@ -35,9 +36,16 @@ const keySql = (key: LockKey): [string, Array<string | number>] =>
       ? ["hashtextextended($1, 0)", [key.hashtextextended]]
       : ["$1::bigint", [key.id]];
 
+/** Waits between tries for a lock another session holds (doubling up to the last). */
+const RETRY_MS = [25, 50, 100, 200, 400, 500];
+
 /**
  * Runs `fn` holding the session advisory lock `key`, waiting for it; with `wait: false`,
  * returns undefined at once when another session holds it.
+ *
+ * The lock is held on a connection of lockDb(), not of the query pool that `fn` uses, and a
+ * waiter holds no connection while it waits (it tries again, backing off): holders and waiters
+ * that took every connection of one pool waited on each other for good (decision 0237).
  */
 export function withSessionLock<T>(key: LockKey, fn: (lock: SessionLock) => Promise<T>): Promise<T>;
 export function withSessionLock<T>(
@@ -51,7 +59,21 @@ export async function withSessionLock<T>(
   options: { wait: boolean } = { wait: true },
 ): Promise<T | undefined> {
   const [expr, params] = keySql(key);
-  const conn = await db().reserve();
+  for (let attempt = 0; ; attempt++) {
+    const held = await tryOnce(expr, params, fn);
+    if (held.taken) return held.value;
+    if (!options.wait) return undefined;
+    await delay(RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)] as number);
+  }
+}
+
+/** One try: the lock taken on a reserved connection and `fn` run, or the lock busy. */
+async function tryOnce<T>(
+  expr: string,
+  params: Array<string | number>,
+  fn: (lock: SessionLock) => Promise<T>,
+): Promise<{ taken: true; value: T } | { taken: false }> {
+  const conn = await lockDb().reserve();
   const state = { lost: false };
   let hooked: ConnectionHook | undefined;
   const watch = {
@@ -68,14 +90,12 @@ export async function withSessionLock<T>(
     // described first): this one hooks the close before the lock is taken.
     await conn.unsafe("select 1", [], watch);
     const rows = await conn.unsafe<{ ok: boolean }[]>(
-      options.wait
-        ? `select true as ok from pg_advisory_lock(${expr})`
-        : `select pg_try_advisory_lock(${expr}) as ok`,
+      `select pg_try_advisory_lock(${expr}) as ok`,
       params,
     );
-    if (!rows[0]?.ok) return undefined;
+    if (!rows[0]?.ok) return { taken: false };
     try {
-      return await fn(state);
+      return { taken: true, value: await fn(state) };
     } finally {
       if (!state.lost) {
         await conn.unsafe(`select pg_advisory_unlock(${expr})`, params).catch(() => {});
