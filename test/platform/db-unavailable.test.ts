@@ -65,6 +65,11 @@ describe("a database that cannot be reached", () => {
     expect(isDatabaseUnavailable({ code: "ECONNREFUSED", port: [port] })).toBe(true);
     expect(isDatabaseUnavailable({ code: "ECONNREFUSED", port: port + 1 })).toBe(false);
     expect(isDatabaseUnavailable({ code: "ECONNREFUSED" })).toBe(false);
+    // A query's socket error names no port; postgres.js gives it the query (the soak's 500s).
+    const reset = Object.defineProperty(new Error("read ECONNRESET"), "query", {
+      value: "select * from instances where id = $1",
+    });
+    expect(isDatabaseUnavailable(Object.assign(reset, { code: "ECONNRESET" }))).toBe(true);
     expect(isDatabaseUnavailable({ code: "23505" })).toBe(false);
     expect(isDatabaseUnavailable(new Error("boom"))).toBe(false);
   });

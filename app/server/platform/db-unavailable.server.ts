@@ -28,7 +28,13 @@ const SERVER_CODES = new Set(["57P01", "57P02", "57P03", "53300"]);
 
 // postgres.js names the port as an array (one per host of the URL), node's net errors as a number.
 const port = z.union([z.number(), z.string()]);
-const coded = z.object({ code: z.string(), port: z.union([port, z.array(port)]).optional() });
+// postgres.js gives the errors of a query the query's text (`query`): a socket error without a
+// port (a `read ECONNRESET` of a server killed mid-query: the soak) is the database's then.
+const coded = z.object({
+  code: z.string(),
+  port: z.union([port, z.array(port)]).optional(),
+  query: z.string().optional(),
+});
 
 function databasePort(): string {
   const url = env().DATABASE_URL;
@@ -47,5 +53,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (CLIENT_CODES.has(code) || SERVER_CODES.has(code)) return true;
   if (/^08[0-9A-Z]{3}$/.test(code)) return true;
   const ports = [parsed.data.port ?? []].flat().map(String);
-  return SOCKET_CODES.has(code) && ports.includes(databasePort());
+  return (
+    SOCKET_CODES.has(code) && (ports.includes(databasePort()) || parsed.data.query !== undefined)
+  );
 }
