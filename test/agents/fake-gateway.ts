@@ -89,6 +89,10 @@ export interface FakeGatewayState {
   run: { reply: string } | { error: string };
   /** chat.send refused with this error (the message never taken), instead of a run. */
   refuseSend?: GatewayError;
+  /** Each session's history as chat.history answers it (a run's turn is added at its end). */
+  histories: Map<string, Json[]>;
+  /** chat.history reads that still miss the last turn (the gateway writes it just after). */
+  historyLag: number;
   /** While true, a run's end waits in `held` until the test calls it (a turn still running). */
   hold: boolean;
   held: Array<() => void>;
@@ -107,6 +111,8 @@ export function createFakeGateway() {
     hold: false,
     held: [],
     skills: [],
+    histories: new Map(),
+    historyLag: 0,
   };
   const hash = () => sha(JSON.stringify(state.config));
   const key = (agentId: string, name: string) => `${agentId}/${name}`;
@@ -139,6 +145,14 @@ export function createFakeGateway() {
     "chat.send": (params) =>
       state.refuseSend ? fail(state.refuseSend) : { runId: params.idempotencyKey },
     "skills.status": () => ({ skills: state.skills }),
+    "chat.history": (params) => {
+      const all = state.histories.get(String(params.sessionKey)) ?? [];
+      if (state.historyLag > 0) {
+        state.historyLag--;
+        return { messages: all.slice(0, -2) }; // the last turn not written yet
+      }
+      return { messages: all };
+    },
     "config.get": () => ({ exists: true, valid: true, hash: hash(), config: state.config }),
     "config.patch": (params) => {
       if (state.staleHashes > 0 || params.baseHash !== hash()) {
@@ -206,7 +220,16 @@ export function createFakeGateway() {
             "error" in run
               ? { state: "error", errorMessage: run.error }
               : { state: "final", message: { content: run.reply } };
-          const end = () =>
+          const end = () => {
+            if ("reply" in run) {
+              const key = String(frame.params.sessionKey);
+              const id = String(frame.params.idempotencyKey);
+              state.histories.set(key, [
+                ...(state.histories.get(key) ?? []),
+                { role: "user", content: frame.params.message, __openclaw: { id: `${id}-u` } },
+                { role: "assistant", content: run.reply, __openclaw: { id: `${id}-a` } },
+              ]);
+            }
             client.send(
               JSON.stringify({
                 type: "event",
@@ -214,6 +237,7 @@ export function createFakeGateway() {
                 payload: { runId: frame.params.idempotencyKey, ...ended },
               }),
             );
+          };
           if (state.hold) state.held.push(end);
           else end();
         }

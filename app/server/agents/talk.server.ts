@@ -220,20 +220,35 @@ async function runTurnOnce(
   }
 }
 
-/** Records the session's turns in the platform's message store (history.server.ts keys). */
+/** Reads after a turn until its reply is in the history (the gateway keeps it just after). */
+const RECORD_READS_MS = [0, 250, 500, 1_000, 2_000];
+
+/**
+ * Records the session's turns in the platform's message store (history.server.ts keys). The
+ * gateway writes a turn to its history just after the run's final event, so a read at once can
+ * miss it: the history is read again until it holds `reply` (the turn's own), a few seconds at
+ * most. The soak lost every turn while the worker's recorder was stopped: the web's read came
+ * too early and only the worker's recorded them.
+ */
 export async function recordSession(
   target: Target,
   client: GatewayClient,
   sessionKey: string,
+  reply?: string,
 ): Promise<void> {
   if (!target.agent) return;
-  // The same mapping (and dedupe keys) as the worker's recorder: a turn both see is stored once.
-  const entries = await history(client, sessionKey);
-  await recordMessages(
-    target.agent,
-    sessionKey,
-    messagesOfHistory(sessionKey, entries as HistoryMessage[]),
-  );
+  let messages: ReturnType<typeof messagesOfHistory> = [];
+  for (const wait of RECORD_READS_MS) {
+    if (wait) await new Promise((r) => setTimeout(r, wait));
+    // The same mapping (and dedupe keys) as the worker's recorder: a turn both see is stored once.
+    messages = messagesOfHistory(
+      sessionKey,
+      (await history(client, sessionKey)) as HistoryMessage[],
+    );
+    const last = messages.at(-1);
+    if (!reply || (last?.sender === "agent" && last.content === reply.trim())) break;
+  }
+  await recordMessages(target.agent, sessionKey, messages);
 }
 
 const pendingRecords = new Set<Promise<unknown>>();
@@ -277,7 +292,7 @@ export async function chat(
         );
         // Recording reads the gateway's history (its message ids are the dedupe keys); the reply
         // does not wait for it. A failure is logged; the next turn records the session again.
-        const recorded = recordSession(target, client, key).catch((error: unknown) =>
+        const recorded = recordSession(target, client, key, reply).catch((error: unknown) =>
           logger().warn({ err: error, sessionKey: key }, "recording chat messages failed"),
         );
         pendingRecords.add(recorded);
