@@ -58,7 +58,9 @@ async function lifecycle(t: Traffic, user: SoakUser, action: "start" | "stop" | 
     timeoutMs: LIFECYCLE_T,
   });
   if (ok(a)) user.expected = { state: wanted };
-  else if (typeof a.outcome !== "number") user.expected.unsure = wanted;
+  // A 5xx is "asked, not done yet": the action records the desired state before it acts, and
+  // reconcile heals towards it once the engine or gateway is back (worker/instances/actions.ts).
+  else if (typeof a.outcome !== "number" || a.outcome >= 500) user.expected.unsure = wanted;
   await sse;
   return a;
 }

@@ -94,11 +94,14 @@ export const jobCatalog = {
   ),
   // Agent runtime (issue 4). Handlers in worker/jobs/*-instance.ts, reconcile.ts; each is
   // idempotent and holds a per-instance lock, so two deliveries never act at once.
-  // A retry (a dead worker's job, released by a stopping worker) starts in 1-2 s.
+  // A retry (a dead worker's job, released by a stopping worker) starts in 1-2 s; the later ones
+  // outlast an engine outage of a few minutes (1, 2, 4 … 60 s: ~4 min), which the soak's 30 s
+  // one exhausted when three retries took 7 s and left the agent `new` for good.
   "provision-instance": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
-    retryLimit: 3,
+    retryLimit: 9,
     retryDelay: 1,
     retryBackoff: true,
+    retryDelayMax: 60,
     expireInSeconds: 600,
   }),
   // Accepted only while the engine answers (502 otherwise); an outage after that is retried
