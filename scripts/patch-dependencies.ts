@@ -9,8 +9,10 @@ import path from "node:path";
 // runs after the connection closed (a transaction's own ROLLBACK after its backend died, a
 // released reserved connection whose backend died) and dereferences the null socket: an
 // uncaught TypeError that ends the process. Patched: such a write fails the connection's
-// queries as CONNECTION_CLOSED, and a released connection that closed stays closed (the pool
-// connects it again) instead of being handed the next query.
+// queries as CONNECTION_CLOSED and hands the connection back to the pool as closed (the pool
+// connects it again: left where it was, it failed every query sent to it, which the soak saw
+// for minutes), and a released connection that closed stays closed instead of being handed
+// the next query.
 
 interface Patch {
   files: string[];
@@ -29,7 +31,9 @@ const patches: Patch[] = [
       `    // ${MARK}: the connection closed before this write\n` +
       "    if (socket === null) {\n" +
       "      chunk = nextWriteTimer = null\n" +
-      "      error(Errors.connection('CONNECTION_CLOSED', options))\n" +
+      "      const closedError = Errors.connection('CONNECTION_CLOSED', options)\n" +
+      "      error(closedError)\n" +
+      "      onclose(connection, closedError)\n" +
       "      return false\n" +
       "    }\n" +
       "    const x = socket.write(chunk, fn)\n",
