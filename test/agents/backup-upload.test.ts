@@ -14,9 +14,9 @@ import {
   backupStore,
   readVerified,
 } from "../../app/server/platform/backup-store.server.ts";
-import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { openStream } from "../../app/server/platform/sealed-stream.server.ts";
+import { waitingForLocks } from "../../app/server/platform/session-lock.server.ts";
 import { runBackupJob } from "../../worker/instances/backup.ts";
 import { tryInstanceLock } from "../../worker/instances/lock.ts";
 import { DockerRuntime } from "../../worker/runtime/docker.ts";
@@ -100,14 +100,9 @@ describeDocker("backup-agent job: the upload runs outside the instance lock", ()
     // A second delivery of the job (an expired one handed out again) waits on the backup's own
     // lock, not copying over the temp file being uploaded.
     const again = runBackupJob(pending.id);
-    await waitFor(
-      async () => {
-        const [waiting] = await db()<{ n: number }[]>`
-          select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`;
-        return (waiting?.n ?? 0) > 0;
-      },
-      { what: "the second delivery waiting on the backup's lock" },
-    );
+    await waitFor(async () => waitingForLocks() > 0, {
+      what: "the second delivery waiting on the backup's lock",
+    });
 
     held.release();
     const result = await job;
