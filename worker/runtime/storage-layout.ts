@@ -1,5 +1,7 @@
 import path from "node:path";
-import type { Run } from "./storage-quota.ts";
+
+/** Runs a command on the volume's host (the local one, or a Swarm node's storage agent). */
+export type Run = (file: string, args: string[]) => Promise<string>;
 
 // A limited volume's agent subvolumes made nested again (decision 0235). Before decision 0227
 // an image update's state copy removed `data/workspace` (a nested subvolume in the agent's

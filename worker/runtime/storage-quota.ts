@@ -1,7 +1,13 @@
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
-import { GATEWAY_UID, inspectLayout, layoutWhole, repairLayout } from "./storage-layout.ts";
+import {
+  GATEWAY_UID,
+  inspectLayout,
+  layoutWhole,
+  type Run,
+  repairLayout,
+} from "./storage-layout.ts";
 
 // Hard storage limits for gateway volumes (decision 0216): every limited volume is a btrfs
 // subvolume under the storage root (a filesystem deploy/host-storage.sh prepares, quotas on).
@@ -20,7 +26,7 @@ import { GATEWAY_UID, inspectLayout, layoutWhole, repairLayout } from "./storage
 // Every command, file operations included, goes through a Run: the worker's own host's
 // (execFile), or a Swarm node's (node-storage.ts: exec'd on that node's host, decision 0228).
 
-export type Run = (file: string, args: string[]) => Promise<string>;
+export type { Run } from "./storage-layout.ts";
 
 const execFileAsync = promisify(execFile);
 const MiB = 1024 ** 2;
