@@ -23,6 +23,7 @@ import { type GatewaySample, sampleGateways } from "./density-sample.ts";
 import { removeRunObjects } from "./docker-run.ts";
 import { agentPoster, type Child, root, startNode } from "./servers.ts";
 import { containerSmaps } from "./smaps.ts";
+import { until } from "./until.ts";
 
 // `npm run bench:density` (issue 53): many agents on one host. The platform runs as `npm start`
 // runs it (web and worker as their own processes, the embedded database), with the real gateway
@@ -144,16 +145,6 @@ async function api<T>(url: string, cookie: string, init: RequestInit = {}): Prom
   const json = (await res.json()) as T & { error?: string };
   if (!res.ok) throw new Error(`${init.method ?? "GET"} ${url} ${res.status}: ${json.error}`);
   return json;
-}
-
-async function until<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
 }
 
 const sleepingCount = async () => {

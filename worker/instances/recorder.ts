@@ -54,17 +54,17 @@ export async function sweepSessions(w: Pick<Watched, "client" | "row" | "seen">)
     { limit: 100 },
   );
   let n = 0;
-  const failures: unknown[] = [];
+  let failure: { error: unknown } | undefined;
   for (const s of list.sessions ?? []) {
     if (!s.key || (w.seen.has(s.key) && w.seen.get(s.key) === s.updatedAt)) continue;
     try {
       n += await recordSession(w.client, w.row, s.key);
       w.seen.set(s.key, s.updatedAt);
     } catch (error) {
-      failures.push(error);
+      failure ??= { error };
     }
   }
-  if (failures.length > 0) throw failures[0];
+  if (failure) throw failure.error;
   return n;
 }
 

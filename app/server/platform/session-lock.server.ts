@@ -59,27 +59,22 @@ export async function withSessionLock<T>(
   options: { wait: boolean } = { wait: true },
 ): Promise<T | undefined> {
   const [expr, params] = keySql(key);
-  let waiting = false;
-  try {
-    for (let attempt = 0; ; attempt++) {
-      const held = await tryOnce(expr, params, fn, () => {
-        if (waiting) waiters--;
-        waiting = false;
-      });
-      if (held.taken) return held.value;
-      if (!options.wait) return undefined;
-      if (!waiting) waiters++;
-      waiting = true;
+  for (let attempt = 0; ; attempt++) {
+    const held = await tryOnce(expr, params, fn);
+    if (held.taken) return held.value;
+    if (!options.wait) return undefined;
+    waiters++;
+    try {
       await delay(RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)] as number);
+    } finally {
+      waiters--;
     }
-  } finally {
-    if (waiting) waiters--;
   }
 }
 
 let waiters = 0;
 
-/** Callers of this process waiting for a lock another session holds (tests, metrics). */
+/** Callers of this process between two tries of a lock another session holds (tests). */
 export const waitingForLocks = (): number => waiters;
 
 /** One try: the lock taken on a reserved connection and `fn` run, or the lock busy. */
@@ -87,7 +82,6 @@ async function tryOnce<T>(
   expr: string,
   params: Array<string | number>,
   fn: (lock: SessionLock) => Promise<T>,
-  onTaken: () => void,
 ): Promise<{ taken: true; value: T } | { taken: false }> {
   const conn = await lockDb().reserve();
   const state = { lost: false };
@@ -110,7 +104,6 @@ async function tryOnce<T>(
       params,
     );
     if (!rows[0]?.ok) return { taken: false };
-    onTaken();
     try {
       return { taken: true, value: await fn(state) };
     } finally {
