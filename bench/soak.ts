@@ -1,3 +1,5 @@
+import { DockerRuntime } from "../worker/runtime/docker.ts";
+import { StorageQuota } from "../worker/runtime/storage-quota.ts";
 import { chaos, faults } from "./soak/chaos.ts";
 import {
   type Check,
@@ -27,8 +29,13 @@ const log = (line: string) => process.stdout.write(`${line}\n`);
 const roles: Role[] = ["talker", "small-balance", "lifecycle"];
 const CREDIT = { normal: 50_000_000, small: 60_000 }; // micro-USD
 
+// Whether gateways outlive the engine fault (decision 0239) is part of what a run measures.
+const liveRestore = await new DockerRuntime().liveRestore().then(
+  (on) => (on ? "on" : "off"),
+  () => "unknown",
+);
 log(
-  `soak: ${AGENTS} agents (+1 churning), ${SECONDS} s, engine chaos ${process.env.SOAK_ENGINE_CHAOS === "1" ? "on" : "off"}`,
+  `soak: ${AGENTS} agents (+1 churning), ${SECONDS} s, engine chaos ${process.env.SOAK_ENGINE_CHAOS === "1" ? "on" : "off"}, the engine's live-restore ${liveRestore}`,
 );
 const p = await startPlatform((line) => log(`${stamp(rec)} ${line}`));
 let failed = true;
@@ -126,6 +133,14 @@ async function removeLeftovers(deployment: string, network: string) {
   if (containers.length) await run("docker", ["rm", "-f", "-v", ...containers]).catch(() => {});
   const volumes = await list(["volume", "ls", "-q", "--filter", label]);
   if (volumes.length) await run("docker", ["volume", "rm", "-f", ...volumes]).catch(() => {});
+  // A limited volume's data is a subvolume of the storage root, which `docker volume rm` leaves:
+  // a few runs' worth filled the bench root and every later provision failed.
+  const probed = await StorageQuota.probe(process.env.SOAK_STORAGE_ROOT);
+  if ("quota" in probed) {
+    for (const v of volumes) {
+      await probed.quota.remove(v).catch((e: unknown) => log(`removing subvolume ${v}: ${e}`));
+    }
+  }
   const networks = await list(["network", "ls", "-q", "--filter", label]);
   for (const n of [...networks, network]) await run("docker", ["network", "rm", n]).catch(() => {});
 }

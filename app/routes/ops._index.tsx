@@ -59,6 +59,15 @@ export default function OpsOverview() {
           ))}
           <dt>Engine</dt>
           <dd>{operations.engineUp === null ? "—" : operations.engineUp ? "up" : "down"}</dd>
+          <dt>Engine restarts</dt>
+          <dd data-testid="ops-live-restore">
+            {/* Decision 0239: without live-restore an engine restart stops every gateway. */}
+            {operations.engineLiveRestore === null
+              ? "—"
+              : operations.engineLiveRestore
+                ? "gateways keep running (live-restore)"
+                : "stop every gateway (live-restore off)"}
+          </dd>
           <dt>Storage limits</dt>
           <dd data-testid="ops-storage-enforcement">
             {/* As the worker found them at its start (decision 0216): never silently off. */}

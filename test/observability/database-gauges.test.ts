@@ -117,6 +117,11 @@ describe("database gauges", () => {
     await db()`insert into runtime_engines (deployment, reachable, checked_at, changed_at)
       values ('default', false, now() - interval '20 seconds', now())`;
     expect(await sample("platform_engine_up")).toBe(0);
+    // Whether gateways outlive an engine restart, as the worker read it (decision 0239).
+    await db()`update runtime_engines set live_restore = true where deployment = 'default'`;
+    expect(await sample("platform_engine_live_restore")).toBe(1);
+    await db()`update runtime_engines set live_restore = false where deployment = 'default'`;
+    expect(await sample("platform_engine_live_restore")).toBe(0);
     expect(await sample("platform_engine_check_age_seconds")).toBeGreaterThanOrEqual(20);
   });
 });

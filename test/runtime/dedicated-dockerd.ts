@@ -18,7 +18,8 @@ export const STANDIN_IMAGE = "agent-platform-test-busybox-healthz:1";
 export interface DedicatedDockerd {
   host: string;
   dir: string;
-  start(): Promise<void>;
+  /** Starts it with its own flags plus `extra` (e.g. `--live-restore`). */
+  start(extra?: string[]): Promise<void>;
   stop(): Promise<void>;
   destroy(): Promise<void>;
 }
@@ -48,13 +49,13 @@ export async function dedicatedDockerd(name: string): Promise<DedicatedDockerd> 
   ];
   const rt = new DockerRuntime({ socketPath: socket });
 
-  async function start() {
+  async function start(extra: string[] = []) {
     if (!existsSync(`/sys/class/net/${bridge}`)) {
       execFileSync("ip", ["link", "add", "name", bridge, "type", "bridge"]);
       execFileSync("ip", ["addr", "add", "10.214.0.1/24", "dev", bridge]);
       execFileSync("ip", ["link", "set", bridge, "up"]);
     }
-    child = spawn("dockerd", args, { stdio: "ignore" });
+    child = spawn("dockerd", [...args, ...extra], { stdio: "ignore" });
     await waitFor(
       async () => {
         await rt.ping();

@@ -11,9 +11,11 @@ import {
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
 import { beginRun, failRun } from "../../app/server/agents/progress.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
 import { ensureContainer } from "../../worker/instances/container.ts";
+import { GATEWAY_PORT } from "../../worker/instances/engine.ts";
 import { checkEngine, startEngineWatch } from "../../worker/instances/engine-watch.ts";
 import { observe } from "../../worker/instances/observe.ts";
 import { reconcileAll } from "../../worker/instances/reconcile.ts";
@@ -49,6 +51,13 @@ const as = async (m: unknown, url: string, method = "GET", params = { userId }) 
 async function instance(): Promise<InstanceRow> {
   const row = await ensureInstanceRecord(userId);
   return (await getInstance(row.id)) as InstanceRow;
+}
+
+/** The instance's progress runs so far (a restart by reconcile begins one). */
+async function progressRuns(): Promise<number> {
+  const [row] = await db()<{ n: number }[]>`
+    select count(*)::int as n from instance_runs where instance_id = ${(await instance()).id}`;
+  return row?.n ?? 0;
 }
 
 describeDocker("the container engine down and back (a dedicated dockerd)", () => {
@@ -98,6 +107,8 @@ describeDocker("the container engine down and back (a dedicated dockerd)", () =>
     expect((await observe(await instance())).observed_state).toBe("running");
     await sampleAll();
     expect(await checkEngine()).toBe("returned"); // the first check also reconciles
+    // An engine without live-restore is recorded as such (decision 0239).
+    expect((await engineHealth())?.liveRestore).toBe(false);
     expect((await as(getInstanceRoute, `/api/instance/${userId}`)).json.status).toBe("running");
     expect((await as(statsRoute, `/api/instance/${userId}/stats`)).json.stale).toBe(false);
 
@@ -165,5 +176,39 @@ describeDocker("the container engine down and back (a dedicated dockerd)", () =>
     // And the update is accepted again.
     const accepted = await as(updateRoute, `/api/instance/${userId}/update`, "POST");
     expect(accepted.status).toBe(200);
+  }, 180_000);
+
+  it("with live-restore, the gateway answers while the engine is down and is not restarted", async () => {
+    // Decision 0239: the engine started again with live-restore (the watcher still runs).
+    await dockerd.stop();
+    await dockerd.start(["--live-restore"]);
+    await waitFor(async () => (await engineHealth())?.liveRestore === true, {
+      what: "live-restore recorded when the engine answered again",
+    });
+    await waitFor(async () => (await observe(await instance())).observed_state === "running", {
+      what: "the stand-in running again",
+    });
+    const before = await rt.inspect((await instance()).container_name);
+    const address = before?.address;
+    expect(before?.running && address).toBeTruthy();
+    const runs = await progressRuns();
+
+    await dockerd.stop();
+    await waitFor(async () => (await engineHealth())?.reachable === false, {
+      what: "the engine's loss seen",
+    });
+    // The gateway goes on: its process lives, and it answers on its address.
+    const health = await fetch(`http://${address}:${GATEWAY_PORT}/healthz`);
+    expect(health.status).toBe(200);
+
+    await dockerd.start(["--live-restore"]);
+    await waitFor(async () => (await instance()).observed_state === "running", {
+      what: "the instance observed running after the engine's return",
+    });
+    const after = await rt.inspect((await instance()).container_name);
+    expect(after?.id).toBe(before?.id);
+    expect(after?.startedAt).toBe(before?.startedAt); // not restarted
+    expect((await instance()).crash_restarts).toBe(0);
+    expect(await progressRuns()).toBe(runs); // no restart run began
   }, 180_000);
 });

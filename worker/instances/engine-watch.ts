@@ -1,4 +1,8 @@
-import { engineHealth, recordEngineCheck } from "../../app/server/agents/engine-health.server.ts";
+import {
+  engineHealth,
+  recordEngineCheck,
+  recordLiveRestore,
+} from "../../app/server/agents/engine-health.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { sendJob } from "../../app/server/platform/jobs.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
@@ -7,7 +11,8 @@ import { log, rt } from "./engine.ts";
 // The worker's check of the container engine: a ping every ENGINE_CHECK_INTERVAL_MS, recorded
 // in runtime_engines (the web reads it). While the engine does not answer, instances are marked
 // `unknown`; when it answers again (or at the worker's first check) a reconcile pass is queued at
-// once, so an instance whose container exited meanwhile is healed within seconds.
+// once, so an instance whose container exited meanwhile is healed within seconds, and whether
+// the engine keeps its containers through a restart (live-restore) is read and recorded.
 
 /** A ping that does not answer within this bound counts as down (a hung daemon). */
 const PING_TIMEOUT_MS = 3_000;
@@ -42,7 +47,31 @@ export async function checkEngine(): Promise<"returned" | "lost" | "up" | "down"
   if (previous === true) return "up";
   if (previous === false) log().info("container engine answers again: reconciling at once");
   await sendJob("reconcile", {});
+  await checkLiveRestore();
   return "returned";
+}
+
+/**
+ * Reads and records whether the engine keeps gateways running while it restarts (decision
+ * 0239), each time it answers again: an engine may come back with another setting. Without it
+ * an engine restart or upgrade stops every gateway, and all of them boot again at once.
+ */
+async function checkLiveRestore(): Promise<void> {
+  const runtime = rt();
+  if (!runtime.liveRestore) return;
+  let liveRestore: boolean;
+  try {
+    liveRestore = await runtime.liveRestore();
+  } catch (error) {
+    log().warn({ err: error }, "could not read the engine's live-restore setting");
+    return;
+  }
+  await recordLiveRestore(liveRestore);
+  if (!liveRestore) {
+    log().warn(
+      'the Docker engine runs without live-restore: its restart or upgrade stops every gateway, and all of them boot again at once. Set "live-restore": true in /etc/docker/daemon.json (docs/operations.md)',
+    );
+  }
 }
 
 /** Checks the engine every ENGINE_CHECK_INTERVAL_MS; returns a stop function. */

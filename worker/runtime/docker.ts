@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { z } from "zod";
 import {
   call,
   demux,
@@ -103,6 +104,13 @@ export class DockerRuntime implements AgentRuntime {
 
   async ping(): Promise<void> {
     await call(() => this.docker.ping());
+  }
+
+  async liveRestore(): Promise<boolean> {
+    const info = z
+      .object({ LiveRestoreEnabled: z.boolean().optional() })
+      .parse(await call(() => this.docker.info()));
+    return info.LiveRestoreEnabled === true;
   }
 
   /** The engine's facts that do not change while it runs (read once). */

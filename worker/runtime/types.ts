@@ -135,6 +135,12 @@ export interface AgentRuntime {
   /** Throws RuntimeUnavailableError when the engine does not answer. */
   ping(): Promise<void>;
   /**
+   * Whether the engine keeps its containers running while it restarts (Docker's live-restore,
+   * decision 0239), read afresh: an engine may come back with another setting. A driver
+   * without the method has no such setting.
+   */
+  liveRestore?(): Promise<boolean>;
+  /**
    * The shared network (created when missing) and its gateway address: where the host (the AI
    * endpoint's relay) answers containers. On a driver that isolates gateways no gateway joins it.
    */

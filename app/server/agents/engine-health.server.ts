@@ -15,6 +15,11 @@ export interface EngineHealth {
   /** When it last stopped answering (kept after it answers again); null if it never did. */
   lostAt: Date | null;
   lastError: string | null;
+  /**
+   * Whether the engine keeps gateways running while it restarts (Docker's live-restore,
+   * decision 0239); null where the driver has no such setting or it was not read yet.
+   */
+  liveRestore: boolean | null;
 }
 
 /**
@@ -50,6 +55,12 @@ export async function recordEngineCheck(
   return row?.previous ?? undefined;
 }
 
+/** Records whether the engine keeps gateways running while it restarts (read when it answers). */
+export async function recordLiveRestore(liveRestore: boolean | null): Promise<void> {
+  await db()`update runtime_engines set live_restore = ${liveRestore}
+    where deployment = ${runtimeDeployment()}`;
+}
+
 /** The engine as the workers last saw it; undefined before any worker checked. */
 export async function engineHealth(): Promise<EngineHealth | undefined> {
   const [row] = await db()<
@@ -59,8 +70,9 @@ export async function engineHealth(): Promise<EngineHealth | undefined> {
       changed_at: Date;
       last_error: string | null;
       lost_at: Date | null;
+      live_restore: boolean | null;
     }[]
-  >`select reachable, checked_at, changed_at, last_error, lost_at from runtime_engines
+  >`select reachable, checked_at, changed_at, last_error, lost_at, live_restore from runtime_engines
     where deployment = ${runtimeDeployment()}`;
   return (
     row && {
@@ -69,6 +81,7 @@ export async function engineHealth(): Promise<EngineHealth | undefined> {
       changedAt: row.changed_at,
       lostAt: row.lost_at,
       lastError: row.last_error,
+      liveRestore: row.live_restore,
     }
   );
 }

@@ -135,6 +135,8 @@ export interface EngineFigures {
   engineUp: boolean | null;
   /** Seconds since a worker last checked it (stale: no worker is checking). */
   engineCheckedAgeSeconds: number | null;
+  /** The engine keeps gateways running while it restarts (null: no such setting, or unread). */
+  engineLiveRestore: boolean | null;
   /** Each node of a multi-node runtime: up when its scheduler calls it ready. */
   nodes: Array<{ node: string; up: boolean; availability: string }>;
 }
@@ -143,18 +145,26 @@ export interface EngineFigures {
 export async function engineFigures(): Promise<EngineFigures> {
   const deployment = runtimeDeployment();
   const rows = await db()<
-    { kind: string; name: string; up: boolean; availability: string; age: number }[]
+    {
+      kind: string;
+      name: string;
+      up: boolean;
+      availability: string;
+      age: number;
+      live_restore: boolean | null;
+    }[]
   >`
     select 'engine' as kind, '' as name, reachable as up, '' as availability,
-      extract(epoch from now() - checked_at)::float8 as age
+      extract(epoch from now() - checked_at)::float8 as age, live_restore
     from runtime_engines where deployment = ${deployment}
     union all
-    select 'node', hostname, state = 'ready', availability, 0
+    select 'node', hostname, state = 'ready', availability, 0, null
     from runtime_nodes where deployment = ${deployment}`;
   const engine = rows.find((r) => r.kind === "engine");
   return {
     engineUp: engine ? engine.up : null,
     engineCheckedAgeSeconds: engine ? engine.age : null,
+    engineLiveRestore: engine?.live_restore ?? null,
     nodes: rows
       .filter((r) => r.kind === "node")
       .map((r) => ({ node: r.name, up: r.up, availability: r.availability })),

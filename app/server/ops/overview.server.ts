@@ -47,6 +47,7 @@ export async function opsOverview() {
     ledger: { ...ledger, driftMicroUsd: ledger.ledgerMicroUsd - ledger.balancesMicroUsd },
     backups,
     engineUp: engine.engineUp,
+    engineLiveRestore: engine.engineLiveRestore,
   };
   return { metrics, pool, providers, aiStatus: health.status, operations };
 }

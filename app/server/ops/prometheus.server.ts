@@ -193,6 +193,15 @@ export function registerDatabaseGauges(): void {
     },
   );
   gauge(
+    "engine_live_restore",
+    "The Docker engine keeps gateways running while it restarts (1) or stops them all (0)",
+    [],
+    engine,
+    (g, e) => {
+      if (e.engineLiveRestore !== null) g.set(e.engineLiveRestore ? 1 : 0);
+    },
+  );
+  gauge(
     "engine_check_age_seconds",
     "Seconds since a worker last checked the engine",
     [],
