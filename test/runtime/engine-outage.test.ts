@@ -21,9 +21,9 @@ import { observe } from "../../worker/instances/observe.ts";
 import { reconcileAll } from "../../worker/instances/reconcile.ts";
 import { sampleAll } from "../../worker/instances/sampler.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
-import { DockerRuntime } from "../../worker/runtime/docker.ts";
+import { DockerRuntime, isStaleTask } from "../../worker/runtime/docker.ts";
 import { setRuntime } from "../../worker/runtime/index.ts";
-import { LABELS } from "../../worker/runtime/types.ts";
+import { LABELS, StaleTaskError } from "../../worker/runtime/types.ts";
 import { subscribe } from "../agents/support.ts";
 import { call, type RouteModule } from "../helpers/api.ts";
 import { sessionCookieFor } from "../helpers/users.ts";
@@ -52,6 +52,20 @@ async function instance(): Promise<InstanceRow> {
   const row = await ensureInstanceRecord(userId);
   return (await getInstance(row.id)) as InstanceRow;
 }
+
+it("tells the engine's stale-task refusal from other failures to start", () => {
+  // As docker-modem gives the engine's answer seen in the soak (decision 0239).
+  const answer = (status: number, message: string) =>
+    Object.assign(new Error(`(HTTP code ${status}) server error - ${message} `), {
+      statusCode: status,
+    });
+  const task = "15503e1f0cb0651e4e30ae71dd978d8711f5f87f3f965e99feb528898c0f8e96";
+  expect(isStaleTask(answer(500, `task ${task}: already exists`))).toBe(true);
+  expect(isStaleTask(answer(500, "OCI runtime create failed: unable to start container"))).toBe(
+    false,
+  );
+  expect(isStaleTask(answer(409, `task ${task}: already exists`))).toBe(false);
+});
 
 /** The instance's progress runs so far (a restart by reconcile begins one). */
 async function progressRuns(): Promise<number> {
@@ -211,4 +225,36 @@ describeDocker("the container engine down and back (a dedicated dockerd)", () =>
     expect((await instance()).crash_restarts).toBe(0);
     expect(await progressRuns()).toBe(runs); // no restart run began
   }, 180_000);
+
+  it("makes the container again when the engine kept its old task", async () => {
+    // After an engine restart the soak met a container the engine would not start again
+    // ("task …: already exists", decision 0239): a new container on the same volume starts.
+    const before = await rt.inspect((await instance()).container_name);
+    if (!before) throw new Error("no container");
+    await rt.stop(before.id, 5);
+    let refused = 0;
+    const kept = new (class extends DockerRuntime {
+      override async start(id: string): Promise<void> {
+        if (id === before?.id) {
+          refused += 1;
+          throw new StaleTaskError(`task ${id}: already exists`);
+        }
+        return super.start(id);
+      }
+    })({ maxCpus: 1 });
+    setRuntime(kept);
+    try {
+      const started = await ensureContainer(await instance());
+      expect(refused).toBe(1);
+      expect(started.id).not.toBe(before.id);
+      expect(started.running).toBe(true);
+      expect(await rt.inspect(before.id)).toBeUndefined();
+      expect((await instance()).container_id).toBe(started.id);
+      expect(
+        (await rt.docker.getContainer(started.id).inspect()).Mounts.map((m) => m.Name),
+      ).toEqual(expect.arrayContaining([(await instance()).volume_name]));
+    } finally {
+      setRuntime(rt);
+    }
+  }, 120_000);
 });

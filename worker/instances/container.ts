@@ -3,7 +3,7 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import { type ContainerInfo, limitsForPlan } from "../runtime/index.ts";
+import { type ContainerInfo, limitsForPlan, StaleTaskError } from "../runtime/index.ts";
 import {
   ensureGatewayNetwork,
   ensureNetwork,
@@ -94,6 +94,34 @@ export async function repairBeforeStart(
  * gateway under a tenant; only `update` moves it (`image` names the tag to move to), and a
  * rollback pins the previous id again (`imageId`).
  */
+/**
+ * Starts the container; one the engine will not start because it kept the task of its earlier
+ * run (after an engine restart, decision 0239) is made again on the same volume and started.
+ */
+async function startOrRecreate(
+  row: InstanceRow,
+  info: ContainerInfo,
+  image: string,
+  gatewayIp: string | undefined,
+): Promise<ContainerInfo> {
+  try {
+    await rt().start(info.id);
+    return (await rt().inspect(info.id)) ?? info;
+  } catch (error) {
+    if (!(error instanceof StaleTaskError)) throw error;
+    log().warn(
+      { err: error, instanceId: row.id },
+      "recreating a container the engine cannot start",
+    );
+    await rt().remove(info.id);
+    await writeInitialConfig(row, image, gatewayIp);
+    const fresh = await rt().inspect(await createContainer(row, image));
+    if (!fresh) throw new Error("container vanished after create");
+    await rt().start(fresh.id);
+    return (await rt().inspect(fresh.id)) ?? fresh;
+  }
+}
+
 export async function ensureContainer(
   row: InstanceRow,
   options: ContainerOptions = {},
@@ -119,8 +147,7 @@ export async function ensureContainer(
   if (!info) throw new Error("container vanished after create");
   if (!info.running) {
     await repairBeforeStart(row, info); // decision 0235
-    await rt().start(info.id);
-    info = (await rt().inspect(info.id)) ?? info;
+    info = await startOrRecreate(row, info, image, gatewayIp);
     sweepAtStart(row); // earlier runs' temporary leftovers (decision 0224), in the background
   }
   await updateInstance(row.id, {

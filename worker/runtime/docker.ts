@@ -33,6 +33,7 @@ import {
   LABELS,
   type Placement,
   type ResourceLimits,
+  StaleTaskError,
   type StorageEnforcement,
 } from "./types.ts";
 
@@ -41,6 +42,11 @@ import {
 // a pids limit, memory and CPU from the plan, a named volume for state, a stable hostname, a
 // bridge network of its own (docker-networks.ts) and no published port (or one on 127.0.0.1
 // only).
+
+/** The engine's answer to a start whose earlier task containerd still holds (decision 0239). */
+export function isStaleTask(error: unknown): boolean {
+  return statusOf(error) === 500 && /\btask [0-9a-f]{64}: already exists/.test(String(error));
+}
 
 /** How long `remove` waits for a removal another caller started (seconds for a gateway). */
 const REMOVAL_WAIT_MS = 30_000;
@@ -261,7 +267,16 @@ export class DockerRuntime implements AgentRuntime {
     try {
       await call(() => this.docker.getContainer(id).start());
     } catch (error) {
-      if (statusOf(error) !== 304) throw error; // already started
+      if (statusOf(error) === 304) return; // already started
+      if (isStaleTask(error)) {
+        throw new StaleTaskError(
+          `the engine kept the container's old task: ${(error as Error).message}`,
+          {
+            cause: error,
+          },
+        );
+      }
+      throw error;
     }
   }
 

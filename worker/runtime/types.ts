@@ -361,6 +361,17 @@ export class NoCapacityError extends Error {
   }
 }
 
+/**
+ * The engine kept a task of the container's earlier run and will not start it again ("task …:
+ * already exists", seen after an engine restart: decision 0239). A new container can start.
+ */
+export class StaleTaskError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StaleTaskError";
+  }
+}
+
 /** The engine cannot freeze a container into swap; the agent sleeps by being stopped instead. */
 export class FreezeUnavailableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
