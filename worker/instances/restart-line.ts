@@ -28,10 +28,13 @@ import { queueWarmUp } from "./warm-up.ts";
 // holds it from the container's start until the gateway is healthy or its bound has passed.
 
 /**
- * How often a waiting restart looks at the line. A boot takes tens of seconds, so this costs it
- * little; a wake (a user waiting in a chat) polls faster and so mostly wins a freed slot.
+ * How often the first waiting restart of a node looks for a free slot. A boot takes tens of
+ * seconds, so this costs it little; a wake (a user waiting in a chat) looks every 100 ms and so
+ * mostly wins a freed slot.
  */
 const POLL_MS = 250;
+/** How often a restart behind others looks at its place (twenty of them poll the database). */
+const BEHIND_POLL_MS = 1_000;
 
 /** Reconcile's pass: the restart run begins, the instance is `starting`, its job queued. */
 export async function queueRestart(instanceId: string): Promise<void> {
@@ -75,7 +78,7 @@ export async function withBootSlot<T>(
         }
       }
     }
-    await new Promise((r) => setTimeout(r, POLL_MS));
+    await new Promise((r) => setTimeout(r, turn.ahead === 0 ? POLL_MS : BEHIND_POLL_MS));
   }
 }
 
