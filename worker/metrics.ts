@@ -105,10 +105,13 @@ export function recordPoolMiss(reason: "empty" | "failed" | "resize"): void {
   misses.inc({ reason });
 }
 
+/** reconcileOne's answer for an instance whose restart was queued by an earlier pass. */
+export const RESTART_UNDER_WAY = "restart under way";
+
 /** What reconcileOne's answer says it did: nothing to do, a repair, or a failure. */
 export function reconcileOutcome(result: string): "ok" | "repair" | "failure" {
   if (result.startsWith("error:") || result.startsWith("unavailable:")) return "failure";
-  const quiet = ["ok", "sleeping", "not provisioned", "busy", "gone"];
+  const quiet = ["ok", "sleeping", "not provisioned", "busy", "gone", RESTART_UNDER_WAY];
   return quiet.includes(result) ? "ok" : "repair";
 }
 

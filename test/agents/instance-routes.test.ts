@@ -15,6 +15,7 @@ import {
 } from "../../app/server/agents/instances.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
+import { hasLiveJob } from "../../app/server/platform/jobs.server.ts";
 import { resetRateLimiters } from "../../app/server/platform/rate-limit.server.ts";
 import { ensureContainer } from "../../worker/instances/container.ts";
 import { DEPLOYMENT_LABEL, deployment } from "../../worker/instances/engine.ts";
@@ -258,10 +259,21 @@ describeDocker("instance lifecycle routes (Docker)", () => {
       labels: { [DEPLOYMENT_LABEL]: deployment() },
     });
 
+    // The stand-in never answers /healthz: the restart's wait for it ends at this bound.
+    process.env.GATEWAY_HEALTH_TIMEOUT_MS = "3000";
+    resetEnvCache();
     const result = await reconcileAll();
     expect(result.orphansRemoved).toContain(`agent-ins_orphan_${testRun}`);
     expect(await rt.inspect(orphan)).toBeUndefined();
-    expect(result.instances[row.id]).toMatch(/crashed, restarted/);
+    // The pass queues the restart (decision 0240); the worker's restart-instance job boots it.
+    expect(result.instances[row.id]).toMatch(/crashed, restart queued/);
+    expect((await getInstance(row.id))?.observed_state).toBe("starting");
+    await waitFor(async () => !(await hasLiveJob("restart-instance", { instanceId: row.id })), {
+      what: "the restart job done",
+      timeoutMs: 60_000,
+    });
+    delete process.env.GATEWAY_HEALTH_TIMEOUT_MS;
+    resetEnvCache();
     const after = await rt.inspect(row.container_name);
     expect(after?.running).toBe(true);
     expect(after?.id).toBe(before?.id);

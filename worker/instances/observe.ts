@@ -4,6 +4,7 @@ import {
   type InstanceRow,
 } from "../../app/server/agents/instances.server.ts";
 import { finishBootRun, provisioningUnderWay } from "../../app/server/agents/progress.server.ts";
+import { restartPending } from "../../app/server/agents/restart-queue.server.ts";
 import { gatewayHealthy } from "../../app/server/openclaw/health.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
@@ -17,6 +18,14 @@ import { gatewayAddress, isUp, rt } from "./engine.ts";
  */
 async function answersHealthz(address: string): Promise<boolean> {
   return (await gatewayHealthy(address, 2_000)) || gatewayHealthy(address, 10_000);
+}
+
+/**
+ * Down, but reconcile has queued its restart, which waits for a boot slot (decision 0240): on
+ * its way back, as it was when reconcile restarted it at once, not `stopped` or `crashed`.
+ */
+async function restartWaits(row: InstanceRow): Promise<boolean> {
+  return row.desired_state === "running" && (await restartPending(row.id));
 }
 
 /** The observed state of a container that exists; a running one by its gateway's /healthz. */
@@ -45,6 +54,7 @@ async function observedState(
   // Paused but not asleep: a backup reading its files (decision 0180) for about a second. The
   // state stays as it was; a pause whose worker died is undone by reconcile's start.
   if (info.state === "paused") return { observed_state: row.observed_state, health: row.health };
+  if (await restartWaits(row)) return { observed_state: "starting", health: "unknown" };
   if (info.oomKilled) return { observed_state: "oom_killed", health: "unknown" };
   const crashed = info.state === "exited" && row.desired_state === "running" && info.exitCode !== 0;
   return { observed_state: crashed ? "crashed" : "stopped", health: "unknown" };
@@ -87,8 +97,9 @@ export async function observe(listed: InstanceRow): Promise<InstanceRow> {
   const row = (await getInstance(listed.id)) ?? listed;
   const info = await rt().inspect(row.container_name);
   if (!info) {
+    const missing = (await restartWaits(row)) ? "starting" : "missing";
     return writeObservation(row.id, since, {
-      observed_state: row.container_id ? "missing" : "new",
+      observed_state: row.container_id ? missing : "new",
       health: "unknown",
     });
   }

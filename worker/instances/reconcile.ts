@@ -7,9 +7,9 @@ import {
   recordError,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import { recordReconcilePass } from "../metrics.ts";
+import { leaveRestartLine, restartJobLive } from "../../app/server/agents/restart-queue.server.ts";
+import { RESTART_UNDER_WAY, recordReconcilePass } from "../metrics.ts";
 import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/index.ts";
-import { ensureContainer } from "./container.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, isUp, log, rt } from "./engine.ts";
 import { stoppedWithEngine } from "./engine-watch.ts";
 import { PLATFORM_CONFIG_VERSION, reapplyConfig } from "./gateway-config.ts";
@@ -25,14 +25,16 @@ import { observe } from "./observe.ts";
 import { pooledContainerNames } from "./pool.ts";
 import { discardDeadFills } from "./pool-dead-fills.ts";
 import { settleStaleVolumes } from "./recover.ts";
+import { queueRestart } from "./restart-line.ts";
 import { recoverInterruptedRestores } from "./restore-recovery.ts";
-import { startRun } from "./run-progress.ts";
 import { measureStorageWhenDue } from "./storage.ts";
-import { queueWarmUp } from "./warm-up.ts";
 
 // reconcile: desired vs observed state of every instance. A container that should run and
 // does not is recorded (crash, OOM kill, gone) and restarted with exponential backoff;
 // containers of this deployment that belong to no instance or pooled gateway are removed.
+// A restart is queued, not run, by the pass: its job waits for one of the node's boot slots,
+// the ones wakes take (decision 0240), so after the engine's restart the gateways come back a
+// few at a time, in order, instead of all of them thrashing on the CPU at once.
 
 const BACKOFF_BASE_MS = 10_000;
 const BACKOFF_MAX_MS = 10 * 60_000;
@@ -89,34 +91,36 @@ function downPatch(row: InstanceRow, info: ContainerInfo | undefined): InstanceP
   return patch;
 }
 
-/** Records why the gateway is down, then restarts it unless its backoff is still running. */
+/**
+ * Records why the gateway is down, then queues its restart (restart-line.ts) unless its backoff
+ * is still running. The pass never waits for the boot: the restart waits its turn for a boot
+ * slot in its own job (decision 0240).
+ */
 async function heal(row: InstanceRow, info: ContainerInfo | undefined): Promise<string> {
+  // Queued already (waiting for a slot, or booting): its down state was recorded then.
+  if (await restartJobLive(row.id)) return RESTART_UNDER_WAY;
   // Stopped by the engine's shutdown: no crash of the gateway's (no error, backoff or count),
-  // and `starting` while it comes back (ensureContainer records it), not `error`.
+  // and `starting` while it comes back, not `error`.
   if (await stoppedWithEngine(info)) {
-    const run = await startRun(row.id, "restart");
-    await ensureContainer(row);
-    await run.step("container-created");
-    await queueWarmUp(row.id);
-    return "stopped with the engine, restarted";
+    await queueRestart(row.id);
+    return "stopped with the engine, restart queued";
   }
   const patch = downPatch(row, info);
   const now = Date.now();
   if (row.next_restart_at && row.next_restart_at.getTime() > now) {
+    // Not queued (its job gave up): not `starting` either until it is queued again.
+    await leaveRestartLine(row.id);
     await updateInstance(row.id, patch);
     return `${patch.observed_state}, restart due ${row.next_restart_at.toISOString()}`;
   }
   const delay = Math.min(BACKOFF_BASE_MS * 2 ** row.crash_restarts, BACKOFF_MAX_MS);
   patch.crash_restarts = row.crash_restarts + 1;
   patch.next_restart_at = new Date(now + delay);
-  const recorded = await updateInstance(row.id, patch);
+  await updateInstance(row.id, patch);
   // A restart like a user's: its progress shows, and the observation that sees the gateway
   // healthy again ends it (finishBootRun).
-  const run = await startRun(row.id, "restart");
-  await ensureContainer(recorded);
-  await run.step("container-created");
-  await queueWarmUp(row.id);
-  return `${patch.observed_state}, restarted`;
+  await queueRestart(row.id);
+  return `${patch.observed_state}, restart queued`;
 }
 
 /** One instance towards its desired state; returns what was seen or done. */

@@ -1,77 +1,25 @@
-import os from "node:os";
 import {
   markWakeBackInLine,
   markWakeNode,
   markWakeStarted,
   takeWakeTurn,
 } from "../../app/server/agents/wake-queue.server.ts";
-import { db, lockDb } from "../../app/server/platform/db.server.ts";
+import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
+import { gatewayNodeOf } from "./gateway-node.ts";
 import { DEFAULT_NEED_BYTES, fits } from "./memory-pressure.ts";
-import { wakeNodeOf } from "./wake-node.ts";
+import { tryTakeNodeSlot } from "./node-slots.ts";
 
 // A cap on concurrent wakes (decision 0221). Ten wakes at once on two cores each take several
 // times as long as one (a thawed gateway's first turn is CPU-bound paging-in), so a wake takes
 // one of WAKE_CONCURRENCY slots of its node and the others on that node wait their turn in order
 // of request (app/server/agents/wake-queue.server.ts). Slots are per node: on a Swarm each node
 // wakes its own gateways on its own CPU, and a wake on a node with a free slot does not wait
-// behind another node's line. A slot is a session advisory lock on a reserved connection: a
-// worker that dies frees its slot with its connection.
+// behind another node's line. The slots (node-slots.ts) are shared with reconcile's restarts of
+// gateways that went down (restart-line.ts, decision 0240): each line's first competes for them.
 
 /** How often a waiting wake looks at the queue (a slot handed on costs at most this). */
 const POLL_MS = 100;
-
-/** Wakes this worker process may run at once, over all nodes (see wakeConcurrency). */
-function processRoom(): number {
-  return Math.max(1, Math.floor((env().DATABASE_LOCK_POOL_MAX - 2) / 2));
-}
-
-/**
- * A node's wake slots: WAKE_CONCURRENCY, else the worker's core count; at most what the lock
- * pool leaves room for. A running wake holds two of its connections (its slot and the
- * instance's lock; its queries go to the query pool): more running wakes in one worker than
- * (DATABASE_LOCK_POOL_MAX − 2) / 2 would leave other operations no lock to take.
- */
-export function wakeConcurrency(): number {
-  const wanted = env().WAKE_CONCURRENCY ?? os.availableParallelism();
-  return Math.max(1, Math.min(wanted, processRoom()));
-}
-
-/** Wakes this process runs now (over every node): kept under processRoom(). */
-let runningHere = 0;
-
-/** One of the node's slots taken on its own connection, or undefined when all are taken. */
-async function tryTakeSlot(
-  node: string,
-  slots: number,
-): Promise<(() => Promise<void>) | undefined> {
-  if (runningHere >= processRoom()) return undefined;
-  const conn = await lockDb().reserve();
-  try {
-    for (let slot = 0; slot < slots; slot++) {
-      // The single-host name is kept as it was (a worker of the previous build shares it).
-      const name = node === "host" ? `wake-slot:${slot}` : `wake-slot:${node}:${slot}`;
-      const [got] = await conn<{ ok: boolean }[]>`
-        select pg_try_advisory_lock(hashtext(${name})) as ok`;
-      if (got?.ok) {
-        runningHere += 1;
-        return async () => {
-          runningHere -= 1;
-          try {
-            await conn`select pg_advisory_unlock(hashtext(${name}))`;
-          } finally {
-            conn.release();
-          }
-        };
-      }
-    }
-  } catch (error) {
-    conn.release();
-    throw error;
-  }
-  conn.release();
-  return undefined;
-}
 
 export class NoRoomToWakeError extends Error {}
 
@@ -104,14 +52,14 @@ export async function withWakeSlot<T>(
   signal?: AbortSignal,
 ): Promise<T> {
   const waitingForRoom = { since: undefined as number | undefined };
-  const node = await wakeNodeOf(instanceId);
+  const node = await gatewayNodeOf(instanceId);
   await markWakeNode(instanceId, node);
   for (;;) {
     signal?.throwIfAborted();
     const turn = await takeWakeTurn(instanceId);
     if (!turn.sleeping) return wake();
     if (turn.ahead === 0 && (await roomToWake(instanceId, waitingForRoom))) {
-      const release = await tryTakeSlot(node, wakeConcurrency());
+      const release = await tryTakeNodeSlot(node);
       if (release) {
         try {
           await markWakeStarted(instanceId);

@@ -13,6 +13,7 @@ import { reconcile } from "./reconcile.ts";
 import { recoverNodeJob } from "./recover-node.ts";
 import { refreshModelCatalog } from "./refresh-model-catalog.ts";
 import { removeSkillFolder } from "./remove-skill-folder.ts";
+import { restartInstanceJob } from "./restart-instance.ts";
 import { restoreBackupJob } from "./restore-backup.ts";
 import { sampleStorageJob } from "./sample-storage.ts";
 import { scheduledBackupsJob } from "./scheduled-backups.ts";
@@ -57,6 +58,7 @@ export const handlers: Handlers = {
   "sleep-idle-instances": sleepIdleInstancesJob,
   "sweep-control-ui-devices": sweepControlUiDevicesJob,
   "wake-instance": wakeInstanceJob,
+  "restart-instance": restartInstanceJob,
   "sample-storage": sampleStorageJob,
   "sweep-gateway-tmp": sweepGatewayTmpJob,
 };

@@ -354,8 +354,9 @@ const schema = z.object({
   /** How long a chat to a sleeping agent waits for the wake to begin (the boot waits on). */
   AGENT_WAKE_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
   /**
-   * At most this many wakes run at once on the platform (decision 0221); later ones wait their
-   * turn in order and the agent's detail says how many are ahead. Unset: the worker's core count.
+   * At most this many gateways boot at once per engine node, wakes (decision 0221) and
+   * reconcile's restarts (0240) together; later ones wait their turn in order (a wake's agent
+   * detail says how many are ahead). Unset: the worker's core count.
    */
   WAKE_CONCURRENCY: z.preprocess(blank, z.coerce.number().int().min(1).max(64).optional()),
   /**

@@ -148,6 +148,16 @@ export const jobCatalog = {
     { retryLimit: 2, retryDelay: 1, expireInSeconds: 600 },
     { localConcurrency: 32 },
   ),
+  // Reconcile's restart of a gateway that went down (an engine restart, a crash): it waits its
+  // turn for one of its node's boot slots, the wakes' (decision 0240), inside the job, so the
+  // reconcile pass never waits for boots. Fetched many at once (a restart queued earlier is
+  // never left unfetched behind later ones that wait); the wait can outlast a wake's, hence the
+  // expiry. A retry (a dead worker's) keeps its place; one given up is queued again by reconcile.
+  "restart-instance": defineRuntimeJob(
+    z.object({ instanceId: z.string().min(1) }),
+    { retryLimit: 2, retryDelay: 1, expireInSeconds: 3600 },
+    { localConcurrency: 32 },
+  ),
   // Keeps RUNTIME_POOL_SIZE warm gateways (periodic, and after each adoption). One retry: a
   // dead worker's fill is retried within seconds, and the retry discards the gateway the dead
   // attempt left 'starting' (worker/instances/pool-dead-fills.ts) instead of the next cron's fill.

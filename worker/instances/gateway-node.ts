@@ -2,11 +2,12 @@ import { getInstance } from "../../app/server/agents/instances.server.ts";
 import { isClusterRuntime } from "../runtime/index.ts";
 import { rt } from "./engine.ts";
 
-// The node a sleeping gateway wakes on, for its wake slots (decision 0221 amended): on a Swarm
-// the node its service is pinned to (its state volume is there); on one engine host, "host".
+// The node a gateway boots on, for the per-node slots its wake or restart takes (decisions 0221
+// amended, 0240): on a Swarm the node its service is pinned to (its state volume is there); on
+// one engine host, "host".
 
-/** A node's name for the wake slots; "host" for a single engine, or when the node is unknown. */
-export async function wakeNodeOf(instanceId: string): Promise<string> {
+/** A node's name for the slots; "host" for a single engine, or when the node is unknown. */
+export async function gatewayNodeOf(instanceId: string): Promise<string> {
   const runtime = rt();
   if (!isClusterRuntime(runtime)) return "host";
   const row = await getInstance(instanceId);
