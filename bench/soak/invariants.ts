@@ -269,7 +269,13 @@ export async function checkConvergence(
     select container_id from gateway_pool`.catch(() => []);
   const ids = new Set(instances.map((i) => i.id));
   const containers = await dockerLabels("ps", p.deployment);
-  const volumes = await dockerLabels("volume", p.deployment);
+  const labelled = await dockerLabels("volume", p.deployment);
+  // A limited state volume comes with its gateway's /tmp (`<volume>-tmp`, decision 0224): one
+  // agent's storage, counted once; a `-tmp` without its volume is still an orphan.
+  const names = new Set(labelled.map((v) => v.name));
+  const volumes = labelled.filter(
+    (v) => !(v.name.endsWith("-tmp") && names.has(v.name.slice(0, -"-tmp".length))),
+  );
   const networks = await dockerLabels("network", p.deployment);
   const poolIds = new Set(pool.map((r) => r.container_id?.slice(0, 12)));
   const wrongCounts = instances
