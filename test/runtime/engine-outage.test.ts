@@ -182,7 +182,12 @@ describeDocker("the container engine down and back (a dedicated dockerd)", () =>
       { timeoutMs: 15_000, what: "a reconcile pass queued by the engine's return" },
     );
     expect((await engineHealth())?.reachable).toBe(true);
-    expect((await as(getInstanceRoute, `/api/instance/${userId}`)).json.status).toBe("running");
+    // The restart runs in its own job (decision 0240): its run ends when the job has seen the
+    // gateway healthy, which may come just after the test's own observation.
+    await waitFor(
+      async () => (await as(getInstanceRoute, `/api/instance/${userId}`)).json.status === "running",
+      { timeoutMs: 30_000, what: "the status running once the restart's run ended" },
+    );
     const containers = await rt.docker.listContainers({ all: true });
     const gateways = containers.filter((c) => c.Labels[LABELS.instanceId] === row.id);
     expect(gateways.map((c) => [c.Labels[LABELS.role], c.State])).toEqual([["gateway", "running"]]);
@@ -193,8 +198,12 @@ describeDocker("the container engine down and back (a dedicated dockerd)", () =>
   }, 180_000);
 
   it("with live-restore, the gateway answers while the engine is down and is not restarted", async () => {
-    // Decision 0239: the engine started again with live-restore (the watcher still runs).
+    // Decision 0239: the engine started again with live-restore (the watcher still runs and
+    // sees it gone first, so its return re-reads the setting at once).
     await dockerd.stop();
+    await waitFor(async () => (await engineHealth())?.reachable === false, {
+      what: "the engine's loss seen",
+    });
     await dockerd.start(["--live-restore"]);
     await waitFor(async () => (await engineHealth())?.liveRestore === true, {
       what: "live-restore recorded when the engine answered again",

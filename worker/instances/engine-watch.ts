@@ -17,6 +17,12 @@ import { log, rt } from "./engine.ts";
 /** A ping that does not answer within this bound counts as down (a hung daemon). */
 const PING_TIMEOUT_MS = 3_000;
 
+/** How often the live-restore setting is read again while the engine stays up. */
+const LIVE_RESTORE_READ_EVERY_MS = 60_000;
+/** When this process last read it (0: never), and what it was. */
+let liveRestoreReadAt = 0;
+let lastLiveRestore: boolean | undefined;
+
 async function ping(): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -44,7 +50,11 @@ export async function checkEngine(): Promise<"returned" | "lost" | "up" | "down"
     if (previous !== false) log().warn({ err: error }, "container engine does not answer");
     return previous === false ? "down" : "lost";
   }
-  if (previous === true) return "up";
+  if (previous === true) {
+    // An engine restarted between two checks is never seen gone: read the setting now and then.
+    if (Date.now() - liveRestoreReadAt > LIVE_RESTORE_READ_EVERY_MS) await checkLiveRestore();
+    return "up";
+  }
   if (previous === false) log().info("container engine answers again: reconciling at once");
   await sendJob("reconcile", {});
   await checkLiveRestore();
@@ -53,7 +63,8 @@ export async function checkEngine(): Promise<"returned" | "lost" | "up" | "down"
 
 /**
  * Reads and records whether the engine keeps gateways running while it restarts (decision
- * 0239), each time it answers again: an engine may come back with another setting. Without it
+ * 0239), each time it answers again and once a minute: an engine may come back with another
+ * setting. The warning is logged when the setting is first read or changes. Without it
  * an engine restart or upgrade stops every gateway, and all of them boot again at once.
  */
 async function checkLiveRestore(): Promise<void> {
@@ -66,8 +77,11 @@ async function checkLiveRestore(): Promise<void> {
     log().warn({ err: error }, "could not read the engine's live-restore setting");
     return;
   }
+  const changed = liveRestoreReadAt === 0 || liveRestore !== lastLiveRestore;
+  liveRestoreReadAt = Date.now();
+  lastLiveRestore = liveRestore;
   await recordLiveRestore(liveRestore);
-  if (!liveRestore) {
+  if (!liveRestore && changed) {
     log().warn(
       'the Docker engine runs without live-restore: its restart or upgrade stops every gateway, and all of them boot again at once. Set "live-restore": true in /etc/docker/daemon.json (docs/operations.md)',
     );
