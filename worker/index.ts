@@ -17,6 +17,23 @@ import { startWorker, stopWorker } from "./jobs/worker.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 
 // The worker process: `npm run start:worker`. Any number may run against one database.
+
+// Stop signals are taken from the first line: jobs run as soon as the queues are registered,
+// before the rest has started (the sampler probes the storage root), and a SIGTERM then must
+// release them, not kill the process as Node's default does. It stops what has started.
+const stops: Array<() => void> = [];
+onStopSignal((signal) => {
+  logger().info({ signal }, "worker stopping: finishing in-flight jobs");
+  for (const stop of stops) stop();
+  stopWorker()
+    .then(closeDb)
+    .then(() => process.exit(0))
+    .catch((error) => {
+      logger().error({ err: error }, "worker stop failed");
+      process.exit(1);
+    });
+});
+
 env();
 await resolveDatabaseUrl();
 await migrate(db());
@@ -24,11 +41,9 @@ await startWorker();
 collectProcessMetrics();
 registerDatabaseGauges();
 const metricsServer = await startMetricsServer();
-const stopSampler = await startSampler();
-const stopRecorder = startRecorder();
-const stopEngineWatch = startEngineWatch();
-const stopSleepWatch = startSleepWatch();
-const stopPlatformWatch = startPlatformWatch();
+stops.push(() => metricsServer?.close());
+stops.push(await startSampler());
+stops.push(startRecorder(), startEngineWatch(), startSleepWatch(), startPlatformWatch());
 // Existing gateways reach the AI endpoint at once after a restart, not at the next reconcile.
 ensureNetwork().catch((error: unknown) =>
   logger().warn({ err: error }, "gateways' network not ready at start"),
@@ -41,19 +56,3 @@ Promise.resolve()
   .then(() => (poolSize() > 0 ? sendJob("fill-pool", {}) : undefined))
   .catch((error: unknown) => logger().warn({ err: error }, "warm pool fill not queued at start"));
 
-onStopSignal((signal) => {
-  logger().info({ signal }, "worker stopping: finishing in-flight jobs");
-  stopSampler();
-  stopRecorder();
-  stopEngineWatch();
-  stopSleepWatch();
-  stopPlatformWatch();
-  metricsServer?.close();
-  stopWorker()
-    .then(closeDb)
-    .then(() => process.exit(0))
-    .catch((error) => {
-      logger().error({ err: error }, "worker stop failed");
-      process.exit(1);
-    });
-});
