@@ -55,4 +55,3 @@ ensureNetwork().catch((error: unknown) =>
 Promise.resolve()
   .then(() => (poolSize() > 0 ? sendJob("fill-pool", {}) : undefined))
   .catch((error: unknown) => logger().warn({ err: error }, "warm pool fill not queued at start"));
-
