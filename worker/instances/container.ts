@@ -88,13 +88,6 @@ export async function repairBeforeStart(
 }
 
 /**
- * Creates (when missing) and starts the container; returns its inspect data. An instance stays
- * on the image id it runs (`image_id`) even when its tag is rebuilt (gateway/build.sh keeps the
- * tag, the OpenClaw version): start, restart, repair and a healed crash never change the
- * gateway under a tenant; only `update` moves it (`image` names the tag to move to), and a
- * rollback pins the previous id again (`imageId`).
- */
-/**
  * Starts the container; one the engine will not start because it kept the task of its earlier
  * run (after an engine restart, decision 0239) is made again on the same volume and started.
  */
@@ -122,6 +115,13 @@ async function startOrRecreate(
   }
 }
 
+/**
+ * Creates (when missing) and starts the container; returns its inspect data. An instance stays
+ * on the image id it runs (`image_id`) even when its tag is rebuilt (gateway/build.sh keeps the
+ * tag, the OpenClaw version): start, restart, repair and a healed crash never change the
+ * gateway under a tenant; only `update` moves it (`image` names the tag to move to), and a
+ * rollback pins the previous id again (`imageId`).
+ */
 export async function ensureContainer(
   row: InstanceRow,
   options: ContainerOptions = {},
