@@ -4,6 +4,7 @@ import { createAgentRecord } from "../../app/server/agents/agents.server.ts";
 import { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { recordSession, sweepSessions } from "../../worker/instances/recorder.ts";
+import { recordBeforeSleep } from "../../worker/instances/sleep.ts";
 import { mswServer } from "../msw/server.ts";
 import { helloOk } from "./fake-gateway.ts";
 import { agentUser } from "./support.ts";
@@ -120,6 +121,30 @@ it("records the sweep's other sessions when one cannot be read, and tries that o
     delete refusals["agent:main:s2"];
     expect(await sweepSessions(w)).toBe(2);
     expect(await recordedUserMessages()).toContain("turn two");
+  } finally {
+    client.close();
+  }
+});
+
+it("keeps an agent awake for the next pass when its sessions cannot be recorded, not for good", async () => {
+  const broken = { code: "INVALID_REQUEST", message: "session store unreadable" };
+  const refusals: Record<string, number | typeof broken> = { "agent:main:s4": broken };
+  const reads = gateway({ "agent:main:s4": "turn four" }, refusals);
+  const client = await connected();
+  const row = { id: `sleep-record-${agentId}`, user_id: user.id };
+  try {
+    // Each pass sweeps again before it gives up; two passes keep it awake, the third lets it go.
+    expect(await recordBeforeSleep(row, client, false)).toBe(false);
+    expect(reads).toHaveLength(3);
+    expect(await recordBeforeSleep(row, client, false)).toBe(false);
+    expect(await recordBeforeSleep(row, client, false)).toBe(true);
+    // The count starts again: a failure keeps it awake once more, except while memory is tight.
+    expect(await recordBeforeSleep(row, client, false)).toBe(false);
+    expect(await recordBeforeSleep(row, client, true)).toBe(true);
+    // Readable again: recorded, and the sleep goes on at once.
+    delete refusals["agent:main:s4"];
+    expect(await recordBeforeSleep(row, client, false)).toBe(true);
+    expect(await recordedUserMessages()).toContain("turn four");
   } finally {
     client.close();
   }

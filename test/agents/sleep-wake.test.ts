@@ -74,15 +74,21 @@ async function putToSleep(mode: "auto" | "stop" = "auto"): Promise<"frozen" | "s
   process.env.AGENT_SLEEP_MODE = mode;
   idle(0);
   try {
-    // "busy": a worker pass (reconcile, sweep) holds the instance's lock for a moment; the
-    // periodic pass would try again next time, so does the test.
-    // Any other outcome (not picked at all: undefined) ends the wait, to fail on the next line.
+    // "busy": a worker pass (reconcile, sweep) holds the instance's lock for a moment; a
+    // recording that failed under load keeps it awake. The periodic pass would try again next
+    // time, so does the test. Any other outcome (not picked at all: undefined) ends the wait,
+    // to fail on the next line.
     const { outcome } = await waitFor(
       async () => {
         const result = (await sleepIdleInstances())[instance.id];
-        return result === "busy" ? undefined : { outcome: result };
+        const again = result === "busy" || result === "recording failed: stays awake";
+        return again ? undefined : { outcome: result };
       },
-      { timeoutMs: 120_000, intervalMs: 500, what: "the instance's lock, held by a worker pass" },
+      {
+        timeoutMs: 120_000,
+        intervalMs: 500,
+        what: "the instance's lock, or its sessions' recording",
+      },
     );
     expect(outcome).toBe("sleeping");
   } finally {

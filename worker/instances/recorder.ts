@@ -48,7 +48,9 @@ interface Watched {
  * fails is tried again at the next sweep and does not hold up the others; the first failure is
  * thrown once all were tried.
  */
-export async function sweepSessions(w: Pick<Watched, "client" | "row" | "seen">): Promise<number> {
+export async function sweepSessions(
+  w: Pick<Watched, "client" | "seen"> & { row: Pick<InstanceRow, "user_id"> },
+): Promise<number> {
   const list = await w.client.request<{ sessions?: Array<{ key?: string; updatedAt?: unknown }> }>(
     "sessions.list",
     { limit: 100 },

@@ -12,6 +12,7 @@ import {
   unmarkAsleep,
 } from "../../app/server/agents/sleep.server.ts";
 import { telegramPendingUpdate } from "../../app/server/channels/telegram.server.ts";
+import type { GatewayClient } from "../../app/server/openclaw/client.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { FreezeUnavailableError } from "../runtime/index.ts";
@@ -85,12 +86,61 @@ async function telegramPosition(userId: string): Promise<number | null> {
   }
 }
 
+/** Sweeps of its sessions one sleep tries before it gives up for this pass. */
+const RECORD_SWEEPS = 3;
+/** Passes in a row whose recording failed after which the sleep goes on without it. */
+const MAX_UNRECORDED_PASSES = 3;
+/** Passes in a row whose recording failed, by instance (this worker's; a new one starts at 0). */
+const unrecordedPasses = new Map<string, number>();
+
+/**
+ * Its conversations recorded before it goes down: a turn whose recording failed (a read that met
+ * a changing session, an event missed) would otherwise wait for the next wake, and its messages
+ * would lack it all the while (issue 52's soak). Under load a read can run past its bound (CI
+ * met a 15 s `chat.history` timeout), so the sweep is tried again, and when it still fails the
+ * instance stays awake for the next pass (false). It goes down anyway while memory is tight (the
+ * wake records the turn) or after MAX_UNRECORDED_PASSES, so one unreadable session cannot keep
+ * a gateway awake for good.
+ */
+export async function recordBeforeSleep(
+  row: Pick<InstanceRow, "id" | "user_id">,
+  client: GatewayClient,
+  tight: boolean,
+): Promise<boolean> {
+  const seen = new Map<string, unknown>(); // sessions recorded by an earlier sweep are skipped
+  let failure: unknown;
+  for (let sweep = 0; sweep < RECORD_SWEEPS; sweep++) {
+    try {
+      await sweepSessions({ client, row, seen });
+      unrecordedPasses.delete(row.id);
+      return true;
+    } catch (error) {
+      failure = error;
+    }
+  }
+  const passes = (unrecordedPasses.get(row.id) ?? 0) + 1;
+  const goesOn = tight || passes >= MAX_UNRECORDED_PASSES;
+  if (goesOn) unrecordedPasses.delete(row.id);
+  else unrecordedPasses.set(row.id, passes);
+  log().warn(
+    { err: failure, instanceId: row.id, passes, tight },
+    goesOn
+      ? "sleep: recording its sessions failed; sleeping anyway (the wake records them)"
+      : "sleep: recording its sessions failed; stays awake until the next pass",
+  );
+  return goesOn;
+}
+
 /**
  * Puts one idle instance to sleep (the caller holds its lock) unless a chat came after
- * `idleSince`. Scheduled work keeps it awake: a gateway with a heartbeat on runs agent turns by
+ * `idleSince`; `tight`: the host's memory is (a failed recording does not keep it awake then). Scheduled work keeps it awake: a gateway with a heartbeat on runs agent turns by
  * itself, which a stopped gateway cannot.
  */
-export async function sleepInstance(row: InstanceRow, idleSince = new Date()): Promise<string> {
+export async function sleepInstance(
+  row: InstanceRow,
+  idleSince = new Date(),
+  tight = false,
+): Promise<string> {
   const info = await rt().inspect(row.container_name);
   const address = gatewayAddress(info);
   if (!info?.running || !address) return "not running";
@@ -106,12 +156,7 @@ export async function sleepInstance(row: InstanceRow, idleSince = new Date()): P
       maxBytes: 200_000,
     });
     logLines = (tail.lines ?? []).slice(-KEPT_LOG_LINES);
-    // Its conversations recorded before it goes down: a turn whose recording failed (a read
-    // that met a changing session, an event missed) would otherwise wait for the next wake, and
-    // its messages would lack it all the while (issue 52's soak). Best effort.
-    await sweepSessions({ client, row, seen: new Map() }).catch((error: unknown) =>
-      log().warn({ err: error, instanceId: row.id }, "sleep: recording its sessions failed"),
-    );
+    if (!(await recordBeforeSleep(row, client, tight))) return "recording failed: stays awake";
   } finally {
     client.close();
   }
@@ -192,7 +237,7 @@ export async function sleepIdleInstances(now = Date.now()): Promise<Record<strin
         );
         if (!fresh || !still || !isIdle(still, now, tight)) return "active again";
         const idle = idlePeriod(still.plan, tight) ?? 0;
-        return sleepInstance(fresh, new Date(now - idle * 1000));
+        return sleepInstance(fresh, new Date(now - idle * 1000), tight);
       });
       // Each sleep gives memory back: once it is not tight, only the plans' periods apply.
       if (tight && outcome === "sleeping") tight = await memoryIsTight();
