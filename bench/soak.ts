@@ -59,15 +59,26 @@ try {
     users.push(await makeUser(rec, p.url, p.sql, i, role, credit));
   }
   const churner = await makeUser(rec, p.url, p.sql, AGENTS, "churn", CREDIT.normal);
-  // Two boots at a time: the machine is shared.
-  for (let i = 0; i < users.length; i += 2) {
-    await Promise.all(
-      users.slice(i, i + 2).map(async (u) => {
-        if (!(await provision(rec, p.url, u))) throw new Error(`provisioning ${u.id} failed`);
-        if (!(await waitRunning(rec, p.url, u, BOOT_TIMEOUT_MS)))
-          throw new Error(`${u.id} never ran`);
-      }),
-    );
+  // The set-up (ten minutes and more here) is longer than the idle period: without this, every
+  // agent slept before the traffic began, and its first chats woke twenty gateways at once
+  // (decision 0238). The traffic starts with all of them awake; the idle roles sleep during it.
+  const keepAwake = setInterval(() => {
+    void p.sql`update instances set last_activity_at = now()
+      where user_id = any(${users.map((u) => u.id)}::text[])`.catch(() => {});
+  }, 10_000);
+  try {
+    // Two boots at a time: the machine is shared.
+    for (let i = 0; i < users.length; i += 2) {
+      await Promise.all(
+        users.slice(i, i + 2).map(async (u) => {
+          if (!(await provision(rec, p.url, u))) throw new Error(`provisioning ${u.id} failed`);
+          if (!(await waitRunning(rec, p.url, u, BOOT_TIMEOUT_MS)))
+            throw new Error(`${u.id} never ran`);
+        }),
+      );
+    }
+  } finally {
+    clearInterval(keepAwake);
   }
   log(`${stamp(rec)} ${users.length} agents running; traffic for ${SECONDS} s`);
   rec.samples.length = 0; // set-up is not traffic
