@@ -108,7 +108,7 @@ EXTRA_TAGS=()
 # channel plugin in the lockfile) is told apart by this hash, and rebuilt.
 SOURCES_HASH="$(cat "$PKG_DIR/package.json" "$PKG_DIR/package-lock.json" "$SCRIPT_DIR/entrypoint.sh" \
   "$SCRIPT_DIR/openclaw.default.json" "$SCRIPT_DIR/warm-compile-cache.sh" "$SCRIPT_DIR/link-plugins.mjs" \
-  "$SCRIPT_DIR/plugin-root.sh" "$SCRIPT_DIR/settle-memory.cjs" "${BASH_SOURCE[0]}" \
+  "$SCRIPT_DIR/plugin-root.sh" "$SCRIPT_DIR/settle-memory.cjs" "$SCRIPT_DIR/patch-openclaw.mjs" "${BASH_SOURCE[0]}" \
   "$REPO_DIR/deploy/lib/rootfs.sh" | sha256sum | cut -c1-16)"
 
 skip_if_built() {
@@ -313,6 +313,9 @@ install -m 0644 "$SCRIPT_DIR/openclaw.default.json" "$TOP_CTX/openclaw.default.j
 install -m 0755 "$SCRIPT_DIR/warm-compile-cache.sh" "$TOP_CTX/warm-compile-cache.sh"
 install -m 0755 "$SCRIPT_DIR/plugin-root.sh" "$TOP_CTX/plugin-root.sh"
 install -m 0644 "$SCRIPT_DIR/settle-memory.cjs" "$TOP_CTX/settle-memory.cjs"
+# OpenClaw's files with the platform's fixes (patch-openclaw.mjs), over the base's copies.
+node "$SCRIPT_DIR/patch-openclaw.mjs" "$APP_DIR/node_modules" "$TOP_CTX/openclaw-dist" >/dev/null ||
+  die "patching openclaw@$OPENCLAW_VERSION failed (gateway/patch-openclaw.mjs)"
 cat >"$TOP_CTX/Dockerfile" <<EOF
 FROM $BASE_TAG
 COPY --chown=1000:1000 home-node/ /home/node/
@@ -321,6 +324,7 @@ COPY openclaw.default.json /etc/agent-gateway/openclaw.default.json
 COPY warm-compile-cache.sh /usr/local/lib/agent-gateway/warm-compile-cache.sh
 COPY plugin-root.sh /usr/local/lib/agent-gateway/plugin-root.sh
 COPY settle-memory.cjs /usr/local/lib/agent-gateway/settle-memory.cjs
+COPY openclaw-dist/ /opt/openclaw/node_modules/openclaw/dist/
 ENV HOME=/home/node \\
     OPENCLAW_STATE_DIR=/home/node/.openclaw \\
     OPENCLAW_CONFIG_PATH=/home/node/.openclaw/openclaw.json \\

@@ -61,6 +61,12 @@ export function resolveOpenclaw(version: string): string | undefined {
 /** The install folder (package.json, node_modules) of an OpenClaw package folder. */
 const appOf = (openclawDir: string) => path.resolve(openclawDir, "../..");
 
+/** Whether the folder is under RUNTIME_OPENCLAW_DIR: the operator's, never changed by us. */
+function operators(openclawDir: string): boolean {
+  const configured = env().RUNTIME_OPENCLAW_DIR;
+  return !!configured && openclawDir.startsWith(path.resolve(configured));
+}
+
 /**
  * Whether an OpenClaw install carries what gateway/ pins now (the same exact dependencies, the
  * channel plugins prepared): an install made from an older gateway/package.json, e.g. one
@@ -69,8 +75,7 @@ const appOf = (openclawDir: string) => path.resolve(openclawDir, "../..");
  * theirs to keep current.
  */
 function upToDate(openclawDir: string): boolean {
-  const configured = env().RUNTIME_OPENCLAW_DIR;
-  if (configured && openclawDir.startsWith(path.resolve(configured))) return true;
+  if (operators(openclawDir)) return true;
   try {
     const deps = (dir: string) =>
       JSON.stringify(
@@ -132,6 +137,20 @@ const linkPlugins = (dir: string) =>
   run(process.execPath, repo, [path.join(repo, "gateway/link-plugins.mjs"), dir]);
 
 /**
+ * Applies gateway/patch-openclaw.mjs's fixes to an install in place, as the image carries them
+ * (decision 0242); idempotent, so an install made before a fix gets it at the next start.
+ */
+const patchOpenclaw = (dir: string) => {
+  const modules = path.join(dir, "node_modules");
+  const dist = path.join(modules, "openclaw", "dist");
+  return run(process.execPath, repo, [
+    path.join(repo, "gateway/patch-openclaw.mjs"),
+    modules,
+    dist,
+  ]);
+};
+
+/**
  * Installs the pinned OpenClaw and its channel plugins from gateway/package-lock.json (~60 s,
  * npm registry); an install from an older lockfile is replaced. The install is made in a folder
  * of its own beside `dir` and renamed into place when complete, so an interrupted install (or
@@ -142,7 +161,10 @@ export async function installOpenclaw(
   dir = installRoot(PINNED_OPENCLAW),
 ): Promise<string> {
   const found = resolveOpenclaw(PINNED_OPENCLAW);
-  if (found && upToDate(found)) return found;
+  if (found && upToDate(found)) {
+    if (!operators(found)) await patchOpenclaw(appOf(found));
+    return found;
+  }
   const partial = `${dir}.partial-${process.pid}-${Date.now()}`;
   await mkdir(partial, { recursive: true });
   try {
@@ -159,6 +181,7 @@ export async function installOpenclaw(
       "--loglevel=error",
     ]);
     await linkPlugins(partial);
+    await patchOpenclaw(partial);
     if (!existsSync(path.join(partial, "node_modules/openclaw/openclaw.mjs"))) {
       throw new Error("OpenClaw install finished but openclaw.mjs is missing");
     }
