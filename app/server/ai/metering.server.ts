@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { db } from "../platform/db.server.ts";
+import { isDatabaseUnavailable } from "../platform/db-unavailable.server.ts";
 import { logger } from "../platform/logger.server.ts";
 import { recordAiCall } from "./ai-metrics.server.ts";
 import type { Reservation } from "./budgets.server.ts";
@@ -60,11 +61,17 @@ interface Queued {
   record: UsageRecord;
   reservation: Reservation | undefined;
   resolve: (id: string | undefined) => void;
+  /** A write of it failed with the database unreachable: it may have committed all the same. */
+  retried?: boolean;
 }
 
 let queue: Queued[] = [];
 let flushing: Promise<void> | undefined;
 let timer: NodeJS.Timeout | undefined;
+/** Flushes in a row that failed with the database unreachable, and when the next may run. */
+let unreachable = { failures: 0, until: 0 };
+/** The wait before writing again after the n-th failure in a row: 250 ms doubling to 5 s. */
+const retryDelay = (failures: number) => Math.min(250 * 2 ** (failures - 1), 5_000);
 
 /** Waits until every usage write started so far has finished, and gives idle leases back. */
 export async function flushMetering(): Promise<void> {
@@ -97,10 +104,36 @@ export const MAX_FLUSH_CALLS = 1000;
 
 function flushNow(): Promise<void> {
   if (flushing) return flushing;
+  const wait = unreachable.until - Date.now();
+  if (wait > 0) {
+    // After a failed write: the next waits its turn (flushMetering waits with it).
+    flushing = new Promise<void>((r) => setTimeout(r, wait)).then(() => {
+      flushing = undefined;
+      return flushNow();
+    });
+    return flushing;
+  }
   const batch = queue.length <= MAX_FLUSH_CALLS ? queue : queue.slice(0, MAX_FLUSH_CALLS);
   queue = queue.length <= MAX_FLUSH_CALLS ? [] : queue.slice(MAX_FLUSH_CALLS);
   flushing = writeBatch(batch)
+    .then(() => {
+      unreachable = { failures: 0, until: 0 };
+    })
     .catch((error: unknown) => {
+      if (isDatabaseUnavailable(error)) {
+        // Calls that were answered are owed: kept, in order, and written once the database
+        // answers again (the soak's database restart, issue 52). Only a process that dies
+        // meanwhile loses them.
+        const failures = unreachable.failures + 1;
+        unreachable = { failures, until: Date.now() + retryDelay(failures) };
+        for (const q of batch) q.retried = true;
+        queue = [...batch, ...queue];
+        logger().warn(
+          { err: error, calls: batch.length, retryInMs: retryDelay(failures) },
+          "AI usage not recorded yet: the database is unreachable; trying again",
+        );
+        return;
+      }
       logger().error({ err: error, calls: batch.length }, "AI usage could not be recorded");
       for (const q of batch) q.resolve(undefined);
     })
@@ -111,7 +144,41 @@ function flushNow(): Promise<void> {
   return flushing;
 }
 
-async function writeBatch(batch: Queued[]): Promise<void> {
+/** After its transaction committed: the leases' holds in memory follow, the callers learn. */
+function settleInMemory(batch: Queued[], releases: ReturnType<typeof releasable>): void {
+  // The same order as the write, so each call's share of the hold matches what was written.
+  for (const { record, reservation } of batch) {
+    if (!reservation || !record.userId) continue;
+    const lease = reservation.lease;
+    settled(lease, Math.max(0, Math.min(record.costMicroUsd, lease.dbHeld)));
+  }
+  for (const lease of releases) markReleased(lease);
+  for (const q of batch) q.resolve(q.id);
+}
+
+/**
+ * Calls of a failed write that committed all the same (the connection died after the commit,
+ * before its answer): their rows are there. Their whole transaction was, so they are settled
+ * in memory and not written again; the others are returned.
+ */
+async function notYetWritten(batch: Queued[]): Promise<Queued[]> {
+  const retried = batch.filter((q) => q.retried).map((q) => q.id);
+  if (retried.length === 0) return batch;
+  const written = new Set(
+    (await db()<{ id: string }[]>`select id from ai_usage where id = any(${retried}::text[])`).map(
+      (r) => r.id,
+    ),
+  );
+  if (written.size === 0) return batch;
+  settleInMemory(
+    batch.filter((q) => written.has(q.id)),
+    [],
+  );
+  return batch.filter((q) => !written.has(q.id));
+}
+
+async function writeBatch(queued: Queued[]): Promise<void> {
+  const batch = await notYetWritten(queued);
   const releases = releasable();
   if (batch.length === 0 && releases.length === 0) return;
   await db().begin(async (tx) => {
@@ -323,14 +390,7 @@ async function writeBatch(batch: Queued[]): Promise<void> {
     }
     await Promise.all(second);
   });
-  // The same order as above, so each call's share of the hold matches what was written.
-  for (const { record, reservation } of batch) {
-    if (!reservation || !record.userId) continue;
-    const lease = reservation.lease;
-    settled(lease, Math.max(0, Math.min(record.costMicroUsd, lease.dbHeld)));
-  }
-  for (const lease of releases) markReleased(lease);
-  for (const q of batch) q.resolve(q.id);
+  settleInMemory(batch, releases);
 }
 
 /** Records a call (and settles its reservation) in the background. */
