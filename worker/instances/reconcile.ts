@@ -1,4 +1,5 @@
 import { setTimeout as delay } from "node:timers/promises";
+import { userBootPending } from "../../app/server/agents/boot-queue.server.ts";
 import {
   getInstance,
   type InstancePatch,
@@ -99,6 +100,8 @@ function downPatch(row: InstanceRow, info: ContainerInfo | undefined): InstanceP
 async function heal(row: InstanceRow, info: ContainerInfo | undefined): Promise<string> {
   // Queued already (waiting for a slot, or booting): its down state was recorded then.
   if (await restartJobLive(row.id)) return RESTART_UNDER_WAY;
+  // A user's start, restart or repair (or a provision) waits for its slot: it boots it (0241).
+  if (await userBootPending(row.id)) return "a user's boot under way";
   // Stopped by the engine's shutdown: no crash of the gateway's (no error, backoff or count),
   // and `starting` while it comes back, not `error`.
   if (await stoppedWithEngine(info)) {
