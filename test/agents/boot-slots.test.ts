@@ -9,6 +9,7 @@ import { requestWake } from "../../app/server/agents/wake.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { type JobPayload, sendJob } from "../../app/server/platform/jobs.server.ts";
+import { withFillSlot } from "../../worker/instances/fill-slot.ts";
 import { setHostMemorySource } from "../../worker/instances/memory-pressure.ts";
 import { observe } from "../../worker/instances/observe.ts";
 import { reconcileAll } from "../../worker/instances/reconcile.ts";
@@ -201,4 +202,23 @@ it("a restart lets a wake at the head of its line go first, even with the slot f
   await waitFor(async () => engine.started.length === 1, { what: "the restart's boot" });
   engine.healthy(a.container_name);
   expect(await restart).toMatchObject({ restarted: true });
+});
+
+it("a pool fill's boot lets a reconcile restart waiting on its node go first", async () => {
+  const { engine } = stand;
+  const a = await runningInstance(engine);
+  await engineRestart(engine);
+  await reconcileAll();
+  // The fill comes first, with the slot free: a restart queued on the node still goes before it.
+  let filled = false;
+  const fill = withFillSlot("host", async () => {
+    filled = true;
+  });
+  const restart = restartJob(a);
+  await waitFor(async () => engine.started.length === 1, { what: "the restart's boot" });
+  expect(filled).toBe(false);
+  engine.healthy(a.container_name);
+  expect(await restart).toMatchObject({ restarted: true });
+  await fill;
+  expect(filled).toBe(true);
 });

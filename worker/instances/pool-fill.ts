@@ -19,6 +19,7 @@ import {
   rt,
   STATE_DIR,
 } from "./engine.ts";
+import { withFillSlot } from "./fill-slot.ts";
 import {
   gatewayConfig,
   PLATFORM_CONFIG_VERSION,
@@ -174,7 +175,7 @@ async function insertPooled(node: string | null) {
   return { ...pooled, node };
 }
 
-/** Volume, generic config and container of a pooled gateway, started; returns its inspect. */
+/** Volume, generic config and container of a pooled gateway, started and healthy; its inspect. */
 async function createPooledContainer(
   pooled: Awaited<ReturnType<typeof insertPooled>>,
   gatewayIp: string | undefined,
@@ -209,11 +210,15 @@ async function createPooledContainer(
     labels,
     restartPolicy: "on-failure",
   });
-  await rt().start(containerId);
-  const info = await rt().inspect(containerId);
-  if (!info) throw new Error("pooled container vanished");
-  await db()`update gateway_pool set image_id = ${info.imageId} where id = ${pooled.id}`;
-  return info;
+  // Its boot, from the start until /healthz answers, in one of the node's slots (0241).
+  return withFillSlot(pooled.node ?? "host", async () => {
+    await rt().start(containerId);
+    const info = await rt().inspect(containerId);
+    if (!info) throw new Error("pooled container vanished");
+    await db()`update gateway_pool set image_id = ${info.imageId} where id = ${pooled.id}`;
+    await waitHealthy(info);
+    return info;
+  });
 }
 
 /** Starts one pooled gateway, pairs and warms it up, and marks it ready (discarded on failure). */
@@ -222,7 +227,6 @@ async function startPooledGateway(cycles: number, node: string | null): Promise<
   try {
     const { gatewayIp } = await ensureNetwork();
     const info = await createPooledContainer(pooled, gatewayIp);
-    await waitHealthy(info);
     const address = gatewayAddress(info) as string;
     const { client, hello } = await connectWithPairing({
       container: info.id,
