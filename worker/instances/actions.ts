@@ -73,7 +73,8 @@ async function ifStillWanted<T>(
 
 /**
  * The desired state recorded first, under the instance's lock (so reconcile heals towards it if
- * the action is cut short); the boot then waits for a slot without the lock (decision 0241).
+ * the action is cut short), once the boot has its place in line (so reconcile leaves the
+ * gateway to it); the boot then waits for a slot without the lock (decision 0241).
  */
 function wantRunningLocked(row: InstanceRow): Promise<InstanceRow> {
   return withInstanceLock(row.id, () => wantRunning(row));
@@ -81,10 +82,12 @@ function wantRunningLocked(row: InstanceRow): Promise<InstanceRow> {
 
 async function start(row: InstanceRow, signal?: AbortSignal): Promise<ActionResult> {
   const run = await startRun(row.id, "start");
-  const wanted = await wantRunningLocked(row);
   // Up already (or booting by another's hand): nothing to boot, only its health to await.
-  const up = await rt().inspect(wanted.container_name);
-  if (up?.running) return answering(row, up);
+  const up = await rt().inspect(row.container_name);
+  if (up?.running) {
+    await wantRunningLocked(row);
+    return answering(row, up);
+  }
   return withUserBootSlot(
     row.id,
     async () => {
@@ -95,7 +98,7 @@ async function start(row: InstanceRow, signal?: AbortSignal): Promise<ActionResu
       });
       return info === BUSY ? BUSY : answering(row, info);
     },
-    signal,
+    { signal, before: () => wantRunningLocked(row) },
   );
 }
 
@@ -136,7 +139,6 @@ async function restartContainer(row: InstanceRow, run: RunProgress): Promise<Con
 }
 
 async function restart(row: InstanceRow, signal?: AbortSignal): Promise<ActionResult> {
-  await wantRunningLocked(row);
   const run = await startRun(row.id, "restart");
   return withUserBootSlot(
     row.id,
@@ -144,14 +146,13 @@ async function restart(row: InstanceRow, signal?: AbortSignal): Promise<ActionRe
       const info = await ifStillWanted(row.id, (now) => restartContainer(now, run));
       return info === BUSY ? BUSY : answering(row, info);
     },
-    signal,
+    { signal, before: () => wantRunningLocked(row) },
   );
 }
 
 /** Recreates the container from the same volume, then re-applies the platform's config. */
 async function repair(row: InstanceRow, signal?: AbortSignal): Promise<ActionResult> {
   const run = await startRun(row.id, "repair");
-  await wantRunningLocked(row);
   const info = await withUserBootSlot(
     row.id,
     async () => {
@@ -165,7 +166,7 @@ async function repair(row: InstanceRow, signal?: AbortSignal): Promise<ActionRes
       await run.step("gateway-healthy");
       return created;
     },
-    signal,
+    { signal, before: () => wantRunningLocked(row) },
   );
   // Out of the slot: the boot is over; the config is the instance's, under its lock.
   await withInstanceLock(row.id, async () => {

@@ -77,7 +77,7 @@ async function provisionCold(
         await waitHealthy(started);
         return started;
       },
-      signal,
+      { signal },
     );
     await run.step("gateway-healthy");
     const healthyMs = Date.now() - t0;

@@ -16,20 +16,30 @@ import { type BUSY, withNodeSlot } from "./node-slots.ts";
 /** How often a waiting boot looks at the line, as a wake does: a user waits for it. */
 const POLL_MS = 100;
 
+export interface UserBootOptions {
+  /** The job's signal: it ends a wait whose job was given up. */
+  signal?: AbortSignal;
+  /**
+   * Runs once the boot has its place, before it waits (an action records its desired state):
+   * from then on reconcile sees the boot pending and leaves the gateway to it.
+   */
+  before?: () => Promise<unknown>;
+}
+
 /**
  * Runs `boot` (from the container's start until /healthz answers or its bound passes) in one of
  * the instance's node's slots once no user boot asked for earlier there still waits. `boot`
  * answers BUSY when it found the instance's lock held: the slot goes back, the place is kept.
- * `signal` (the job's) ends a wait whose job was given up.
  */
 export async function withUserBootSlot<T>(
   instanceId: string,
   boot: () => Promise<T | typeof BUSY>,
-  signal?: AbortSignal,
+  options: UserBootOptions = {},
 ): Promise<T> {
   const node = await gatewayNodeOf(instanceId);
   await joinBootLine(instanceId, node);
   try {
+    await options.before?.();
     const booted = await withNodeSlot(
       node,
       {
@@ -39,7 +49,7 @@ export async function withUserBootSlot<T>(
         backInLine: () => markBootBackInLine(instanceId),
       },
       boot,
-      signal,
+      options.signal,
     );
     // bootPlace always answers a place: a user's boot is never "nothing to do".
     if (!booted.ran) throw new Error("a user's boot left its line without booting");
