@@ -8,11 +8,12 @@ import {
 import { requestWake } from "../../app/server/agents/wake.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { type JobPayload, sendJob } from "../../app/server/platform/jobs.server.ts";
+import { hasLiveJob, type JobPayload, sendJob } from "../../app/server/platform/jobs.server.ts";
 import { withFillSlot } from "../../worker/instances/fill-slot.ts";
 import { setHostMemorySource } from "../../worker/instances/memory-pressure.ts";
 import { observe } from "../../worker/instances/observe.ts";
 import { reconcileAll } from "../../worker/instances/reconcile.ts";
+import { sampleAll } from "../../worker/instances/sampler.ts";
 import { withWakeSlot } from "../../worker/instances/wake-slots.ts";
 import { instanceAction } from "../../worker/jobs/instance-action.ts";
 import { provisionInstance } from "../../worker/jobs/provision-instance.ts";
@@ -47,6 +48,8 @@ async function action(row: InstanceRow, act: JobPayload<"instance-action">["acti
   await sendJob("instance-action", payload);
   return instanceAction(payload);
 }
+
+const state = async (row: InstanceRow) => (await getInstance(row.id))?.observed_state;
 
 /** The restarts reconcile queued, as the worker runs them. */
 const restartJob = (row: InstanceRow) => restartInstanceJob({ instanceId: row.id });
@@ -221,4 +224,31 @@ it("a pool fill's boot lets a reconcile restart waiting on its node go first", a
   expect(await restart).toMatchObject({ restarted: true });
   await fill;
   expect(filled).toBe(true);
+});
+
+it("a gateway that exits is seen by the sampler's pass and restarted through the line, its policy brought to no", async () => {
+  const { engine } = stand;
+  const a = await runningInstance(engine);
+  // Made before decision 0241: the engine would restart it itself.
+  expect(engine.find(a.container_name)?.restartPolicy).toBe("on-failure");
+  engine.crash(a.container_name, 1);
+
+  // The sampler's pass (every 10 s), not reconcile's minute: the exit is recorded and backed
+  // off, and the restart queued in the line; the engine restarts nothing itself any more.
+  await sampleAll();
+  const down = (await getInstance(a.id)) as InstanceRow;
+  expect(down).toMatchObject({
+    observed_state: "starting",
+    crash_restarts: 1,
+    last_error: "gateway exited with code 1",
+  });
+  expect(await hasLiveJob("restart-instance", { instanceId: a.id })).toBe(true);
+  expect(engine.find(a.container_name)?.restartPolicy).toBe("no");
+  expect(engine.started).toEqual([]);
+
+  const restart = restartJob(a);
+  await waitFor(async () => engine.started.length === 1, { what: "the restart's boot" });
+  engine.healthy(a.container_name);
+  expect(await restart).toMatchObject({ restarted: true });
+  expect(await state(a)).toBe("running");
 });

@@ -32,6 +32,10 @@ export interface StandInContainer {
   healthy: boolean;
   /** A start the engine refuses (a job that dies mid-boot). */
   refuseStart?: boolean;
+  /** How it last ended (0: a clean stop). */
+  exitCode: number;
+  /** Its restart policy, as the engine holds it (gateways made before 0241: on-failure). */
+  restartPolicy: string;
 }
 
 /** The stand-in engine: containers by name and id, and the order in which they were started. */
@@ -58,6 +62,8 @@ export class StandInEngine {
       server,
       endpoint: `127.0.0.1:${port}`,
       healthy: true,
+      exitCode: 0,
+      restartPolicy: "on-failure",
     };
     this.containers.set(name, c);
     return c;
@@ -74,6 +80,15 @@ export class StandInEngine {
       c.healthy = false;
       c.finishedAt = new Date().toISOString();
     }
+  }
+
+  /** The gateway exits by itself with `code`; with policy `no` the engine leaves it down. */
+  crash(name: string, code: number) {
+    const c = this.find(name) as StandInContainer;
+    c.running = false;
+    c.healthy = false;
+    c.exitCode = code;
+    c.finishedAt = new Date().toISOString();
   }
 
   /** The booted gateway answers /healthz: its boot is over. */
@@ -93,7 +108,7 @@ export class StandInEngine {
       running: c.running,
       health: undefined,
       oomKilled: false,
-      exitCode: 0,
+      exitCode: c.exitCode,
       restartCount: 0,
       startedAt: c.startedAt,
       finishedAt: c.finishedAt,
@@ -104,7 +119,7 @@ export class StandInEngine {
       hostname: c.name,
       limits: { memoryBytes: 0, cpuShares: 0, nanoCpus: 0, pidsLimit: 0 },
       security: { init: true, capDrop: ["ALL"], securityOpt: [], readOnly: false },
-      restartPolicy: "on-failure",
+      restartPolicy: c.restartPolicy,
       env: [],
       mounts: [],
     };
@@ -135,6 +150,17 @@ export class StandInEngine {
         c.finishedAt = new Date().toISOString();
         this.booting.delete(c.name);
       },
+      setRestartPolicy: async (id: string, policy: string) => {
+        (this.find(id) as StandInContainer).restartPolicy = policy;
+      },
+      stats: async () => ({
+        cpuPercent: 0,
+        memoryBytes: 0,
+        memoryLimitBytes: 0,
+        pids: 1,
+        rxBytes: 0,
+        txBytes: 0,
+      }),
       imageId: async () => IMAGE_ID,
       ensureNetwork: async () => ({ gatewayIp: undefined }),
       ensureVolume: async () => {},

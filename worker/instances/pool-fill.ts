@@ -10,6 +10,7 @@ import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { NoCapacityError } from "../runtime/index.ts";
+import { gatewayRestartPolicy } from "./container.ts";
 import {
   deploymentLabels,
   ensureGatewayNetwork,
@@ -208,7 +209,8 @@ async function createPooledContainer(
     limits: POOL_LIMITS,
     env: { OPENCLAW_GATEWAY_TOKEN: pooled.token },
     labels,
-    restartPolicy: "on-failure",
+    // As a tenant's (0241): a crashed pooled gateway is discarded at its adoption or re-warm.
+    restartPolicy: gatewayRestartPolicy(),
   });
   // Its boot, from the start until /healthz answers, in one of the node's slots (0241).
   return withFillSlot(pooled.node ?? "host", async () => {
