@@ -10,6 +10,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { hasLiveJob, type JobPayload, sendJob } from "../../app/server/platform/jobs.server.ts";
 import { withFillSlot } from "../../worker/instances/fill-slot.ts";
+import { withInstanceLock } from "../../worker/instances/lock.ts";
 import { setHostMemorySource } from "../../worker/instances/memory-pressure.ts";
 import { observe } from "../../worker/instances/observe.ts";
 import { reconcileAll } from "../../worker/instances/reconcile.ts";
@@ -251,4 +252,35 @@ it("a gateway that exits is seen by the sampler's pass and restarted through the
   engine.healthy(a.container_name);
   expect(await restart).toMatchObject({ restarted: true });
   expect(await state(a)).toBe("running");
+});
+
+it("a restart whose instance's lock is held gives its slot back and steps aside: the next boots meanwhile", async () => {
+  const { engine } = stand;
+  const a = await runningInstance(engine);
+  const b = await runningInstance(engine);
+  await engineRestart(engine);
+  await reconcileAll();
+  // Another operation holds A's lock (a provision waiting for a slot, a backup's copy).
+  let release = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let locked = false;
+  const holder = withInstanceLock(a.id, async () => {
+    locked = true;
+    await held;
+  });
+  await waitFor(async () => locked, { what: "A's lock held" });
+
+  // A is first in line, but a slot holder never waits for a lock: B boots meanwhile.
+  const restarts = [restartJob(a), restartJob(b)];
+  await waitFor(async () => engine.started.length === 1, { what: "a boot" });
+  expect(engine.started).toEqual([b.container_name]);
+  release();
+  await holder;
+  engine.healthy(b.container_name);
+  await waitFor(async () => engine.started.length === 2, { what: "A's boot" });
+  engine.healthy(a.container_name);
+  expect(await Promise.all(restarts)).toMatchObject([{ restarted: true }, { restarted: true }]);
+  expect(engine.peak).toBe(1);
 });

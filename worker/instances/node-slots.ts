@@ -63,7 +63,10 @@ export async function tryTakeNodeSlot(node: string): Promise<(() => Promise<void
   return undefined;
 }
 
-/** A boot that found its instance's lock held: it gives its slot back and keeps its place. */
+/**
+ * A boot that found its instance's lock held: it gives its slot back and steps aside (marked
+ * started, it holds nobody back) until it finds the lock free with a slot.
+ */
 export const BUSY = Symbol("the instance's lock is held");
 
 /** A boot's line: where it stands, and how it marks leaving and rejoining it. */
@@ -77,8 +80,6 @@ export interface SlotLine {
   pollMs(ahead: number): number;
   /** It took a slot (it has left the line). */
   started?(): Promise<void>;
-  /** It gave its slot back for a busy lock: it waits in its old place again. */
-  backInLine?(): Promise<void>;
   /** Its boot threw (the slot is given back; its job's retry, if any, waits again). */
   failed?(): Promise<void>;
 }
@@ -89,8 +90,9 @@ export type SlotOutcome<T> = { ran: true; value: T } | { ran: false };
  * Runs `boot` once the line says it is its turn and one of the node's slots is free, holding the
  * slot while it runs. Lock order: a slot holder never waits for an instance's lock (a provision
  * holds its lock while it waits for a slot), so `boot` takes it with a try and answers BUSY when
- * it is held: the slot goes back and the boot keeps its place. `signal` (the job's) ends a wait
- * whose job was given up.
+ * it is held: the slot goes back, and the boot steps aside for the boots behind it (an operation
+ * on its instance, a backup say, never holds up its node's line) and tries again. `signal` (the
+ * job's) ends a wait whose job was given up.
  */
 export async function withNodeSlot<T>(
   node: string,
@@ -115,7 +117,6 @@ export async function withNodeSlot<T>(
         await release();
       }
       if (value !== BUSY) return { ran: true, value };
-      await line.backInLine?.();
     }
     await delay(line.pollMs(ahead));
   }

@@ -75,7 +75,6 @@ export async function withBootSlot<T>(
       },
       pollMs: (ahead) => (ahead <= 1 ? POLL_MS : BEHIND_POLL_MS),
       started: () => markRestartStarted(instanceId),
-      backInLine: () => markRestartBackInLine(instanceId),
     },
     boot,
     signal,
@@ -88,13 +87,13 @@ export type RestartOutcome =
   | { restarted: false; reason: string };
 
 /**
- * The boot itself, in the slot: the container started under the instance's lock, taken with a
- * try (node-slots.ts's lock order; held: BUSY, and the slot goes back), only if the
- * instance still wants it), then its /healthz awaited without the lock, so a user's stop is never
- * kept waiting (the wait then ends at once). A container found running (an earlier attempt of
- * this job started it, or a user's start) is awaited the same way: it boots on the same CPU. A
- * gateway not healthy within its bound frees the slot; reconcile's observation and crash backoff
- * take it from there.
+ * The boot itself, in the slot: the container started under the instance's lock (taken with a
+ * try, node-slots.ts's lock order: held, BUSY, the slot goes back and the restart steps aside),
+ * only if the instance still wants it; then its /healthz awaited without the lock, so a user's
+ * stop is never kept waiting (the wait then ends at once). A container found running (an
+ * earlier attempt of this job started it, or a user's start) is awaited the same way: it boots
+ * on the same CPU. A gateway not healthy within its bound frees the slot; reconcile's observation
+ * and crash backoff take it from there.
  */
 async function boot(instanceId: string): Promise<RestartOutcome | typeof BUSY> {
   const started = await tryInstanceLock(instanceId, async () => {

@@ -2,7 +2,6 @@ import {
   bootPlace,
   joinBootLine,
   leaveBootLine,
-  markBootBackInLine,
   markBootStarted,
 } from "../../app/server/agents/boot-queue.server.ts";
 import { gatewayNodeOf } from "./gateway-node.ts";
@@ -29,7 +28,8 @@ export interface UserBootOptions {
 /**
  * Runs `boot` (from the container's start until /healthz answers or its bound passes) in one of
  * the instance's node's slots once no user boot asked for earlier there still waits. `boot`
- * answers BUSY when it found the instance's lock held: the slot goes back, the place is kept.
+ * answers BUSY when it found the instance's lock held: the slot goes back and the boot steps
+ * aside until the lock is free.
  */
 export async function withUserBootSlot<T>(
   instanceId: string,
@@ -46,7 +46,6 @@ export async function withUserBootSlot<T>(
         place: () => bootPlace(instanceId),
         pollMs: () => POLL_MS,
         started: () => markBootStarted(instanceId),
-        backInLine: () => markBootBackInLine(instanceId),
       },
       boot,
       options.signal,

@@ -34,11 +34,6 @@ export async function markBootStarted(instanceId: string): Promise<void> {
   await db()`update instance_boots set started_at = now() where instance_id = ${instanceId}`;
 }
 
-/** The boot gave its slot back (a busy lock, a failure): it waits in its old place. */
-export async function markBootBackInLine(instanceId: string): Promise<void> {
-  await db()`update instance_boots set started_at = null where instance_id = ${instanceId}`;
-}
-
 /** User boots on the instance's node asked for before its own that still wait (0: its turn). */
 export async function bootPlace(instanceId: string): Promise<number> {
   const live = await liveUserBoots();
