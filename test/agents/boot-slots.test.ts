@@ -18,13 +18,14 @@ import { sampleAll } from "../../worker/instances/sampler.ts";
 import { withWakeSlot } from "../../worker/instances/wake-slots.ts";
 import { instanceAction } from "../../worker/jobs/instance-action.ts";
 import { provisionInstance } from "../../worker/jobs/provision-instance.ts";
-import { restartInstanceJob } from "../../worker/jobs/restart-instance.ts";
 import { ensureUser } from "../helpers/users.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import {
   engineRestart,
+  restartJob,
   runningInstance,
   type StandInContainer,
+  state,
   useStandInEngine,
 } from "./stand-in-engine.ts";
 import { hostWithAvailable as host } from "./support.ts";
@@ -49,11 +50,6 @@ async function action(row: InstanceRow, act: JobPayload<"instance-action">["acti
   await sendJob("instance-action", payload);
   return instanceAction(payload);
 }
-
-const state = async (row: InstanceRow) => (await getInstance(row.id))?.observed_state;
-
-/** The restarts reconcile queued, as the worker runs them. */
-const restartJob = (row: InstanceRow) => restartInstanceJob({ instanceId: row.id });
 
 /** Whether the instance's user boot waits in its line (no slot yet). */
 async function bootWaits(row: InstanceRow): Promise<boolean> {

@@ -14,13 +14,14 @@ import { setHostMemorySource } from "../../worker/instances/memory-pressure.ts";
 import { observe } from "../../worker/instances/observe.ts";
 import { reconcileAll } from "../../worker/instances/reconcile.ts";
 import { withWakeSlot } from "../../worker/instances/wake-slots.ts";
-import { restartInstanceJob } from "../../worker/jobs/restart-instance.ts";
 import { ensureUser } from "../helpers/users.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import {
   engineRestart,
+  restartJob,
   runningInstance,
   type StandInContainer,
+  state,
   useStandInEngine,
 } from "./stand-in-engine.ts";
 import { hostWithAvailable as host } from "./support.ts";
@@ -33,11 +34,6 @@ import { hostWithAvailable as host } from "./support.ts";
 // once, in which order, and what a restart no longer wanted, or one that died, leaves behind.
 
 const stand = useStandInEngine();
-
-const state = async (row: InstanceRow) => (await getInstance(row.id))?.observed_state;
-
-/** The job of a restart, as the worker runs it. */
-const restartJob = (row: InstanceRow) => restartInstanceJob({ instanceId: row.id });
 
 it("after the engine's restart, reconcile queues the restarts and they boot one at a time, first queued first; a restart stopped by its user meanwhile does nothing", async () => {
   const { engine } = stand;

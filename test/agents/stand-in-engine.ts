@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import { recordEngineCheck } from "../../app/server/agents/engine-health.server.ts";
 import {
   ensureInstanceRecord,
+  getInstance,
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
@@ -10,6 +11,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { stopBoss } from "../../app/server/platform/jobs.server.ts";
 import { setHostMemorySource } from "../../worker/instances/memory-pressure.ts";
+import { restartInstanceJob } from "../../worker/jobs/restart-instance.ts";
 import { type AgentRuntime, type ContainerInfo, setRuntime } from "../../worker/runtime/index.ts";
 import { ensureUser } from "../helpers/users.ts";
 
@@ -240,3 +242,9 @@ export function useStandInEngine(): { readonly engine: StandInEngine } {
   });
   return current;
 }
+
+/** The instance's observed state, as the row holds it. */
+export const state = async (row: InstanceRow) => (await getInstance(row.id))?.observed_state;
+
+/** A restart reconcile queued, run as the worker runs its job. */
+export const restartJob = (row: InstanceRow) => restartInstanceJob({ instanceId: row.id });
