@@ -1,6 +1,4 @@
-import { createServer, type Server } from "node:http";
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { recordEngineCheck } from "../../app/server/agents/engine-health.server.ts";
+import { expect, it } from "vitest";
 import {
   ensureInstanceRecord,
   getInstance,
@@ -10,16 +8,22 @@ import {
 import { requestWake } from "../../app/server/agents/wake.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { getBoss, hasLiveJob, stopBoss } from "../../app/server/platform/jobs.server.ts";
+import { getBoss, hasLiveJob } from "../../app/server/platform/jobs.server.ts";
 import { runAction } from "../../worker/instances/actions.ts";
 import { setHostMemorySource } from "../../worker/instances/memory-pressure.ts";
 import { observe } from "../../worker/instances/observe.ts";
 import { reconcileAll } from "../../worker/instances/reconcile.ts";
 import { withWakeSlot } from "../../worker/instances/wake-slots.ts";
-import { restartInstanceJob } from "../../worker/jobs/restart-instance.ts";
-import { type AgentRuntime, type ContainerInfo, setRuntime } from "../../worker/runtime/index.ts";
 import { ensureUser } from "../helpers/users.ts";
 import { waitFor } from "../helpers/wait-for.ts";
+import {
+  engineRestart,
+  restartJob,
+  runningInstance,
+  type StandInContainer,
+  state,
+  useStandInEngine,
+} from "./stand-in-engine.ts";
 import { hostWithAvailable as host } from "./support.ts";
 
 // Issue 52 (the soak, decision 0238): after the engine came back, reconcile restarted every
@@ -29,195 +33,14 @@ import { hostWithAvailable as host } from "./support.ts";
 // /healthz (a loopback server each) when the test says so; what is checked is how many boot at
 // once, in which order, and what a restart no longer wanted, or one that died, leaves behind.
 
-const IMAGE = "agent-gateway:standin";
-const IMAGE_ID = "sha256:standin";
-
-interface StandInContainer {
-  id: string;
-  name: string;
-  running: boolean;
-  startedAt: string | undefined;
-  finishedAt: string | undefined;
-  /** Its /healthz, answering 200 once `healthy`. */
-  server: Server;
-  endpoint: string;
-  healthy: boolean;
-  /** A start the engine refuses (a job that dies mid-boot). */
-  refuseStart?: boolean;
-}
-
-/** The stand-in engine: containers by name and id, and the order in which they were started. */
-class StandInEngine {
-  readonly containers = new Map<string, StandInContainer>();
-  readonly started: string[] = [];
-  /** Containers started and not yet healthy: the boots in flight. */
-  readonly booting = new Set<string>();
-  peak = 0;
-
-  async add(name: string): Promise<StandInContainer> {
-    const server = createServer((req, res) => {
-      res.statusCode = req.url === "/healthz" && c.healthy ? 200 : 503;
-      res.end();
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const { port } = server.address() as { port: number };
-    const c: StandInContainer = {
-      id: `ctr_${name}`,
-      name,
-      running: true,
-      startedAt: new Date(Date.now() - 3_600_000).toISOString(),
-      finishedAt: undefined,
-      server,
-      endpoint: `127.0.0.1:${port}`,
-      healthy: true,
-    };
-    this.containers.set(name, c);
-    return c;
-  }
-
-  find(nameOrId: string) {
-    return [...this.containers.values()].find((c) => c.name === nameOrId || c.id === nameOrId);
-  }
-
-  /** The engine's shutdown stops every container (exit 0: a clean stop by SIGTERM). */
-  stopAll() {
-    for (const c of this.containers.values()) {
-      c.running = false;
-      c.healthy = false;
-      c.finishedAt = new Date().toISOString();
-    }
-  }
-
-  /** The booted gateway answers /healthz: its boot is over. */
-  healthy(name: string) {
-    const c = this.find(name) as StandInContainer;
-    c.healthy = true;
-    this.booting.delete(name);
-  }
-
-  info(c: StandInContainer): ContainerInfo {
-    return {
-      id: c.id,
-      name: c.name,
-      image: IMAGE,
-      imageId: IMAGE_ID,
-      state: c.running ? "running" : "exited",
-      running: c.running,
-      health: undefined,
-      oomKilled: false,
-      exitCode: 0,
-      restartCount: 0,
-      startedAt: c.startedAt,
-      finishedAt: c.finishedAt,
-      labels: {},
-      address: undefined,
-      endpoint: c.endpoint,
-      ports: {},
-      hostname: c.name,
-      limits: { memoryBytes: 0, cpuShares: 0, nanoCpus: 0, pidsLimit: 0 },
-      security: { init: true, capDrop: ["ALL"], securityOpt: [], readOnly: false },
-      restartPolicy: "on-failure",
-      env: [],
-      mounts: [],
-    };
-  }
-
-  /** Only what reconcile and a restart call; anything else is undefined (an optional call). */
-  runtime(): AgentRuntime {
-    const driver = {
-      driver: "docker",
-      inspect: async (nameOrId: string) => {
-        const c = this.find(nameOrId);
-        return c ? this.info(c) : undefined;
-      },
-      start: async (id: string) => {
-        const c = this.find(id) as StandInContainer;
-        if (c.refuseStart) throw new Error("the engine refused the start");
-        c.running = true;
-        c.startedAt = new Date().toISOString();
-        this.started.push(c.name);
-        this.booting.add(c.name);
-        this.peak = Math.max(this.peak, this.booting.size);
-      },
-      imageId: async () => IMAGE_ID,
-      ensureNetwork: async () => ({ gatewayIp: undefined }),
-      ensureVolume: async () => {},
-      list: async () => [],
-      exec: async () => ({ exitCode: 0, stdout: "", stderr: "" }),
-    };
-    return driver as unknown as AgentRuntime;
-  }
-
-  async close() {
-    for (const c of this.containers.values()) {
-      await new Promise<void>((resolve) => c.server.close(() => resolve()));
-    }
-  }
-}
-
-let engine: StandInEngine;
-
-beforeAll(() => {
-  // One boot slot: one gateway boots at a time, wakes and restarts together.
-  process.env.WAKE_CONCURRENCY = "1";
-  // The host's memory is another test's matter (memory-pressure.test.ts): every wake fits here.
-  process.env.MEMORY_TIGHT_PERCENT = "0";
-  // Warm-ups are queued after a boot (no worker runs them here).
-  process.env.RUNTIME_COLD_WARMUP = "on";
-  resetEnvCache();
-});
-afterEach(async () => {
-  setRuntime(undefined);
-  setHostMemorySource(undefined);
-  process.env.MEMORY_TIGHT_PERCENT = "0";
-  resetEnvCache();
-  await engine?.close();
-});
-afterAll(async () => {
-  delete process.env.WAKE_CONCURRENCY;
-  delete process.env.MEMORY_TIGHT_PERCENT;
-  process.env.RUNTIME_COLD_WARMUP = "off";
-  resetEnvCache();
-  await stopBoss({ graceful: false });
-});
-
-let users = 0;
-
-/** A running instance whose gateway is one of the stand-in engine's containers. */
-async function runningInstance(): Promise<InstanceRow> {
-  const userId = `usr_restart_queue_${++users}_${Date.now()}`;
-  await ensureUser(userId);
-  const row = await ensureInstanceRecord(userId);
-  const c = await engine.add(row.container_name);
-  return updateInstance(row.id, {
-    container_id: c.id,
-    image: IMAGE,
-    image_id: IMAGE_ID,
-    observed_state: "running",
-    health: "healthy",
-    observed_at: new Date(Date.now() - 60_000),
-  });
-}
-
-/** The engine goes down (its containers stop with it) and comes back, as the watcher records. */
-async function engineRestart() {
-  await recordEngineCheck(false, "no answer to ping");
-  engine.stopAll();
-  await recordEngineCheck(true);
-}
-
-const state = async (row: InstanceRow) => (await getInstance(row.id))?.observed_state;
-
-/** The job of a restart, as the worker runs it. */
-const restartJob = (row: InstanceRow) => restartInstanceJob({ instanceId: row.id });
+const stand = useStandInEngine();
 
 it("after the engine's restart, reconcile queues the restarts and they boot one at a time, first queued first; a restart stopped by its user meanwhile does nothing", async () => {
-  engine = new StandInEngine();
-  setRuntime(engine.runtime());
+  const { engine } = stand;
   const rows = [];
-  for (let i = 0; i < 4; i++) rows.push(await runningInstance());
+  for (let i = 0; i < 4; i++) rows.push(await runningInstance(engine));
   const [a, b, c, d] = rows as [InstanceRow, InstanceRow, InstanceRow, InstanceRow];
-  await engineRestart();
+  await engineRestart(engine);
 
   // The pass boots nothing itself: it records each instance `starting` and queues its restart.
   const pass = await reconcileAll();
@@ -274,11 +97,10 @@ it("after the engine's restart, reconcile queues the restarts and they boot one 
 });
 
 it("a restart whose job died frees its slot for the next, and reconcile queues it again", async () => {
-  engine = new StandInEngine();
-  setRuntime(engine.runtime());
-  const e = await runningInstance();
-  const f = await runningInstance();
-  await engineRestart();
+  const { engine } = stand;
+  const e = await runningInstance(engine);
+  const f = await runningInstance(engine);
+  await engineRestart(engine);
   await reconcileAll();
   (engine.find(e.container_name) as StandInContainer).refuseStart = true;
 
@@ -310,10 +132,9 @@ it("a restart whose job died frees its slot for the next, and reconcile queues i
 });
 
 it("a wake waits while a restart holds the node's one slot, and runs once the boot is over", async () => {
-  engine = new StandInEngine();
-  setRuntime(engine.runtime());
-  const booting = await runningInstance();
-  await engineRestart();
+  const { engine } = stand;
+  const booting = await runningInstance(engine);
+  await engineRestart(engine);
   await reconcileAll();
   const restart = restartJob(booting);
   await waitFor(async () => engine.started.length === 1, { what: "the restart's boot" });

@@ -1,8 +1,10 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { getInstanceByUser, type InstanceRow } from "../../app/server/agents/instances.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { getBoss } from "../../app/server/platform/jobs.server.ts";
+import { observe } from "../../worker/instances/observe.ts";
 import { reconcileAll } from "../../worker/instances/reconcile.ts";
 import { sampleAll } from "../../worker/instances/sampler.ts";
 import { startWorker, stopWorker } from "../../worker/jobs/worker.ts";
@@ -218,9 +220,9 @@ describeDocker("agents dashboard (browser, Docker)", () => {
     await page.getByRole("link", { name: "Agents", exact: true }).click();
     await expect.poll(() => page.getByTestId(`status-${agentId}`).textContent()).toBe("running");
     await rt.stop(row!.container_name, 5);
-    // The sampler's pass sees it exited. (Reconcile's restart is a job now, decision 0240, and
-    // may be back to running before the page's next update shows the change.)
-    await sampleAll();
+    // An observation sees it exited. (Not the sampler's pass: it queues the restart at once since
+    // decision 0241, and the gateway may be back to running before the page's next update.)
+    await observe((await getInstanceByUser(userId)) as InstanceRow);
     await expect
       .poll(() => page.getByTestId(`status-${agentId}`).textContent())
       .not.toBe("running");

@@ -3,7 +3,12 @@ import {
   type InstanceRow,
   updateInstance,
 } from "../../app/server/agents/instances.server.ts";
-import { type ContainerInfo, limitsForPlan, StaleTaskError } from "../runtime/index.ts";
+import {
+  type ContainerInfo,
+  isClusterRuntime,
+  limitsForPlan,
+  StaleTaskError,
+} from "../runtime/index.ts";
 import {
   ensureGatewayNetwork,
   ensureNetwork,
@@ -48,6 +53,30 @@ async function imageFor(row: InstanceRow, options: ContainerOptions) {
   return { tag, image: pinned ?? tag, wantedId: pinned ?? tagId };
 }
 
+/**
+ * A gateway's restart policy (decision 0241). One engine host: `no`. The engine's `on-failure`
+ * started a crashed gateway again at once, outside any boot slot, on the CPU that had starved
+ * its boot (the soak's death spiral, 0238); a crash is now restarted by reconcile, in its line
+ * and with its backoff, noticed by the sampler's next pass (crash-watch.ts). Swarm keeps
+ * `on-failure`: a task ended under Condition `none` stays ended, and the driver's start of a
+ * service already at one replica does not replace it, so nothing would bring it back.
+ */
+export function gatewayRestartPolicy(): "no" | "on-failure" {
+  return isClusterRuntime(rt()) ? "on-failure" : "no";
+}
+
+/**
+ * A gateway made before decision 0241 (with `on-failure`) gets the policy of a new one, in
+ * place: the engine applies it without a restart. Returns whether it changed.
+ */
+export async function alignRestartPolicy(info: ContainerInfo): Promise<boolean> {
+  const runtime = rt();
+  const wanted = gatewayRestartPolicy();
+  if (!runtime.setRestartPolicy || info.restartPolicy === wanted) return false;
+  await runtime.setRestartPolicy(info.id, wanted);
+  return true;
+}
+
 async function createContainer(row: InstanceRow, image: string): Promise<string> {
   const network = await ensureGatewayNetwork(row.container_name, row.id);
   return rt().create({
@@ -62,7 +91,7 @@ async function createContainer(row: InstanceRow, image: string): Promise<string>
     limits: limitsForPlan(row.plan),
     env: { OPENCLAW_GATEWAY_TOKEN: gatewayTokenOf(row) },
     labels: ownerLabels(row.id),
-    restartPolicy: "on-failure",
+    restartPolicy: gatewayRestartPolicy(),
   });
 }
 

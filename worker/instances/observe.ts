@@ -1,3 +1,4 @@
+import { userBootPending } from "../../app/server/agents/boot-queue.server.ts";
 import {
   getInstance,
   type InstancePatch,
@@ -21,11 +22,12 @@ async function answersHealthz(address: string): Promise<boolean> {
 }
 
 /**
- * Down, but reconcile has queued its restart, which waits for a boot slot (decision 0240): on
- * its way back, as it was when reconcile restarted it at once, not `stopped` or `crashed`.
+ * Down, but reconcile has queued its restart, or a user's boot waits, for a boot slot (decisions
+ * 0240, 0241): on its way back, as it was when it was booted at once, not `stopped` or `crashed`.
  */
 async function restartWaits(row: InstanceRow): Promise<boolean> {
-  return row.desired_state === "running" && (await restartPending(row.id));
+  if (row.desired_state !== "running") return false;
+  return (await restartPending(row.id)) || userBootPending(row.id);
 }
 
 /** The observed state of a container that exists; a running one by its gateway's /healthz. */

@@ -10,6 +10,7 @@ import { seal } from "../../app/server/platform/crypto.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { NoCapacityError } from "../runtime/index.ts";
+import { gatewayRestartPolicy } from "./container.ts";
 import {
   deploymentLabels,
   ensureGatewayNetwork,
@@ -19,6 +20,7 @@ import {
   rt,
   STATE_DIR,
 } from "./engine.ts";
+import { withFillSlot } from "./fill-slot.ts";
 import {
   gatewayConfig,
   PLATFORM_CONFIG_VERSION,
@@ -174,7 +176,7 @@ async function insertPooled(node: string | null) {
   return { ...pooled, node };
 }
 
-/** Volume, generic config and container of a pooled gateway, started; returns its inspect. */
+/** Volume, generic config and container of a pooled gateway, started and healthy; its inspect. */
 async function createPooledContainer(
   pooled: Awaited<ReturnType<typeof insertPooled>>,
   gatewayIp: string | undefined,
@@ -207,13 +209,18 @@ async function createPooledContainer(
     limits: POOL_LIMITS,
     env: { OPENCLAW_GATEWAY_TOKEN: pooled.token },
     labels,
-    restartPolicy: "on-failure",
+    // As a tenant's (0241): a crashed pooled gateway is discarded at its adoption or re-warm.
+    restartPolicy: gatewayRestartPolicy(),
   });
-  await rt().start(containerId);
-  const info = await rt().inspect(containerId);
-  if (!info) throw new Error("pooled container vanished");
-  await db()`update gateway_pool set image_id = ${info.imageId} where id = ${pooled.id}`;
-  return info;
+  // Its boot, from the start until /healthz answers, in one of the node's slots (0241).
+  return withFillSlot(pooled.node ?? "host", async () => {
+    await rt().start(containerId);
+    const info = await rt().inspect(containerId);
+    if (!info) throw new Error("pooled container vanished");
+    await db()`update gateway_pool set image_id = ${info.imageId} where id = ${pooled.id}`;
+    await waitHealthy(info);
+    return info;
+  });
 }
 
 /** Starts one pooled gateway, pairs and warms it up, and marks it ready (discarded on failure). */
@@ -222,7 +229,6 @@ async function startPooledGateway(cycles: number, node: string | null): Promise<
   try {
     const { gatewayIp } = await ensureNetwork();
     const info = await createPooledContainer(pooled, gatewayIp);
-    await waitHealthy(info);
     const address = gatewayAddress(info) as string;
     const { client, hello } = await connectWithPairing({
       container: info.id,

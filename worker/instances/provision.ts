@@ -17,6 +17,7 @@ import { withInstanceLock } from "./lock.ts";
 import { connectPaired } from "./pairing.ts";
 import { adoptFromPool } from "./pool-adopt.ts";
 import { type RunProgress, startRun } from "./run-progress.ts";
+import { withUserBootSlot } from "./user-boot.ts";
 import { warmUpTenant } from "./warm-up.ts";
 
 // provision-instance: a ready pooled gateway when there is one, else volume, config,
@@ -66,9 +67,18 @@ async function provisionCold(
     // A new gateway waits its turn and for room (decision 0231); a retry whose container was
     // created already has its memory counted on the host.
     if (!row.container_id) await waitForRoomToStart(row, signal);
-    const info = await ensureContainer(row);
-    await run.step("container-created");
-    await waitHealthy(info);
+    // The boot in one of the node's slots (decision 0241), the lock held meanwhile: the
+    // provision is one operation of the instance (node-slots.ts's lock order allows it).
+    const info = await withUserBootSlot(
+      instanceId,
+      async () => {
+        const started = await ensureContainer(row);
+        await run.step("container-created");
+        await waitHealthy(started);
+        return started;
+      },
+      { signal },
+    );
     await run.step("gateway-healthy");
     const healthyMs = Date.now() - t0;
     const hello = await pairAndPrepare((await getInstance(instanceId)) as InstanceRow, info, run);

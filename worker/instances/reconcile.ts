@@ -1,4 +1,5 @@
 import { setTimeout as delay } from "node:timers/promises";
+import { userBootPending } from "../../app/server/agents/boot-queue.server.ts";
 import {
   getInstance,
   type InstancePatch,
@@ -10,6 +11,7 @@ import {
 import { leaveRestartLine, restartJobLive } from "../../app/server/agents/restart-queue.server.ts";
 import { RESTART_UNDER_WAY, recordReconcilePass } from "../metrics.ts";
 import { type ContainerInfo, LABELS, RuntimeUnavailableError } from "../runtime/index.ts";
+import { alignRestartPolicy } from "./container.ts";
 import { deploymentLabels, ensureNetwork, gatewayAddress, isUp, log, rt } from "./engine.ts";
 import { stoppedWithEngine } from "./engine-watch.ts";
 import { PLATFORM_CONFIG_VERSION, reapplyConfig } from "./gateway-config.ts";
@@ -99,6 +101,8 @@ function downPatch(row: InstanceRow, info: ContainerInfo | undefined): InstanceP
 async function heal(row: InstanceRow, info: ContainerInfo | undefined): Promise<string> {
   // Queued already (waiting for a slot, or booting): its down state was recorded then.
   if (await restartJobLive(row.id)) return RESTART_UNDER_WAY;
+  // A user's start, restart or repair (or a provision) waits for its slot: it boots it (0241).
+  if (await userBootPending(row.id)) return "a user's boot under way";
   // Stopped by the engine's shutdown: no crash of the gateway's (no error, backoff or count),
   // and `starting` while it comes back, not `error`.
   if (await stoppedWithEngine(info)) {
@@ -130,6 +134,11 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
   await removeInstanceLeftovers(row.id);
   let info = await rt().inspect(row.container_name);
   if (info && (await isolateGateway(info, row.id))) info = await rt().inspect(row.container_name);
+  // A gateway made with `on-failure` before decision 0241: the engine restarts it no more.
+  if (info)
+    await alignRestartPolicy(info).catch((error) =>
+      log().warn({ err: error }, "restart policy not changed"),
+    );
   if (row.desired_state === "stopped") {
     if (isUp(info)) await rt().stop(info.id, 10);
     await observe(row);
@@ -192,7 +201,7 @@ async function removeOrphans(rows: InstanceRow[]): Promise<string[]> {
 }
 
 /** reconcileOne under the instance's lock; "busy" when another operation holds it. */
-async function reconcileLocked(row: InstanceRow): Promise<string> {
+export async function reconcileLocked(row: InstanceRow): Promise<string> {
   try {
     const outcome = await tryInstanceLock(row.id, async () => {
       const fresh = await getInstance(row.id);

@@ -1,3 +1,4 @@
+import { usersWaitingOn } from "../../app/server/agents/boot-queue.server.ts";
 import { getInstance, updateInstance } from "../../app/server/agents/instances.server.ts";
 import { failRun } from "../../app/server/agents/progress.server.ts";
 import {
@@ -14,8 +15,8 @@ import { ensureContainer } from "./container.ts";
 import { log, rt } from "./engine.ts";
 import { gatewayNodeOf } from "./gateway-node.ts";
 import { waitHealthy } from "./health.ts";
-import { withInstanceLock } from "./lock.ts";
-import { tryTakeNodeSlot } from "./node-slots.ts";
+import { tryInstanceLock } from "./lock.ts";
+import { BUSY, withNodeSlot } from "./node-slots.ts";
 import { observe } from "./observe.ts";
 import { run, startRun } from "./run-progress.ts";
 import { queueWarmUp } from "./warm-up.ts";
@@ -29,8 +30,7 @@ import { queueWarmUp } from "./warm-up.ts";
 
 /**
  * How often the first waiting restart of a node looks for a free slot. A boot takes tens of
- * seconds, so this costs it little; a wake (a user waiting in a chat) looks every 100 ms and so
- * mostly wins a freed slot.
+ * seconds, so this costs it little; it lets the boots users wait for go first anyway (0241).
  */
 const POLL_MS = 250;
 /** How often a restart behind others looks at its place (twenty of them poll the database). */
@@ -51,35 +51,35 @@ export async function queueRestart(instanceId: string): Promise<void> {
 /**
  * Runs `boot` once the restart's turn has come and one of its node's slots is free, holding the
  * slot while it runs. A restart no longer wanted (the instance stopped, deleted or put to sleep
- * meanwhile) takes no slot and runs nothing: undefined. `signal` (the job's) ends a wait whose
- * job was given up.
+ * meanwhile) takes no slot and runs nothing: undefined. It lets a boot a user waits for (a
+ * start, restart, repair, provision or wake on its node) go first (decision 0241). `signal` (the
+ * job's) ends a wait whose job was given up.
  */
 export async function withBootSlot<T>(
   instanceId: string,
-  boot: () => Promise<T>,
+  boot: () => Promise<T | typeof BUSY>,
   signal?: AbortSignal,
 ): Promise<T | undefined> {
   // A retry of a job whose worker died waits in its old place.
   await markRestartBackInLine(instanceId);
   const node = await gatewayNodeOf(instanceId);
   await markRestartNode(instanceId, node);
-  for (;;) {
-    signal?.throwIfAborted();
-    const turn = await takeRestartTurn(instanceId);
-    if (!turn.wanted) return undefined;
-    if (turn.ahead === 0) {
-      const release = await tryTakeNodeSlot(node);
-      if (release) {
-        try {
-          await markRestartStarted(instanceId);
-          return await boot();
-        } finally {
-          await release();
-        }
-      }
-    }
-    await new Promise((r) => setTimeout(r, turn.ahead === 0 ? POLL_MS : BEHIND_POLL_MS));
-  }
+  const booted = await withNodeSlot(
+    node,
+    {
+      place: async () => {
+        const turn = await takeRestartTurn(instanceId);
+        if (!turn.wanted) return undefined;
+        if (turn.ahead > 0) return turn.ahead;
+        return (await usersWaitingOn(node)) > 0 ? 1 : 0;
+      },
+      pollMs: (ahead) => (ahead <= 1 ? POLL_MS : BEHIND_POLL_MS),
+      started: () => markRestartStarted(instanceId),
+    },
+    boot,
+    signal,
+  );
+  return booted.ran ? booted.value : undefined;
 }
 
 export type RestartOutcome =
@@ -87,15 +87,16 @@ export type RestartOutcome =
   | { restarted: false; reason: string };
 
 /**
- * The boot itself, in the slot: the container started under the instance's lock (only if the
- * instance still wants it), then its /healthz awaited without the lock, so a user's stop is never
- * kept waiting (the wait then ends at once). A container found running (an earlier attempt of
- * this job started it, or a user's start) is awaited the same way: it boots on the same CPU. A
- * gateway not healthy within its bound frees the slot; reconcile's observation and crash backoff
- * take it from there.
+ * The boot itself, in the slot: the container started under the instance's lock (taken with a
+ * try, node-slots.ts's lock order: held, BUSY, the slot goes back and the restart steps aside),
+ * only if the instance still wants it; then its /healthz awaited without the lock, so a user's
+ * stop is never kept waiting (the wait then ends at once). A container found running (an
+ * earlier attempt of this job started it, or a user's start) is awaited the same way: it boots
+ * on the same CPU. A gateway not healthy within its bound frees the slot; reconcile's observation
+ * and crash backoff take it from there.
  */
-async function boot(instanceId: string): Promise<RestartOutcome> {
-  const started = await withInstanceLock(instanceId, async () => {
+async function boot(instanceId: string): Promise<RestartOutcome | typeof BUSY> {
+  const started = await tryInstanceLock(instanceId, async () => {
     const row = await getInstance(instanceId);
     if (!row?.container_id || row.desired_state !== "running") return "not meant to run";
     if (row.observed_state === "sleeping") return "asleep";
@@ -105,6 +106,7 @@ async function boot(instanceId: string): Promise<RestartOutcome> {
     await run(instanceId, "restart").step("container-created");
     return created;
   });
+  if (started === undefined) return BUSY; // another operation acts on it: the slot goes back
   if (typeof started === "string") return { restarted: false, reason: started };
   try {
     const healthyMs = await waitHealthy(started);

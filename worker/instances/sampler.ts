@@ -7,6 +7,7 @@ import { env } from "../../app/server/platform/env.server.ts";
 import { logger } from "../../app/server/platform/logger.server.ts";
 import { selectRuntime } from "../runtime/index.ts";
 import { installOpenclaw, PINNED_OPENCLAW, resolveOpenclaw } from "../runtime/openclaw-install.ts";
+import { healIfDown } from "./crash-watch.ts";
 import { isUnavailable, log, rt } from "./engine.ts";
 import { observe } from "./observe.ts";
 import { prepareStorage } from "./storage-setup.ts";
@@ -35,6 +36,7 @@ export async function sampleAll(): Promise<number> {
     if (!row.container_id) continue;
     try {
       const seen = await observe(row);
+      await healIfDown(seen); // a crash is restarted in seconds, not at reconcile's minute
       await sample(seen);
       n++;
     } catch (error) {

@@ -8,7 +8,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { gatewayNodeOf } from "./gateway-node.ts";
 import { DEFAULT_NEED_BYTES, fits } from "./memory-pressure.ts";
-import { tryTakeNodeSlot } from "./node-slots.ts";
+import { withNodeSlot } from "./node-slots.ts";
 
 // A cap on concurrent wakes (decision 0221). Ten wakes at once on two cores each take several
 // times as long as one (a thawed gateway's first turn is CPU-bound paging-in), so a wake takes
@@ -44,7 +44,9 @@ async function roomToWake(instanceId: string, waiting: { since: number | undefin
 /**
  * Runs `wake` once the instance's turn has come and a slot is free, holding the slot while it
  * runs. An instance that is no longer asleep needs no slot: `wake` runs at once (and finds
- * nothing to do). `signal` (the job's) ends a wait whose job was given up.
+ * nothing to do). `signal` (the job's) ends a wait whose job was given up. A wake takes the
+ * instance's lock waiting, in its slot: its instance sleeps, so no provision holds that lock
+ * while it waits for a slot (node-slots.ts's lock order).
  */
 export async function withWakeSlot<T>(
   instanceId: string,
@@ -54,24 +56,23 @@ export async function withWakeSlot<T>(
   const waitingForRoom = { since: undefined as number | undefined };
   const node = await gatewayNodeOf(instanceId);
   await markWakeNode(instanceId, node);
-  for (;;) {
-    signal?.throwIfAborted();
-    const turn = await takeWakeTurn(instanceId);
-    if (!turn.sleeping) return wake();
-    if (turn.ahead === 0 && (await roomToWake(instanceId, waitingForRoom))) {
-      const release = await tryTakeNodeSlot(node);
-      if (release) {
-        try {
-          await markWakeStarted(instanceId);
-          return await wake();
-        } catch (error) {
-          await markWakeBackInLine(instanceId);
-          throw error;
-        } finally {
-          await release();
-        }
-      }
-    }
-    await new Promise((r) => setTimeout(r, POLL_MS));
-  }
+  const woken = await withNodeSlot(
+    node,
+    {
+      place: async () => {
+        const turn = await takeWakeTurn(instanceId);
+        if (!turn.sleeping) return undefined;
+        if (turn.ahead > 0) return turn.ahead;
+        // At the head of the line, a wake still waits for memory (counted as one ahead).
+        return (await roomToWake(instanceId, waitingForRoom)) ? 0 : 1;
+      },
+      pollMs: () => POLL_MS,
+      started: () => markWakeStarted(instanceId),
+      // A wake that failed goes back to its place for its job's retry.
+      failed: () => markWakeBackInLine(instanceId),
+    },
+    wake,
+    signal,
+  );
+  return woken.ran ? woken.value : wake();
 }

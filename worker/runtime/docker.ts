@@ -294,6 +294,14 @@ export class DockerRuntime implements AgentRuntime {
     await call(() => this.docker.getContainer(id).restart({ t: timeoutSeconds }));
   }
 
+  async setRestartPolicy(id: string, policy: "no" | "on-failure"): Promise<void> {
+    await call(() =>
+      this.docker
+        .getContainer(id)
+        .update({ RestartPolicy: { Name: policy, MaximumRetryCount: 0 } }),
+    );
+  }
+
   /**
    * Pauses the container (the cgroup freezer), then lowers its memory limit to `keepBytes` with
    * its memory+swap limit at the old limit: the kernel writes what no longer fits out to swap.

@@ -199,6 +199,11 @@ export interface AgentRuntime {
   stop(id: string, timeoutSeconds?: number): Promise<void>;
   restart(id: string, timeoutSeconds?: number): Promise<void>;
   /**
+   * Changes an existing container's restart policy in place, without a restart (decision 0241:
+   * gateways made with `on-failure` brought to `no`). A driver without it leaves the policy.
+   */
+  setRestartPolicy?(id: string, policy: "no" | "on-failure"): Promise<void>;
+  /**
    * Freezes a running container and pushes its memory out to the host's swap, keeping about
    * `keepBytes` resident (at most four times that; decision 0178): `start` thaws it. Throws FreezeUnavailableError when
    * the engine cannot (no swap accounting, no swap room), leaving the container running. Drivers

@@ -77,3 +77,17 @@ export async function markRestartStarted(instanceId: string): Promise<void> {
 export async function markRestartBackInLine(instanceId: string): Promise<void> {
   await db()`update instance_restarts set started_at = null where instance_id = ${instanceId}`;
 }
+
+/**
+ * Restarts on the node that wait for a slot (a restart whose worker has not said its node yet
+ * counts as any node's): a pool fill there lets them go first (decision 0241).
+ */
+export async function restartsWaitingOn(node: string): Promise<number> {
+  const live = await liveJobField("restart-instance", "instanceId");
+  const [row] = await db()<{ n: number }[]>`
+    select count(*)::int as n from instance_restarts r join instances i on i.id = r.instance_id
+    where r.started_at is null and r.instance_id = any(${live}::text[])
+      and i.desired_state = 'running' and i.observed_state <> 'sleeping'
+      and (r.node is null or r.node = ${node})`;
+  return row?.n ?? 0;
+}

@@ -114,13 +114,16 @@ export const jobCatalog = {
     expireInSeconds: 600,
   }),
   // A lifecycle request the web awaits (start, stop, restart, repair, reset-memory): no retry,
-  // the outcome is the job's output.
+  // the outcome is the job's output. A start, restart or repair waits for a boot slot inside the
+  // job (decision 0241), holding no lock while it waits, so many are fetched at once: a stop is
+  // never left unfetched behind boots that wait.
   "instance-action": defineRuntimeJob(
     z.object({
       instanceId: z.string().min(1),
       action: z.enum(["start", "stop", "restart", "repair", "reset-memory"]),
     }),
     { retryLimit: 0, expireInSeconds: 300 },
+    { localConcurrency: 32 },
   ),
   // A booted tenant gateway's dry run once it is healthy (decision 0087): best effort, no retry.
   "warm-up-instance": defineRuntimeJob(z.object({ instanceId: z.string().min(1) }), {
