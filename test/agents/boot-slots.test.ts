@@ -25,8 +25,8 @@ import {
   restartJob,
   runningInstance,
   type StandInContainer,
+  standInEngine,
   state,
-  useStandInEngine,
 } from "./stand-in-engine.ts";
 import { hostWithAvailable as host } from "./support.ts";
 
@@ -36,7 +36,7 @@ import { hostWithAvailable as host } from "./support.ts";
 // slot without the instance's lock (a user's stop never waits for a boot). No gateway boots here:
 // the stand-in engine of restart-queue.test.ts.
 
-const stand = useStandInEngine();
+const stand = standInEngine();
 
 /** The node's slots (WAKE_CONCURRENCY) for the test. */
 function slots(n: number) {

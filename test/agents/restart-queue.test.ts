@@ -21,8 +21,8 @@ import {
   restartJob,
   runningInstance,
   type StandInContainer,
+  standInEngine,
   state,
-  useStandInEngine,
 } from "./stand-in-engine.ts";
 import { hostWithAvailable as host } from "./support.ts";
 
@@ -33,7 +33,7 @@ import { hostWithAvailable as host } from "./support.ts";
 // /healthz (a loopback server each) when the test says so; what is checked is how many boot at
 // once, in which order, and what a restart no longer wanted, or one that died, leaves behind.
 
-const stand = useStandInEngine();
+const stand = standInEngine();
 
 it("after the engine's restart, reconcile queues the restarts and they boot one at a time, first queued first; a restart stopped by its user meanwhile does nothing", async () => {
   const { engine } = stand;

@@ -210,7 +210,7 @@ export async function engineRestart(engine: StandInEngine) {
  * After each test its instances are meant to be stopped, so the next test's reconcile passes
  * leave them alone.
  */
-export function useStandInEngine(): { readonly engine: StandInEngine } {
+export function standInEngine(): { readonly engine: StandInEngine } {
   const current = {} as { engine: StandInEngine };
   beforeAll(() => {
     process.env.WAKE_CONCURRENCY = "1";
