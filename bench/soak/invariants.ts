@@ -55,7 +55,13 @@ export async function checkTurns(p: Platform, all: Turn[], users: SoakUser[]): P
   let dup: Turn[] = [];
   let refusedRecorded: Turn[] = [];
   let considered: Turn[] = [];
-  for (let attempt = 0; attempt < 12; attempt++) {
+  // The recorder catches a turn up from the gateway's session once the gateway answers it; a
+  // host still busy after the traffic (boots after the faults) answers late. Waited for while
+  // the count of lost turns still falls, up to SOAK_RECORD_WAIT_SECONDS (default 300).
+  const deadline = Date.now() + Number(process.env.SOAK_RECORD_WAIT_SECONDS ?? 300) * 1000;
+  let progressAt = Date.now();
+  let fewest = Number.POSITIVE_INFINITY;
+  for (;;) {
     const agents = new Set((await p.sql<{ id: string }[]>`select id from agents`).map((r) => r.id));
     // A deleted agent's messages went with it.
     considered = all.filter((t) => t.agentId && agents.has(t.agentId));
@@ -72,8 +78,10 @@ export async function checkTurns(p: Platform, all: Turn[], users: SoakUser[]): P
     );
     dup = considered.filter((t) => n(t) > 1);
     refusedRecorded = considered.filter((t) => t.verdict === "refused" && n(t) > 0);
-    if (lost.length === 0) break;
-    await pause(5000); // the recorder writes from the gateways' events: give it time
+    if (lost.length === 0 || Date.now() > deadline) break;
+    if (lost.length < fewest) [fewest, progressAt] = [lost.length, Date.now()];
+    if (Date.now() - progressAt > 60_000) break; // a minute without one more turn recorded
+    await pause(5000);
   }
   const accepted = considered.filter((t) => t.verdict === "accepted").length;
   const refused = considered.filter((t) => t.verdict === "refused").length;

@@ -4,13 +4,21 @@ import { chatHttp, LiveSocket } from "./turns.ts";
 import { instanceStatus, MODEL, provision, type SoakUser, waitRunning } from "./users.ts";
 
 // The traffic: one loop per user, by its role, until `until`. Talkers chat over HTTP and the
-// socket and call the AI layer by API key (with and without max_tokens, and once in a while a
+// socket (a think time between rounds) and call the AI layer by API key (with and without max_tokens, and once in a while a
 // call whose reported usage exceeds its max_tokens); small balances do the same until their
 // credit runs out; the lifecycle user changes its config, takes backups and restores them,
 // stops, starts and restarts (following each with the progress stream, SSE) and idles long
 // enough to be put to sleep; the churn user provisions and deletes its agent.
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * A chatting user's pause between rounds, ±50 % so the users do not fall into step
+ * (SOAK_THINK_SECONDS, default 30). Back to back (0.5–2 s, the runs of decision 0238) fourteen
+ * users offered a 2-core host several times the ~0.3 turns a second it served, and the run
+ * measured overload instead of faults. 0 drives them back to back again.
+ */
+const THINK_MS = Number(process.env.SOAK_THINK_SECONDS ?? 30) * 1000;
+const think = () => pause(THINK_MS > 0 ? THINK_MS * (0.5 + Math.random()) : 500);
 const T = 30_000;
 const LIFECYCLE_T = 90_000; // INSTANCE_ACTION_TIMEOUT_MS (60 s) plus the queue
 
@@ -75,7 +83,7 @@ async function talker(t: Traffic, user: SoakUser) {
     // The provider reports more than the call's bound: charged up to the hold, the rest
     // counted as uncollected (decision 0206); the ledger check includes it.
     if (i % 3 === 0) await aiCall(t, user, "ai-key-max", "40/500", 16);
-    await pause(500);
+    await think();
   }
   socket.close();
 }
@@ -86,7 +94,7 @@ async function smallBalance(t: Traffic, user: SoakUser) {
     await chatHttp(t.rec, t.base, user, "2000/1000");
     await aiCall(t, user, "ai-key-max", "3000/2000", 2000);
     await socket.chat(t.rec, "2000/1000");
-    await pause(2000);
+    await think();
   }
   socket.close();
 }
