@@ -13,7 +13,7 @@
 //
 // Usage: node gateway/patch-openclaw.mjs <node_modules> <out folder>
 //   writes <out>/<file name> for each patched file of node_modules/openclaw/dist and prints the
-//   names; an <out> that is that dist folder itself patches the install in place.
+//   names written; an <out> that is that dist folder itself patches the install in place.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
@@ -45,8 +45,10 @@ for (const patch of patches) {
   const name = matches[0];
   const text = readFileSync(path.join(dist, name), "utf8");
   if (text.includes(patch.patched)) {
-    // Patched before (the process driver's install is patched in place, again at each check).
-    if (path.resolve(out) !== path.resolve(dist)) writeFileSync(path.join(out, name), text);
+    // Patched before (the process driver's install is patched in place, again at each check:
+    // nothing is written then, and nothing printed into the worker's log).
+    if (path.resolve(out) === path.resolve(dist)) continue;
+    writeFileSync(path.join(out, name), text);
     console.log(name);
     continue;
   }

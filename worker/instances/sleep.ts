@@ -133,8 +133,9 @@ export async function recordBeforeSleep(
 
 /**
  * Puts one idle instance to sleep (the caller holds its lock) unless a chat came after
- * `idleSince`; `tight`: the host's memory is (a failed recording does not keep it awake then). Scheduled work keeps it awake: a gateway with a heartbeat on runs agent turns by
- * itself, which a stopped gateway cannot.
+ * `idleSince`; `tight`: the host's memory is (a failed recording does not keep it awake then).
+ * Scheduled work keeps it awake: a gateway with a heartbeat on runs agent turns by itself, which
+ * a stopped gateway cannot.
  */
 export async function sleepInstance(
   row: InstanceRow,
