@@ -42,4 +42,9 @@ fi
 [ "$(stat -f -c %T "$mount_point")" = btrfs ] || { echo "$mount_point is not btrfs" >&2; exit 1; }
 # Quotas: idempotent; the kernel accounts every subvolume from here on.
 btrfs quota enable "$mount_point"
+# Counts an earlier run left inconsistent: btrfs enforces no limit until a rescan (decision 0243).
+if btrfs qgroup show "$mount_point" 2>&1 >/dev/null | grep -qi inconsistent; then
+  echo "the quota counts were inconsistent: rescanning (limits hold again after it)"
+  btrfs quota rescan -w "$mount_point" >/dev/null
+fi
 echo "storage for gateway limits: $mount_point (btrfs, quotas on; STORAGE_ROOT=$mount_point)"

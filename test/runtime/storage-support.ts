@@ -9,19 +9,28 @@ import { dockerRequired } from "./docker-support.ts";
 
 const DEFAULT_ROOT = "/var/tmp/agent-platform-test-storage";
 
-export async function testStorageRoot(): Promise<{ quota: StorageQuota } | { reason: string }> {
-  let root = process.env.STORAGE_TEST_ROOT;
-  if (!root) {
-    try {
-      execFileSync("deploy/host-storage.sh", ["4G", `${DEFAULT_ROOT}.img`, DEFAULT_ROOT], {
-        stdio: "pipe",
-      });
-      root = DEFAULT_ROOT;
-    } catch (error) {
-      const reason = `no storage root: ${String((error as { stderr?: Buffer }).stderr ?? error).trim()}`;
-      if (dockerRequired) throw new Error(reason);
-      return { reason };
-    }
+type Probed = { quota: StorageQuota } | { reason: string };
+
+export async function testStorageRoot(): Promise<Probed> {
+  const root = process.env.STORAGE_TEST_ROOT;
+  return root ? StorageQuota.probe(root) : preparedRoot(DEFAULT_ROOT, "4G");
+}
+
+/**
+ * A btrfs root of the test's own, beside the shared one, for a test that puts the whole
+ * filesystem in a state the others must not see (inconsistent counts).
+ */
+export function ownStorageRoot(name: string): Promise<Probed> {
+  return preparedRoot(`${DEFAULT_ROOT}-${name}`, "1G");
+}
+
+async function preparedRoot(root: string, size: string): Promise<Probed> {
+  try {
+    execFileSync("deploy/host-storage.sh", [size, `${root}.img`, root], { stdio: "pipe" });
+  } catch (error) {
+    const reason = `no storage root: ${String((error as { stderr?: Buffer }).stderr ?? error).trim()}`;
+    if (dockerRequired) throw new Error(reason);
+    return { reason };
   }
   return StorageQuota.probe(root);
 }

@@ -7,6 +7,7 @@ import {
 import { storageEntitlement } from "../../app/server/billing/storage-limit.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import { logger } from "../../app/server/platform/logger.server.ts";
+import type { AgentRuntime } from "../runtime/types.ts";
 import { rt } from "./engine.ts";
 import { sendStorageNotice } from "./storage-notices.ts";
 
@@ -59,10 +60,18 @@ export async function storageLimitFor(row: InstanceRow): Promise<number> {
   return (await storageEntitlement(row.user_id)).limitBytes;
 }
 
+/** Rescans the storage roots whose counts went inconsistent (no limit holds then, 0243). */
+export async function restoreStorageCounts(runtime: AgentRuntime): Promise<void> {
+  for (const where of (await runtime.restoreStorageCounts?.()) ?? []) {
+    logger().warn({ where }, "storage: counts were inconsistent (no limit held); rescanned");
+  }
+}
+
 /** Runs the pass over every instance (or one user's); returns how many volumes it looked at. */
 export async function sampleStorage(userId?: string): Promise<number> {
   const runtime = rt();
   if (!runtime.storageUsage || !runtime.setStorageLimit) return 0;
+  await restoreStorageCounts(runtime);
   const usage = await runtime.storageUsage();
   const rows = userId
     ? [await getInstanceByUser(userId)].filter((r) => r !== undefined)

@@ -6,6 +6,7 @@ import { DockerRuntime } from "../runtime/docker.ts";
 import { StorageQuota } from "../runtime/storage-quota.ts";
 import { SwarmRuntime } from "../runtime/swarm.ts";
 import type { AgentRuntime, StorageEnforcement } from "../runtime/types.ts";
+import { restoreStorageCounts } from "./storage-limits.ts";
 
 // At worker start: gives the Docker or Swarm driver the prepared storage root (STORAGE_ROOT; on
 // a swarm, per node, decision 0228) and says, in the log and for /ops, whether gateways are held
@@ -42,6 +43,10 @@ export async function prepareStorage(runtime: AgentRuntime): Promise<StorageEnfo
   };
   if (state.enforced) {
     logger().info("storage limits: enforced (%s)", state.mechanism);
+    // Counts a crash or an earlier run left inconsistent hold no limit until a rescan (0243).
+    await restoreStorageCounts(runtime).catch((error: unknown) =>
+      logger().warn({ err: error }, "storage: the counts' check failed"),
+    );
   } else {
     logger().warn("storage limits: NOT enforced: %s", state.reason);
   }

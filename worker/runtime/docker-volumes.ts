@@ -73,6 +73,12 @@ export class DockerVolumes {
     return this.#quota ? this.#quota.quota.repairLayout(volume) : [];
   }
 
+  /** The storage root, when its counts had gone inconsistent and were rescanned. */
+  async restoreCounts(): Promise<string[]> {
+    const limited = this.#quota?.quota;
+    return limited && (await limited.restoreCounts()) ? [limited.root] : [];
+  }
+
   async usage(): Promise<Map<string, VolumeUsage>> {
     return this.#quota ? this.#quota.quota.usage() : new Map();
   }

@@ -170,6 +170,10 @@ export class DockerRuntime implements AgentRuntime {
     return this.volumes.setLimit(volume, limitBytes);
   }
 
+  restoreStorageCounts(): Promise<string[]> {
+    return this.volumes.restoreCounts();
+  }
+
   storageUsage(): Promise<Map<string, VolumeUsage>> {
     return this.volumes.usage();
   }

@@ -44,7 +44,8 @@ export interface LayoutTarget {
   agentLimitBytes: number | undefined;
 }
 
-const stderrOf = (error: unknown) =>
+/** A failed command's stderr (its message when it has none). */
+export const stderrOf = (error: unknown) =>
   (error as { stderr?: string }).stderr ?? (error as Error).message;
 
 /**

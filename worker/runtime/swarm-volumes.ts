@@ -55,6 +55,14 @@ export class SwarmVolumes {
     return (await this.#nodes.engineOf(nodeId)).setStorageLimit(volume, limitBytes);
   }
 
+  async restoreStorageCounts(): Promise<string[]> {
+    const restored: string[] = [];
+    for (const { nodeId, engine } of await this.#nodes.readyEngines()) {
+      for (const root of await engine.restoreStorageCounts()) restored.push(`${root} on ${nodeId}`);
+    }
+    return restored;
+  }
+
   async storageUsage(): Promise<Map<string, VolumeUsage>> {
     const usage = new Map<string, VolumeUsage>();
     for (const { engine } of await this.#nodes.readyEngines()) {

@@ -176,6 +176,10 @@ export class SwarmRuntime implements ClusterRuntime {
     return nodeId ? (await this.engineOf(nodeId)).repairVolumeLayout(volume) : [];
   }
 
+  restoreStorageCounts(): Promise<string[]> {
+    return this.#volumes.restoreStorageCounts();
+  }
+
   storageUsage(): Promise<Map<string, VolumeUsage>> {
     return this.#volumes.storageUsage();
   }

@@ -184,6 +184,11 @@ export interface AgentRuntime {
   storageEnforcement?(): StorageEnforcement;
   /** Changes a limited volume's limit live; false when the volume has no limit to change. */
   setStorageLimit?(volume: string, limitBytes: number): Promise<boolean>;
+  /**
+   * Rescans a storage root whose counts the kernel marked inconsistent: btrfs enforces no limit
+   * then (decision 0243). Where it did, for the log; before usage is read.
+   */
+  restoreStorageCounts?(): Promise<string[]>;
   /** Kernel-measured usage and limit of every limited volume. */
   storageUsage?(): Promise<Map<string, { usedBytes: number; limitBytes: number | undefined }>>;
   /**
