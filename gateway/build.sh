@@ -8,7 +8,8 @@
 #      node_modules installed from gateway/package-lock.json. <hash> covers every input, so
 #      an unchanged base is reused instead of re-sending its ~850 MB.
 #   2. agent-gateway:<openclaw>  (and :latest)  a thin layer on the base, Docker's classic
-#      builder: /home/node, entrypoint, default config, env, USER 1000:1000, VOLUME, EXPOSE,
+#      builder: /home/node, entrypoint (under fs-guard.c's seccomp filter, built here with gcc),
+#      default config, env, USER 1000:1000, VOLUME, EXPOSE,
 #      HEALTHCHECK, labels, and Node's compile cache, baked by starting the gateway once
 #      (warm-compile-cache.sh).
 #
@@ -108,7 +109,7 @@ EXTRA_TAGS=()
 # channel plugin in the lockfile) is told apart by this hash, and rebuilt.
 SOURCES_HASH="$(cat "$PKG_DIR/package.json" "$PKG_DIR/package-lock.json" "$SCRIPT_DIR/entrypoint.sh" \
   "$SCRIPT_DIR/openclaw.default.json" "$SCRIPT_DIR/warm-compile-cache.sh" "$SCRIPT_DIR/link-plugins.mjs" \
-  "$SCRIPT_DIR/plugin-root.sh" "$SCRIPT_DIR/settle-memory.cjs" "$SCRIPT_DIR/patch-openclaw.mjs" "${BASH_SOURCE[0]}" \
+  "$SCRIPT_DIR/plugin-root.sh" "$SCRIPT_DIR/settle-memory.cjs" "$SCRIPT_DIR/patch-openclaw.mjs" "$SCRIPT_DIR/fs-guard.c" "${BASH_SOURCE[0]}" \
   "$REPO_DIR/deploy/lib/rootfs.sh" | sha256sum | cut -c1-16)"
 
 skip_if_built() {
@@ -313,6 +314,11 @@ install -m 0644 "$SCRIPT_DIR/openclaw.default.json" "$TOP_CTX/openclaw.default.j
 install -m 0755 "$SCRIPT_DIR/warm-compile-cache.sh" "$TOP_CTX/warm-compile-cache.sh"
 install -m 0755 "$SCRIPT_DIR/plugin-root.sh" "$TOP_CTX/plugin-root.sh"
 install -m 0644 "$SCRIPT_DIR/settle-memory.cjs" "$TOP_CTX/settle-memory.cjs"
+# The guard the gateway runs under (fs-guard.c, decision 0244): static, the image has no libc to
+# link against.
+command -v gcc >/dev/null || die "gcc is not installed (apt-get install gcc libc6-dev): it builds gateway/fs-guard.c"
+gcc -static -O2 -Wall -Wextra -Werror -o "$TOP_CTX/fs-guard" "$SCRIPT_DIR/fs-guard.c" ||
+  die "compiling gateway/fs-guard.c failed"
 # OpenClaw's files with the platform's fixes (patch-openclaw.mjs), over the base's copies.
 node "$SCRIPT_DIR/patch-openclaw.mjs" "$APP_DIR/node_modules" "$TOP_CTX/openclaw-dist" >/dev/null ||
   die "patching openclaw@$OPENCLAW_VERSION failed (gateway/patch-openclaw.mjs)"
@@ -320,6 +326,7 @@ cat >"$TOP_CTX/Dockerfile" <<EOF
 FROM $BASE_TAG
 COPY --chown=1000:1000 home-node/ /home/node/
 COPY entrypoint.sh /usr/local/bin/agent-gateway-entrypoint
+COPY fs-guard /usr/local/bin/agent-gateway-fs-guard
 COPY openclaw.default.json /etc/agent-gateway/openclaw.default.json
 COPY warm-compile-cache.sh /usr/local/lib/agent-gateway/warm-compile-cache.sh
 COPY plugin-root.sh /usr/local/lib/agent-gateway/plugin-root.sh
@@ -351,7 +358,7 @@ LABEL org.opencontainers.image.title="agent-gateway" \\
       agent-gateway.base="$BASE_TAG" \\
       agent-gateway.control-ui-root="$CONTROL_UI_ROOT" \\
       agent-gateway.sources-sha256="$SOURCES_HASH"
-ENTRYPOINT ["/usr/local/bin/agent-gateway-entrypoint"]
+ENTRYPOINT ["/usr/local/bin/agent-gateway-fs-guard", "/usr/local/bin/agent-gateway-entrypoint"]
 CMD ["gateway", "run", "--bind", "lan", "--port", "$CONTAINER_PORT"]
 EOF
 log "building $TAG on the base (includes starting the gateway once to bake the compile cache)"

@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import * as agentPage from "../../app/routes/agents.$id._index.tsx";
 import * as agentRoute from "../../app/routes/api.agent.ts";
@@ -101,6 +102,37 @@ describeDocker("storage limits (real gateway)", () => {
     // The sweeper runs in the container (busybox) and leaves a live gateway's folders alone.
     expect(await sweepGatewayTmp(instance)).toEqual([]);
     expect((await inGateway("ls -d /tmp/openclaw /tmp/openclaw-state-locks-*")).exitCode).toBe(0);
+  });
+
+  it("runs the gateway's processes under the subvolume guard's filter (decision 0244)", async () => {
+    // On top of Docker's own filter, which the container's init has: one more for each process
+    // the entrypoint started (the gateway and its children; not a `docker exec`'s, such as the
+    // health check's, whose parent is outside the container).
+    const container = bench!.rt.docker.getContainer(instance.container_name);
+    const init = (await container.inspect()).State.Pid;
+    const { Titles, Processes } = (await container.top()) as {
+      Titles: string[];
+      Processes: string[][];
+    };
+    const status = async (pid: number) => {
+      const text = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
+      const field = (name: string) =>
+        Number(new RegExp(`^${name}:\\s+(\\d+)$`, "m").exec(text)?.[1]);
+      return { parent: field("PPid"), filters: field("Seccomp_filters") };
+    };
+    const underInit = async (pid: number): Promise<boolean> => {
+      const { parent } = await status(pid);
+      return parent === init || (parent > 1 && (await underInit(parent)));
+    };
+    const base = (await status(init)).filters;
+    let checked = 0;
+    for (const row of Processes) {
+      const pid = Number(row[Titles.indexOf("PID")]);
+      if (pid === init || !(await underInit(pid))) continue;
+      expect((await status(pid)).filters, `pid ${pid}: ${row.at(-1)}`).toBe(base + 1);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(0);
   });
 
   it("refuses a write past the limit, keeps answering, and says full", async () => {
