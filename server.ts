@@ -3,7 +3,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ServerBuild } from "@remix-run/node";
 import { agentIngressAuthority } from "./app/server/agents/agent-ingress.server.ts";
 import { liveSocketUpgrade } from "./app/server/agents/live-socket.server.ts";
-import { flushMetering } from "./app/server/ai/metering.server.ts";
+import { flushMetering, recoverMeteringJournals } from "./app/server/ai/metering.server.ts";
 import { registerDatabaseGauges } from "./app/server/ops/prometheus.server.ts";
 import { closeDb, db, resolveDatabaseUrl } from "./app/server/platform/db.server.ts";
 import { env } from "./app/server/platform/env.server.ts";
@@ -28,6 +28,11 @@ await closeDb();
 
 collectProcessMetrics();
 registerDatabaseGauges();
+// Calls a web process killed before its usage write had answered (decision 0245): in the
+// background, since a database still away only delays them.
+void recoverMeteringJournals().catch((error: unknown) =>
+  logger().error({ err: error }, "the metering journals of stopped processes were not replayed"),
+);
 const build = (await import(pathToFileURL(path.join(root, "build/index.js")).href)) as ServerBuild;
 const server = createWebServer({
   build,

@@ -7,6 +7,7 @@ import { call } from "../helpers/api.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
 import { balanceOf, giveCredits, leaseTestUser } from "./support.ts";
+import { holdUsageTable, waitingFlush } from "./usage-lock.ts";
 
 // The soak (issue 52) found the ledger 24 micro-USD short of the provider's usage: one answered
 // call was never recorded. Usage is written after the answer (decision 0025), and a write that
@@ -18,55 +19,32 @@ beforeAll(() => mswServer.use(...openai.handlers));
 const other = postgres(process.env.DATABASE_URL as string, { max: 2, onnotice: () => {} });
 afterAll(() => other.end({ timeout: 1 }));
 
-/** The backend of the platform's flush waiting to insert its usage rows, if one waits. */
-async function waitingFlush(): Promise<number | undefined> {
-  const [row] = await other<{ pid: number }[]>`
-    select pid from pg_stat_activity
-    where wait_event_type = 'Lock' and query ilike '%insert into ai_usage %'
-      and pid <> pg_backend_pid()`;
-  return row?.pid;
-}
-
 it("writes the usage of a flush whose connection died once the database answers, exactly once", async () => {
   const { userId, token } = await leaseTestUser(openai, "meter_retry");
   await giveCredits(userId, 1_000_000);
   // Usage rows held back by another transaction's lock: the flush waits there, and its backend
   // is killed there (as a database restart kills it). Reads (the call's checks) go on.
-  let release = () => {};
-  const released = new Promise<void>((r) => {
-    release = r;
-  });
-  let locked = () => {};
-  const holding = new Promise<void>((r) => {
-    locked = r;
-  });
-  const holder = other.begin(async (t) => {
-    await t`lock table ai_usage in share row exclusive mode`;
-    locked();
-    await released;
-  });
-  await holding;
+  const lock = await holdUsageTable(other);
   const answer = await call(completionsRoute, "/api/ai/v1/chat/completions", {
     method: "POST",
     body: { model: "openai/gpt-4o", messages: [{ role: "user", content: "hi" }], max_tokens: 50 },
     headers: { authorization: `Bearer ${token}` },
   });
   expect(answer.status).toBe(200);
-  await expect.poll(waitingFlush, { timeout: 10_000 }).toBeDefined();
-  const first = (await waitingFlush()) as number;
+  await expect.poll(() => waitingFlush(other), { timeout: 10_000 }).toBeDefined();
+  const first = (await waitingFlush(other)) as number;
   await other`select pg_terminate_backend(${first})`;
   // Written again (a new backend waits to insert), not dropped.
   await expect
     .poll(
       async () => {
-        const pid = await waitingFlush();
+        const pid = await waitingFlush(other);
         return pid !== undefined && pid !== first;
       },
       { timeout: 10_000 },
     )
     .toBe(true);
-  release();
-  await holder;
+  await lock.release();
   await flushMetering();
 
   const usage = await db()<{ cost: number; n: number }[]>`

@@ -12,6 +12,7 @@ import {
   returnDraw,
   settled,
 } from "./credit-leases.server.ts";
+import { type JournalCall, MeteringJournal } from "./metering-journal.server.ts";
 import type { ProviderName } from "./providers/shared.server.ts";
 
 // Every call through the layer leaves one ai_usage row. For a user in credits mode the same
@@ -63,9 +64,30 @@ interface Queued {
   resolve: (id: string | undefined) => void;
   /** A write of it failed with the database unreachable: it may have committed all the same. */
   retried?: boolean;
+  /** From a dead process's journal: charged without a hold (that process's went stale). */
+  recovered?: boolean;
 }
 
 let queue: Queued[] = [];
+/** What this process answered and has not written yet, on disk (decision 0245). */
+const journal = new MeteringJournal<UsageRecord>();
+let journalFailed = false;
+const journalled = (q: Queued): JournalCall<UsageRecord> => ({
+  id: q.id,
+  at: q.at.toISOString(),
+  record: q.record,
+});
+
+/** A journal write that fails (a full disk) loses only the crash cover, never the call. */
+function journalling(write: () => void): void {
+  try {
+    write();
+    journalFailed = false;
+  } catch (error) {
+    if (!journalFailed) logger().error({ err: error }, "the metering journal cannot be written");
+    journalFailed = true;
+  }
+}
 let flushing: Promise<void> | undefined;
 let timer: NodeJS.Timeout | undefined;
 /** Flushes in a row that failed with the database unreachable, and when the next may run. */
@@ -135,10 +157,12 @@ function flushNow(): Promise<void> {
         return;
       }
       logger().error({ err: error, calls: batch.length }, "AI usage could not be recorded");
+      journalling(() => journal.done(batch.map((q) => q.id))); // not tried again at each start
       for (const q of batch) q.resolve(undefined);
     })
     .finally(() => {
       flushing = undefined;
+      journalling(() => journal.compact(queue.map(journalled)));
       if (queue.length > 0 || releasable().length > 0) scheduleFlush();
     });
   return flushing;
@@ -153,6 +177,7 @@ function settleInMemory(batch: Queued[], releases: ReturnType<typeof releasable>
     settled(lease, Math.max(0, Math.min(record.costMicroUsd, lease.dbHeld)));
   }
   for (const lease of releases) markReleased(lease);
+  journalling(() => journal.done(batch.map((q) => q.id)));
   for (const q of batch) q.resolve(q.id);
 }
 
@@ -185,15 +210,17 @@ async function writeBatch(queued: Queued[]): Promise<void> {
     // Per user: what leaves the leases' holds, today's spend, and the credits to debit.
     const perUser = new Map<string, { consumed: number; spent: number; charge: number }>();
     const perLease = new Map<string, { lease: Reservation["lease"]; consumed: number }>();
-    for (const { record, reservation } of batch) {
-      if (!reservation || !record.userId) continue;
-      const lease = reservation.lease;
-      const entry = perLease.get(lease.id) ?? { lease, consumed: 0 };
-      const consumed = Math.min(record.costMicroUsd, lease.dbHeld - entry.consumed);
-      entry.consumed += Math.max(0, consumed);
-      perLease.set(lease.id, entry);
+    for (const { record, reservation, recovered } of batch) {
+      if (!record.userId || (!reservation && !recovered)) continue;
       const u = perUser.get(record.userId) ?? { consumed: 0, spent: 0, charge: 0 };
-      u.consumed += Math.max(0, consumed);
+      if (reservation) {
+        const lease = reservation.lease;
+        const entry = perLease.get(lease.id) ?? { lease, consumed: 0 };
+        const consumed = Math.min(record.costMicroUsd, lease.dbHeld - entry.consumed);
+        entry.consumed += Math.max(0, consumed);
+        perLease.set(lease.id, entry);
+        u.consumed += Math.max(0, consumed);
+      }
       u.spent += record.costMicroUsd;
       if (record.billingMode === "credits") u.charge += record.costMicroUsd;
       perUser.set(record.userId, u);
@@ -398,10 +425,52 @@ export function meter(record: UsageRecord, reservation?: Reservation): Promise<s
   recordAiCall(record);
   if (reservation) returnDraw(reservation.lease, reservation.amountMicroUsd, record.costMicroUsd);
   return new Promise((resolve) => {
-    queue.push({ id: `aiu_${randomUUID()}`, at: new Date(), record, reservation, resolve });
+    const q: Queued = { id: `aiu_${randomUUID()}`, at: new Date(), record, reservation, resolve };
+    journalling(() => journal.append(journalled(q)));
+    queue.push(q);
     if (queue.length >= 500) void flushNow();
     else scheduleFlush();
   });
+}
+
+/**
+ * Writes the calls that processes which died had answered and not written (their journals,
+ * decision 0245), each once: a call whose row is there already is skipped. Run at start; the
+ * calls are charged to the account as any call without a hold (the dead process's holds are
+ * released by the stale-hold sweep). Returns how many of their calls are recorded now.
+ */
+export async function recoverMeteringJournals(): Promise<number> {
+  let recorded = 0;
+  for (const { file, calls } of MeteringJournal.orphans<UsageRecord>()) {
+    const done: Array<Promise<string | undefined>> = [];
+    for (const call of calls) {
+      done.push(
+        new Promise((resolve) => {
+          // `retried`: the dead process's batch may have committed before it died.
+          const at = new Date(call.at);
+          queue.push({
+            ...call,
+            at,
+            reservation: undefined,
+            resolve,
+            retried: true,
+            recovered: true,
+          });
+        }),
+      );
+    }
+    await flushMetering();
+    const now = (await Promise.all(done)).filter(Boolean).length;
+    recorded += now;
+    MeteringJournal.finished(file);
+    if (calls.length > 0) {
+      logger().warn(
+        { journal: file, calls: calls.length, recorded: now },
+        "AI usage a stopped process had not recorded: recorded now",
+      );
+    }
+  }
+  return recorded;
 }
 
 // Leases nobody uses are given back within a few seconds (and on flushMetering).
