@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import postgres from "postgres";
@@ -72,6 +72,42 @@ it("writes, once, a call that a process killed before its usage write had answer
   expect(journals().filter((name) => !name.startsWith(`${process.pid}.`))).toEqual([]);
   expect(await recoverMeteringJournals()).toBe(0);
   expect(await balanceOf(USER)).toBe(1_000_000 - 1234);
+});
+
+it("leaves out the calls of an account deleted since, and writes the others", async () => {
+  const kept = "usr_meter_journal_kept";
+  await ensureUser(kept);
+  await giveCredits(kept, 1_000_000);
+  // A process that has exited: its pid is free (reused at worst by a later one, then skipped).
+  const gone = spawnSync(process.execPath, ["-e", ""]).pid as number;
+  const record = (userId: string) => ({
+    userId,
+    instanceId: null,
+    endpoint: "chat",
+    provider: "openai",
+    model: "openai/gpt-4o",
+    promptTokens: 1,
+    completionTokens: 1,
+    tokensEstimated: false,
+    costMicroUsd: 500,
+    billingMode: "credits",
+    stream: false,
+    latencyMs: 1,
+    status: "ok",
+    httpStatus: 200,
+    error: null,
+  });
+  const line = (id: string, userId: string) =>
+    JSON.stringify({ call: { id, at: new Date().toISOString(), record: record(userId) } });
+  writeFileSync(
+    path.join(dataDir, "metering", `${gone}.feed.jsonl`),
+    `${line("aiu_kept", kept)}\n${line("aiu_gone", "usr_deleted_since")}\n`,
+  );
+  expect(await recoverMeteringJournals()).toBe(1);
+  expect(await balanceOf(kept)).toBe(1_000_000 - 500);
+  expect(await db()`select id from ai_usage where id in ('aiu_kept', 'aiu_gone')`).toEqual([
+    { id: "aiu_kept" },
+  ]);
 });
 
 it("reads a journal's calls not marked done, past a torn last line", () => {

@@ -441,7 +441,20 @@ export function meter(record: UsageRecord, reservation?: Reservation): Promise<s
  */
 export async function recoverMeteringJournals(): Promise<number> {
   let recorded = 0;
-  for (const { file, calls } of MeteringJournal.orphans<UsageRecord>()) {
+  for (const { file, calls: journalled } of MeteringJournal.orphans<UsageRecord>()) {
+    // An account deleted since has no ledger to charge: its calls would fail the whole batch
+    // they share with live calls.
+    const named = [...new Set(journalled.map((c) => c.record.userId).filter((id) => id !== null))];
+    const present = new Set(
+      named.length === 0
+        ? []
+        : (await db()<{ id: string }[]>`select id from users where id = any(${named}::text[])`).map(
+            (r) => r.id,
+          ),
+    );
+    const calls = journalled.filter(
+      (c) => c.record.userId === null || present.has(c.record.userId),
+    );
     const done: Array<Promise<string | undefined>> = [];
     for (const call of calls) {
       done.push(
@@ -463,9 +476,14 @@ export async function recoverMeteringJournals(): Promise<number> {
     const now = (await Promise.all(done)).filter(Boolean).length;
     recorded += now;
     MeteringJournal.finished(file);
-    if (calls.length > 0) {
+    if (journalled.length > 0) {
       logger().warn(
-        { journal: file, calls: calls.length, recorded: now },
+        {
+          journal: file,
+          calls: calls.length,
+          recorded: now,
+          accountsGone: journalled.length - calls.length,
+        },
         "AI usage a stopped process had not recorded: recorded now",
       );
     }
