@@ -26,6 +26,10 @@ export const turns: Turn[] = [];
 const CHAT_TIMEOUT_MS = 250_000;
 const SOCKET_TURN_TIMEOUT_MS = 730_000;
 
+/** An error answer's verdict by its `delivered`: true, "unknown" (sent, unanswered), or refused. */
+const verdictOfError = (delivered: unknown): Turn["verdict"] =>
+  delivered === true ? "delivered" : delivered === "unknown" ? "unknown" : "refused";
+
 export const turnText = (token: string, usage: string) =>
   `soak turn ${token}: answer briefly. usage=${usage}`;
 
@@ -54,9 +58,7 @@ export async function chatHttp(
     ? "accepted"
     : typeof a.outcome !== "number"
       ? "unknown"
-      : a.body.delivered === true
-        ? "delivered"
-        : "refused";
+      : verdictOfError(a.body.delivered);
   return a;
 }
 
@@ -131,7 +133,7 @@ export class LiveSocket {
         if (end?.type === "error") {
           // A reply that had started is a turn the platform accepted, whatever ended it.
           const started = mine.some((f) => f.type === "delta" || f.type === "event");
-          turn.verdict = started ? "accepted" : end.delivered === true ? "delivered" : "refused";
+          turn.verdict = started ? "accepted" : verdictOfError(end.delivered);
           rec.add("chat-ws", at, Number(end.status ?? 500));
           return turn;
         }

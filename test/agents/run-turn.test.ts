@@ -27,6 +27,8 @@ function fakeGateway(
     vanish?: boolean;
     /** Takes the message, its socket closes; the run's reply reaches the next connection. */
     blip?: string;
+    /** Takes the message and never answers the request (a gateway too busy to). */
+    silent?: boolean;
   }>,
   { refuse = 0 }: { refuse?: number } = {},
 ) {
@@ -59,6 +61,7 @@ function fakeGateway(
         const runId = frame.params.idempotencyKey as string;
         const run = runs[sent.length] ?? { reply: "late" };
         sent.push(frame.params.message as string);
+        if (run.silent) return;
         client.send(JSON.stringify({ type: "res", id: frame.id, ok: true, payload: { runId } }));
         if (run.vanish || run.blip) {
           gone = !!run.vanish;
@@ -178,5 +181,25 @@ describe("a chat turn whose gateway connection drops after the message was taken
     } finally {
       client.close();
     }
+  });
+});
+
+describe("a chat turn whose send goes unanswered", () => {
+  it("fails saying its delivery is unknown, and is not sent again (decision 0246)", async () => {
+    const sent = fakeGateway([{ silent: true }, { reply: "twice" }]);
+    const client = new GatewayClient({ url: URL, token: "t", requestTimeoutMs: 200 });
+    await client.connect();
+    try {
+      const error = await runTurn(client, "agent:main:main", "hello").catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(DomainError);
+      expect(error).toMatchObject({
+        status: 502,
+        extra: { delivered: "unknown" },
+        message: expect.stringContaining("chat.send: no response within 200 ms"),
+      });
+    } finally {
+      client.close();
+    }
+    expect(sent).toEqual(["hello"]);
   });
 });

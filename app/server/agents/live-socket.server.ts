@@ -22,7 +22,8 @@ import { chat } from "./talk.server.ts";
 // Server → client: {type: "ready", userId} | {type: "delta", id, text} |
 //   {type: "event", id, event, payload} | {type: "final", id, sessionId, reply, timestamp} |
 //   {type: "error", id?, status, error, delivered?} | {type: "pong"} (delivered: true when the
-//   turn failed after the gateway had taken its message: do not send it again)
+//   turn failed after the gateway had taken its message: do not send it again; "unknown" when
+//   its send went unanswered: the agent's messages tell, decision 0246)
 //
 // The socket lives only as long as its credential: it closes with 4401 "credential revoked" on
 // sign-out, a revoked session, a deleted key, a password reset or a suspension

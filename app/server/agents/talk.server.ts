@@ -98,7 +98,7 @@ export async function runTurn(
 ): Promise<{ runId: string; reply: string }> {
   let streamed = false;
   let restarting = false;
-  const sent = { delivered: false };
+  const sent: { delivered: Delivery } = { delivered: false };
   const watched: TurnEvents = {
     ...events,
     onDelta: (text, full) => {
@@ -110,7 +110,10 @@ export async function runTurn(
     try {
       return await runTurnOnce(client, sessionKey, message, watched, sent);
     } catch (error) {
-      if (streamed || !(error instanceof Error)) throw deliveredOr(error, sent.delivered);
+      // A send that may have been taken is never sent again: the agent could get it twice.
+      if (streamed || !(error instanceof Error) || sent.delivered === "unknown") {
+        throw deliveredOr(error, sent.delivered);
+      }
       // While a drained gateway restarts, its socket is closed and refused: keep waiting.
       restarting ||= DRAINING.test(error.message);
       const waiting =
@@ -129,16 +132,24 @@ export async function runTurn(
 }
 
 /**
+ * Whether a turn's message reached the agent: not sent (false), taken (chat.send answered), or
+ * sent with no answer (timed out, or the connection dropped after it went out): the gateway may
+ * have taken it (decision 0246).
+ */
+type Delivery = false | true | "unknown";
+
+/**
  * A turn that failed after the gateway had accepted its message (chat.send answered): the
  * message is in the agent's conversation (its messages will show it), so the error answer says
  * `delivered: true` and a client must not send it again as if it had been refused (issue 52: the
- * soak saw a 502 whose message was recorded). A failure before that sent nothing.
+ * soak saw a 502 whose message was recorded). One whose send went unanswered says
+ * `delivered: "unknown"`: the agent's messages tell. A failure before the send sent nothing.
  */
-function deliveredOr(error: unknown, delivered: boolean): unknown {
-  if (!delivered) return error;
+function deliveredOr(error: unknown, delivered: Delivery): unknown {
+  if (delivered === false) return error;
   const answer = toDomainError(error);
   if (!(answer instanceof DomainError)) return error; // not the client's to know: a 500
-  return new DomainError(answer.status, answer.message, { ...answer.extra, delivered: true });
+  return new DomainError(answer.status, answer.message, { ...answer.extra, delivered });
 }
 
 /**
@@ -151,7 +162,7 @@ async function runTurnOnce(
   sessionKey: string,
   message: string,
   events: TurnEvents,
-  sent: { delivered: boolean },
+  sent: { delivered: Delivery },
 ): Promise<{ runId: string; reply: string }> {
   const runId = randomUUID();
   let full = "";
@@ -209,7 +220,17 @@ async function runTurnOnce(
   // sent to a frozen gateway failed).
   done.catch(() => {});
   try {
-    await client.request("chat.send", { sessionKey, message, idempotencyKey: runId });
+    try {
+      await client.request("chat.send", { sessionKey, message, idempotencyKey: runId });
+    } catch (error) {
+      // Written and unanswered in time: a gateway too busy to answer may still run it (the
+      // soak's "refused" turns that were recorded). A connect that failed sent nothing; a drop
+      // is a gateway restarting (drained: resent once it is back) or gone.
+      if (error instanceof GatewayUnavailableError && /no response within/.test(error.message)) {
+        sent.delivered = "unknown";
+      }
+      throw error;
+    }
     sent.delivered = true;
     return { runId, reply: await done };
   } finally {
