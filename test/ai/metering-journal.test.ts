@@ -1,11 +1,11 @@
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import postgres from "postgres";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { recoverMeteringJournals } from "../../app/server/ai/metering.server.ts";
-import { pendingIn } from "../../app/server/ai/metering-journal.server.ts";
+import { MeteringJournal, pendingIn } from "../../app/server/ai/metering-journal.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { ensureUser } from "../helpers/users.ts";
@@ -121,4 +121,19 @@ it("reads a journal's calls not marked done, past a torn last line", () => {
     '{"call":{"id":"d"',
   ].join("\n");
   expect(pendingIn(text).map((c) => c.id)).toEqual(["b", "c"]);
+});
+
+it("compacts a long journal to the calls in flight, and appends at its start once emptied", () => {
+  const journal = new MeteringJournal<{ pad: string }>();
+  const pad = "x".repeat(64 * 1024);
+  const call = (id: string) => ({ id, at: "2026-12-06T00:00:00Z", record: { pad } });
+  for (let i = 0; i < 70; i++) journal.append(call(`c${i}`)); // past 4 MiB
+  journal.compact([call("c69")]);
+  const file = journal.file as string;
+  expect(pendingIn(readFileSync(file, "utf8")).map((c) => c.id)).toEqual(["c69"]);
+  journal.compact([]);
+  journal.append(call("after"));
+  const text = readFileSync(file, "utf8");
+  expect(text.startsWith('{"call"')).toBe(true);
+  expect(pendingIn(text).map((c) => c.id)).toEqual(["after"]);
 });

@@ -68,8 +68,14 @@ export class MeteringJournal<R> {
     this.#write({ call });
   }
 
+  /** Calls written: marked done. Nothing when this journal holds none (recovered calls). */
   done(ids: string[]): void {
-    if (ids.length > 0) this.#write({ done: ids });
+    if (ids.length > 0 && this.#fd !== undefined) this.#write({ done: ids });
+  }
+
+  /** The file, once the first call opened it. */
+  get file(): string | undefined {
+    return this.#file;
   }
 
   /**
@@ -85,10 +91,15 @@ export class MeteringJournal<R> {
     if (fstatSync(this.#fd).size < COMPACT_BYTES) return;
     const next = `${this.#file}.next`;
     const fd = openSync(next, "w");
-    for (const call of pending) writeSync(fd, `${JSON.stringify({ call })}\n`);
+    try {
+      for (const call of pending) writeSync(fd, `${JSON.stringify({ call })}\n`);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(next, this.#file);
     closeSync(this.#fd);
-    this.#fd = fd;
+    // Appending again: a later truncation must put the next line at the start, not past a hole.
+    this.#fd = openSync(this.#file, "a");
   }
 
   /** Journals of processes that are gone, each taken over (renamed to this process's pid). */
