@@ -68,6 +68,13 @@ export default function OpsOverview() {
                 ? "gateways keep running (live-restore)"
                 : "stop every gateway (live-restore off)"}
           </dd>
+          <dt>Volume removals deferred</dt>
+          <dd data-testid="ops-volume-removals-deferred">
+            {/* Decision 0248: an engine before 20.10.25 frees them only when it restarts. */}
+            {operations.volumeRemovalsDeferred === 0
+              ? "none"
+              : `${operations.volumeRemovalsDeferred} until the engine's next restart`}
+          </dd>
           <dt>Storage limits</dt>
           <dd data-testid="ops-storage-enforcement">
             {/* As the worker found them at its start (decision 0216): never silently off. */}

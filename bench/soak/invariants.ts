@@ -281,9 +281,19 @@ export async function checkConvergence(
   // A limited state volume comes with its gateway's /tmp (`<volume>-tmp`, decision 0224): one
   // agent's storage, counted once; a `-tmp` without its volume is still an orphan.
   const names = new Set(labelled.map((v) => v.name));
-  const volumes = labelled.filter(
-    (v) => !(v.name.endsWith("-tmp") && names.has(v.name.slice(0, -"-tmp".length))),
+  // A volume the engine refused to remove for now (decision 0248) is the platform's to remove
+  // after the engine's next restart: listed apart, not an orphan.
+  const deferred = new Set(
+    (await p.sql<{ volume: string }[]>`select volume from volume_removals`.catch(() => [])).flatMap(
+      (r) => [r.volume, `${r.volume}-tmp`],
+    ),
   );
+  const volumes = labelled.filter(
+    (v) =>
+      !deferred.has(v.name) &&
+      !(v.name.endsWith("-tmp") && names.has(v.name.slice(0, -"-tmp".length))),
+  );
+  const deferredHere = labelled.filter((v) => deferred.has(v.name) && !v.name.endsWith("-tmp"));
   const networks = await dockerLabels("network", p.deployment);
   const poolIds = new Set(pool.map((r) => r.container_id?.slice(0, 12)));
   const wrongCounts = instances
@@ -326,7 +336,7 @@ export async function checkConvergence(
     {
       name: "no orphan container, volume, network, job or hold",
       pass: orphan.length === 0,
-      figure: `${orphan.length} orphans${orphan.length ? `: ${orphan.slice(0, 8).join("; ")}` : ""}`,
+      figure: `${orphan.length} orphans${orphan.length ? `: ${orphan.slice(0, 8).join("; ")}` : ""}; ${deferredHere.length} volume removals deferred to the engine's next restart${deferredHere.length ? `: ${deferredHere.map((v) => v.name).join(", ")}` : ""}`,
     },
   ];
 }

@@ -123,5 +123,10 @@ describe("database gauges", () => {
     await db()`update runtime_engines set live_restore = false where deployment = 'default'`;
     expect(await sample("platform_engine_live_restore")).toBe(0);
     expect(await sample("platform_engine_check_age_seconds")).toBeGreaterThanOrEqual(20);
+    // Volumes whose removal waits for the engine's next restart (decision 0248).
+    expect(await sample("platform_engine_volume_removals_deferred")).toBe(0);
+    await db()`insert into volume_removals (volume, reason) values ('agent-x-state', 'stuck')`;
+    expect(await sample("platform_engine_volume_removals_deferred")).toBe(1);
+    expect((await opsOverview()).operations.volumeRemovalsDeferred).toBe(1);
   });
 });

@@ -15,6 +15,7 @@ import { applyPlatformConfig, PLATFORM_CONFIG_VERSION } from "./gateway-config.t
 import { connectPooled, POOL_LIMITS, type PoolRow, poolNodes, sameLimits } from "./pool.ts";
 import { poolSize } from "./pool-size.ts";
 import { pinnedGatewayImage } from "./update-image-version.ts";
+import { removeVolumeOrDefer } from "./volume-removals.ts";
 
 // Adoption: a provisioning takes a ready pooled gateway over instead of starting one cold.
 
@@ -126,7 +127,7 @@ export async function adoptFromPool(row: InstanceRow): Promise<InstanceRow | und
     await revokeInstanceTokens(pooled.id);
     await revokeInstanceTokens(row.id);
     await rt().remove(pooled.container_name);
-    await rt().removeVolume(pooled.volume_name);
+    await removeVolumeOrDefer(pooled.volume_name);
     await removeGatewayNetwork(pooled.container_name);
     return undefined;
   }

@@ -5,6 +5,7 @@ import { db } from "../../app/server/platform/db.server.ts";
 import { isClusterRuntime, limitsForPlan, type ResourceLimits } from "../runtime/index.ts";
 import { gatewayAddress, removeGatewayNetwork, rt } from "./engine.ts";
 import { connectWithPairing } from "./pairing.ts";
+import { removeVolumeOrDefer } from "./volume-removals.ts";
 
 // Warm pool (RUNTIME_POOL_SIZE, 0 = off): gateways started, healthy and paired before anyone
 // asks, so provisioning only patches the tenant's config over the control protocol instead of
@@ -68,7 +69,7 @@ export async function poolNodes(): Promise<string[] | undefined> {
 export async function discardPooled(id: string, name: string): Promise<void> {
   await revokeInstanceTokens(id);
   await rt().remove(name);
-  await rt().removeVolume(`${name}-state`);
+  await removeVolumeOrDefer(`${name}-state`);
   await removeGatewayNetwork(name);
   await db()`delete from gateway_pool where id = ${id}`;
 }

@@ -30,6 +30,7 @@ import { settleStaleVolumes } from "./recover.ts";
 import { queueRestart } from "./restart-line.ts";
 import { recoverInterruptedRestores } from "./restore-recovery.ts";
 import { measureStorageWhenDue } from "./storage.ts";
+import { retryVolumeRemovals } from "./volume-removals.ts";
 
 // reconcile: desired vs observed state of every instance. A container that should run and
 // does not is recorded (crash, OOM kill, gone) and restarted with exponential backoff;
@@ -251,6 +252,7 @@ export async function reconcileAll() {
   const storageMeasured = await step("measuring storage", () => measureStorageWhenDue(rows), 0);
   await step("recording the nodes", recordClusterNodes, undefined);
   const staleVolumes = await step("settling stale volumes", settleStaleVolumes, []);
+  const deferred = await step("removing deferred volumes", retryVolumeRemovals, []);
   recordReconcilePass(
     Object.values(results),
     orphans.length +
@@ -258,7 +260,8 @@ export async function reconcileAll() {
       leftovers.length +
       deadFills.length +
       restores.length +
-      staleVolumes.length,
+      staleVolumes.length +
+      deferred.length,
   );
   return {
     instances: results,
@@ -270,5 +273,6 @@ export async function reconcileAll() {
     restoresRecovered: restores,
     storageMeasured,
     staleVolumesSettled: staleVolumes.length,
+    deferredVolumesRemoved: deferred,
   };
 }

@@ -5,6 +5,7 @@ import { hasLiveJob } from "../../app/server/platform/jobs.server.ts";
 import { log, rt } from "./engine.ts";
 import { tryInstanceLock } from "./lock.ts";
 import { bootOn } from "./restore.ts";
+import { removeVolumeOrDefer } from "./volume-removals.ts";
 
 // A restore whose worker died part-way (killed, out of memory, the host lost) has no job left
 // (restore-backup has a heartbeat and no retry, decision 0130), yet its backup still says
@@ -30,7 +31,7 @@ async function undo(backup: BackupRow): Promise<string> {
         if (await rt().volumeExists(old)) await bootOn(current, old);
       }
       const now = await getInstance(row.id);
-      if (fresh && now?.volume_name !== fresh) await rt().removeVolume(fresh);
+      if (fresh && now?.volume_name !== fresh) await removeVolumeOrDefer(fresh);
       return "undone";
     });
     if (!outcome) return "busy"; // the lock's holder may be the restore itself: next pass

@@ -37,6 +37,7 @@ import { connectPaired } from "./pairing.ts";
 import { stateBytesOf } from "./restore-size.ts";
 import { releaseStateLeases } from "./state-leases.ts";
 import { storageLimitFor } from "./storage-limits.ts";
+import { removeVolumeOrDefer } from "./volume-removals.ts";
 
 // restore-backup: the backup's state goes into a fresh volume, the gateway boots on it and is
 // verified (healthy; paired when it was) before the old volume is discarded and the records are
@@ -146,7 +147,7 @@ async function restoreLocked(backup: BackupRow, row: InstanceRow) {
   try {
     records = await unpackInto(await readStored(backup), fresh, row);
   } catch (error) {
-    await rt().removeVolume(fresh);
+    await removeVolumeOrDefer(fresh);
     throw new Error(`the backup could not be read: ${(error as Error).message}`);
   }
   try {
@@ -159,7 +160,7 @@ async function restoreLocked(backup: BackupRow, row: InstanceRow) {
     await bootOn(row, old).catch((again) =>
       log().error({ instanceId: row.id, err: again }, "the old state did not come back healthy"),
     );
-    await rt().removeVolume(fresh);
+    await removeVolumeOrDefer(fresh);
     throw new Error(`the restored gateway did not come up: ${(error as Error).message}`);
   }
   // The records and the outcome commit together: a restore still `running` has not touched them.
@@ -167,8 +168,8 @@ async function restoreLocked(backup: BackupRow, row: InstanceRow) {
     await writeAgentRecords(backup.agent_id, row.user_id, records, tx);
     await recordRestore(backup.id, "restored", null, tx);
   });
-  await rt().removeVolume(old);
-  await rt().removeVolume(`${old}-prev`); // the old lineage's update snapshot
+  await removeVolumeOrDefer(old);
+  await removeVolumeOrDefer(`${old}-prev`); // the old lineage's update snapshot
 }
 
 /** The restore-backup job; its output ({ok, error}) is what the waiting request answers. */

@@ -10,6 +10,7 @@ import { LABELS } from "../runtime/index.ts";
 import { takePendingBeforeTeardown } from "./backup.ts";
 import { deploymentLabels, removeGatewayNetwork, rt } from "./engine.ts";
 import { withInstanceLock } from "./lock.ts";
+import { removeVolumeOrDefer } from "./volume-removals.ts";
 
 // teardown-instance: a deleted user's instance, or a deleted last agent's, goes entirely
 // (containers, state volume and its snapshot, model-endpoint tokens, record).
@@ -40,7 +41,7 @@ async function removeInstance(row: TeardownTarget, removedIds: string[]) {
     // Whatever still mounts the volume (a dead job's one-shot, anything else) would make its
     // removal fail with 409 "volume is in use" on every retry: it goes first.
     for (const holder of await rt().volumeHolders(volume)) await rt().remove(holder.id);
-    await rt().removeVolume(volume);
+    await removeVolumeOrDefer(volume);
   }
   await removeGatewayNetwork(row.container_name);
   const revoked = await revokeInstanceTokens(row.id);

@@ -2,11 +2,25 @@ import { finished } from "node:stream";
 import type Docker from "dockerode";
 import { call, statusOf } from "./docker-engine.ts";
 import type { StorageQuota, VolumeUsage } from "./storage-quota.ts";
-import { type ContainerSummary, LABELS, type Placement, type StorageEnforcement } from "./types.ts";
+import {
+  type ContainerSummary,
+  LABELS,
+  type Placement,
+  type StorageEnforcement,
+  VolumeStuckError,
+} from "./types.ts";
 
 // The Docker driver's volumes: a gateway's named state volume (a limited btrfs subvolume with
 // its /tmp beside it when the storage root is set, decision 0216), their sizes, and the
 // archive API's copies in and out through a never-started helper container.
+
+/**
+ * The engine's refusal to remove a bound volume it wrongly counts as mounted (moby#44422: the
+ * count of a volume whose container lived through a live-restore restart; decision 0248).
+ */
+export function isStuckVolume(error: unknown): boolean {
+  return statusOf(error) === 500 && /volume has active mounts/.test(String(error));
+}
 
 /** The Docker volume that is a limited volume's /tmp (same subvolume, same limit). */
 export function tmpVolumeOf(volume: string): string {
@@ -111,12 +125,20 @@ export class DockerVolumes {
   }
 
   async remove(name: string): Promise<void> {
+    const stuck: string[] = [];
     for (const volume of [name, tmpVolumeOf(name)]) {
       try {
         await call(() => this.#docker.getVolume(volume).remove({ force: true }));
       } catch (error) {
-        if (statusOf(error) !== 404) throw error;
+        if (isStuckVolume(error)) stuck.push(volume);
+        else if (statusOf(error) !== 404) throw error;
       }
+    }
+    // The subvolume stays while the engine still lists a volume bound into it.
+    if (stuck.length) {
+      throw new VolumeStuckError(
+        `the engine counts ${stuck.join(" and ")} as still mounted ("volume has active mounts"); its next restart frees it`,
+      );
     }
     await this.#quota?.quota.remove(name);
   }

@@ -382,6 +382,19 @@ export class StaleTaskError extends Error {
   }
 }
 
+/**
+ * The engine will not remove a volume that nothing uses, because it still counts the volume as
+ * mounted ("volume has active mounts": Docker before 20.10.25 after a live-restore restart,
+ * moby#44422). The engine's next restart clears the count; until then the removal is deferred
+ * (decision 0248).
+ */
+export class VolumeStuckError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "VolumeStuckError";
+  }
+}
+
 /** The engine cannot freeze a container into swap; the agent sleeps by being stopped instead. */
 export class FreezeUnavailableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -139,6 +139,8 @@ export interface EngineFigures {
   engineLiveRestore: boolean | null;
   /** Each node of a multi-node runtime: up when its scheduler calls it ready. */
   nodes: Array<{ node: string; up: boolean; availability: string }>;
+  /** Volumes the engine refused to remove for now, waiting for its next restart (0248). */
+  volumeRemovalsDeferred: number;
 }
 
 /** Engine and node health, as the workers' checks recorded them. */
@@ -159,7 +161,9 @@ export async function engineFigures(): Promise<EngineFigures> {
     from runtime_engines where deployment = ${deployment}
     union all
     select 'node', hostname, state = 'ready', availability, 0, null
-    from runtime_nodes where deployment = ${deployment}`;
+    from runtime_nodes where deployment = ${deployment}
+    union all
+    select 'deferred', '', true, '', count(*)::float8, null from volume_removals`;
   const engine = rows.find((r) => r.kind === "engine");
   return {
     engineUp: engine ? engine.up : null,
@@ -168,5 +172,6 @@ export async function engineFigures(): Promise<EngineFigures> {
     nodes: rows
       .filter((r) => r.kind === "node")
       .map((r) => ({ node: r.name, up: r.up, availability: r.availability })),
+    volumeRemovalsDeferred: rows.find((r) => r.kind === "deferred")?.age ?? 0,
   };
 }

@@ -48,6 +48,7 @@ export async function opsOverview() {
     backups,
     engineUp: engine.engineUp,
     engineLiveRestore: engine.engineLiveRestore,
+    volumeRemovalsDeferred: engine.volumeRemovalsDeferred,
   };
   return { metrics, pool, providers, aiStatus: health.status, operations };
 }

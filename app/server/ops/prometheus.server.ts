@@ -211,6 +211,13 @@ export function registerDatabaseGauges(): void {
     },
   );
   gauge(
+    "engine_volume_removals_deferred",
+    "State volumes the engine refused to remove for now (it still counts them mounted); its next restart frees them",
+    [],
+    engine,
+    (g, e) => g.set(e.volumeRemovalsDeferred),
+  );
+  gauge(
     "node_up",
     "Each node of a multi-node runtime: ready (1) or not (0)",
     ["node", "availability"],
