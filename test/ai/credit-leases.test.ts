@@ -2,13 +2,13 @@ import { readFile } from "node:fs/promises";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as completionsRoute from "../../app/routes/api.ai.v1.chat.completions.ts";
 import { reserve, userStanding } from "../../app/server/ai/budgets.server.ts";
-import { flushMetering, meter, type UsageRecord } from "../../app/server/ai/metering.server.ts";
+import { flushMetering, meter } from "../../app/server/ai/metering.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { call } from "../helpers/api.ts";
 import { createOpenAiFake } from "../msw/handlers/openai.ts";
 import { mswServer } from "../msw/server.ts";
-import { balanceOf, giveCredits, leaseTestUser } from "./support.ts";
+import { balanceOf, giveCredits, leaseTestUser, usageRecord } from "./support.ts";
 
 // Credit leases: a process holds a block of the user's credit and draws calls from it, so the
 // request path does not write per call; settlement is batched; the totals stay exact and the
@@ -29,25 +29,6 @@ const complete = () =>
     body: { model: "openai/gpt-4o", messages: [{ role: "user", content: "hi" }], max_tokens: 50 },
     headers: { authorization: `Bearer ${token}` },
   });
-
-/** One metered call of `costMicroUsd` on platform credits, as the completions path records it. */
-const usageRecord = (user: string, costMicroUsd: number): UsageRecord => ({
-  userId: user,
-  instanceId: null,
-  endpoint: "agents",
-  provider: "openai",
-  model: "openai/gpt-4o",
-  promptTokens: 1,
-  completionTokens: 1,
-  tokensEstimated: false,
-  costMicroUsd,
-  billingMode: "credits",
-  stream: false,
-  latencyMs: 1,
-  status: "ok",
-  httpStatus: 200,
-  error: null,
-});
 
 const reservationsTaken = async () =>
   Number(

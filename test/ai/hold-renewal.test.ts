@@ -8,7 +8,7 @@ import {
 import { flushMetering, meter, type UsageRecord } from "../../app/server/ai/metering.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { jobSchedules } from "../../app/server/platform/jobs.server.ts";
-import { balanceOf, giveCredits } from "./support.ts";
+import { balanceOf, giveCredits, usageRecord } from "./support.ts";
 
 // Issue 52 (the soak): a web killed with kill -9 kept its users' credit holds for ten minutes
 // (a fixed age from creation), and a small balance was refused with 402 all that time. A hold
@@ -16,21 +16,8 @@ import { balanceOf, giveCredits } from "./support.ts";
 // No clock is moved: the rows' timestamps are (decision 0223).
 
 const usage = (userId: string, costMicroUsd: number): UsageRecord => ({
-  userId,
-  instanceId: null,
-  endpoint: "agents",
-  provider: "openai",
-  model: "openai/gpt-4o",
-  promptTokens: 1,
-  completionTokens: 1,
-  tokensEstimated: false,
-  costMicroUsd,
-  billingMode: "credits",
+  ...usageRecord(userId, costMicroUsd),
   stream: true,
-  latencyMs: 1,
-  status: "ok",
-  httpStatus: 200,
-  error: null,
 });
 
 /** A hold a web process left behind when it was killed (its row and the account's held sum). */

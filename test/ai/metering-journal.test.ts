@@ -9,7 +9,7 @@ import { MeteringJournal, pendingIn } from "../../app/server/ai/metering-journal
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { ensureUser } from "../helpers/users.ts";
-import { balanceOf, giveCredits } from "./support.ts";
+import { balanceOf, giveCredits, usageRecord } from "./support.ts";
 import { holdUsageTable, waitingFlush } from "./usage-lock.ts";
 
 // The soak (issue 52) found the ledger 24 micro-USD short of the provider's usage after a web
@@ -80,23 +80,7 @@ it("leaves out the calls of an account deleted since, and writes the others", as
   await giveCredits(kept, 1_000_000);
   // A process that has exited: its pid is free (reused at worst by a later one, then skipped).
   const gone = spawnSync(process.execPath, ["-e", ""]).pid as number;
-  const record = (userId: string) => ({
-    userId,
-    instanceId: null,
-    endpoint: "chat",
-    provider: "openai",
-    model: "openai/gpt-4o",
-    promptTokens: 1,
-    completionTokens: 1,
-    tokensEstimated: false,
-    costMicroUsd: 500,
-    billingMode: "credits",
-    stream: false,
-    latencyMs: 1,
-    status: "ok",
-    httpStatus: 200,
-    error: null,
-  });
+  const record = (userId: string) => usageRecord(userId, 500, "chat");
   const line = (id: string, userId: string) =>
     JSON.stringify({ call: { id, at: new Date().toISOString(), record: record(userId) } });
   writeFileSync(

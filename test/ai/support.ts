@@ -5,6 +5,7 @@ import {
   issueInstanceToken,
   resetInstanceTokenCache,
 } from "../../app/server/ai/instance-tokens.server.ts";
+import type { UsageRecord } from "../../app/server/ai/metering.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
 import { ensureUser } from "../helpers/users.ts";
@@ -78,3 +79,26 @@ export async function leaseTestUser(openai: ReturnType<typeof createOpenAiFake>,
   const instanceId = `ins_${prefix}_${leaseSeq}`;
   return { userId, instanceId, token: await issueInstanceToken(userId, instanceId) };
 }
+
+/** One metered call of `costMicroUsd` on platform credits, as the completions path records it. */
+export const usageRecord = (
+  userId: string,
+  costMicroUsd: number,
+  endpoint: UsageRecord["endpoint"] = "agents",
+): UsageRecord => ({
+  userId,
+  instanceId: null,
+  endpoint,
+  provider: "openai",
+  model: "openai/gpt-4o",
+  promptTokens: 1,
+  completionTokens: 1,
+  tokensEstimated: false,
+  costMicroUsd,
+  billingMode: "credits",
+  stream: false,
+  latencyMs: 1,
+  status: "ok",
+  httpStatus: 200,
+  error: null,
+});
