@@ -20,39 +20,6 @@ function crashed(info: ContainerInfo, now: ContainerInfo | undefined): string | 
   return undefined;
 }
 
-/**
- * The gateway did not answer within the caller's bound, and its container still runs: it may
- * yet come up (a boot on a starved CPU takes minutes). Its node's boot slot stays taken until
- * it does (node-slots.ts, decision 0249).
- */
-export class StillBootingError extends GatewayUnavailableError {
-  readonly info: ContainerInfo;
-  constructor(message: string, info: ContainerInfo) {
-    super(message);
-    this.name = "StillBootingError";
-    this.info = info;
-  }
-}
-
-/**
- * Waits until a gateway that outlived its caller's bound answers /healthz, stops, or `maxMs`
- * passes (or `signal` aborts); says which.
- */
-export async function settled(
-  info: ContainerInfo,
-  maxMs: number,
-  signal?: AbortSignal,
-): Promise<"healthy" | "stopped" | "gave up"> {
-  const address = gatewayAddress(info);
-  const until = Date.now() + maxMs;
-  while (!signal?.aborted && Date.now() < until) {
-    if (address && (await gatewayHealthy(address, 2_000))) return "healthy";
-    if (crashed(info, await rt().inspect(info.id))) return "stopped";
-    await new Promise((r) => setTimeout(r, 1_000));
-  }
-  return "gave up";
-}
-
 /** Waits for the gateway's /healthz; returns how long it took. */
 export async function waitHealthy(
   info: ContainerInfo,
@@ -71,7 +38,7 @@ export async function waitHealthy(
       );
     }
     if (Date.now() - started > timeoutMs) {
-      throw new StillBootingError(`no /healthz within ${timeoutMs} ms`, info);
+      throw new GatewayUnavailableError(`no /healthz within ${timeoutMs} ms`);
     }
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -96,7 +63,7 @@ export async function waitReady(info: ContainerInfo, timeoutMs = env().GATEWAY_H
       );
     }
     if (Date.now() - started > timeoutMs) {
-      throw new StillBootingError(`healthy but not ready (/readyz) within ${timeoutMs} ms`, info);
+      throw new GatewayUnavailableError(`healthy but not ready (/readyz) within ${timeoutMs} ms`);
     }
     await new Promise((r) => setTimeout(r, 250));
   }

@@ -2,9 +2,6 @@ import os from "node:os";
 import { setTimeout as delay } from "node:timers/promises";
 import { lockDb } from "../../app/server/platform/db.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
-import type { ContainerInfo } from "../runtime/index.ts";
-import { log } from "./engine.ts";
-import { StillBootingError, settled } from "./health.ts";
 
 // The per-node boot slots (decisions 0221, 0240, 0241). A gateway that boots or thaws costs one
 // core (its CPU cap is 1), so every boot (a wake, a restart by reconcile, a user's start,
@@ -110,51 +107,17 @@ export async function withNodeSlot<T>(
     const release = ahead === 0 ? await tryTakeNodeSlot(node) : undefined;
     if (release) {
       let value: T | typeof BUSY;
-      let kept = false;
       try {
         await line.started?.();
         value = await boot();
       } catch (error) {
         await line.failed?.();
-        if (error instanceof StillBootingError) {
-          keepWhileBooting(error.info, release);
-          kept = true;
-        }
         throw error;
       } finally {
-        if (!kept) await release();
+        await release();
       }
       if (value !== BUSY) return { ran: true, value };
     }
     await delay(line.pollMs(ahead));
   }
-}
-
-/** The slots kept for gateways still booting; the worker's stop gives them back. */
-const keeping = new Set<AbortController>();
-
-/**
- * A boot whose caller's bound passed keeps its slot until the gateway answers, stops, or a
- * gateway's whole health bound (GATEWAY_HEALTH_TIMEOUT_MS) passes: the container goes on
- * booting, and a slot given back at the bound let the next boot start beside it, on the same
- * starved cores (the soak: five boots at once, each `starting` for minutes). The caller answers
- * at its bound as before. Capped, so a gateway that never answers holds its node's line (its
- * own restart included) no longer than a wake would wait for it.
- */
-function keepWhileBooting(info: ContainerInfo, release: () => Promise<void>): void {
-  const stop = new AbortController();
-  keeping.add(stop);
-  void settled(info, env().GATEWAY_HEALTH_TIMEOUT_MS, stop.signal)
-    .catch(() => "failed")
-    .then(async (outcome) => {
-      keeping.delete(stop);
-      await release();
-      log().info({ container: info.name, outcome }, "a boot slot kept past its bound is free");
-    })
-    .catch((error: unknown) => log().warn({ err: error }, "giving a boot slot back failed"));
-}
-
-/** Gives back every slot kept for a still-booting gateway (the worker's stop, tests). */
-export function stopKeepingSlots(): void {
-  for (const stop of keeping) stop.abort();
 }

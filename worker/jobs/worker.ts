@@ -11,7 +11,6 @@ import {
 } from "../../app/server/platform/jobs.server.ts";
 import { logger } from "../../app/server/platform/logger.server.ts";
 import { runWithRequestId } from "../../app/server/platform/request-context.server.ts";
-import { stopKeepingSlots } from "../instances/node-slots.ts";
 import { recordJob } from "../metrics.ts";
 import { type JobContext, runAsJob } from "./context.ts";
 import { handlers } from "./index.ts";
@@ -85,5 +84,4 @@ async function run(
  */
 export async function stopWorker(timeoutMs = env().WORKER_STOP_GRACE_MS): Promise<void> {
   await stopBoss({ graceful: true, timeout: timeoutMs });
-  stopKeepingSlots();
 }
