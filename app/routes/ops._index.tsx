@@ -73,7 +73,7 @@ export default function OpsOverview() {
             {/* Decision 0248: an engine before 20.10.25 frees them only when it restarts. */}
             {operations.volumeRemovalsDeferred === 0
               ? "none"
-              : `${operations.volumeRemovalsDeferred} until the engine's next restart`}
+              : `${operations.volumeRemovalsDeferred} (reconcile retries each minute)`}
           </dd>
           <dt>Storage limits</dt>
           <dd data-testid="ops-storage-enforcement">

@@ -93,6 +93,26 @@ describeDocker("a volume the engine still counts as mounted (a dedicated dockerd
     expect(await quota.has(volume)).toBe(false);
   }, 180_000);
 
+  it("is deferred while the engine does not answer, and removed once it does", async () => {
+    const away = `${volume}-away`;
+    await runtime.ensureVolume(away, {});
+    // A restore that failed while the engine was away left its fresh volume so (the soak).
+    setRuntime(new DockerRuntime({ socketPath: `${dockerd.dir}/gone.sock` }));
+    try {
+      expect(await removeVolumeOrDefer(away)).toBe("deferred");
+      expect(await pending()).toEqual([
+        { volume: away, attempts: 1, reason: expect.stringMatching(/unreachable|ENOENT/) },
+      ]);
+      expect(await retryVolumeRemovals()).toEqual([]);
+    } finally {
+      setRuntime(runtime);
+    }
+    expect(await retryVolumeRemovals()).toEqual([away]);
+    expect(await pending()).toEqual([]);
+    expect(await runtime.volumeExists(away)).toBe(false);
+    expect(await quota.has(away)).toBe(false);
+  });
+
   it("never removes a listed volume that an agent names", async () => {
     const userId = `usr_stuck_${testRun}`.replace(/-/g, "_");
     await ensureUser(userId);

@@ -1,27 +1,31 @@
 import { db } from "../../app/server/platform/db.server.ts";
-import { VolumeStuckError } from "../runtime/index.ts";
+import { RuntimeUnavailableError, VolumeStuckError } from "../runtime/index.ts";
 import { log, rt } from "./engine.ts";
 
-// A state volume the platform is done with, whose removal the engine refuses for now: it still
-// counts the volume as mounted although nothing uses it (decision 0248). The operation that
-// removed it (a teardown, a restore, a pooled gateway's discard) finishes; the volume waits in
-// volume_removals, reconcile tries again every pass, and it goes once the engine has restarted.
+// A state volume the platform is done with, whose removal the engine cannot do for now: it
+// still counts the volume as mounted although nothing uses it, or it does not answer (decision
+// 0248). The operation that removed it (a teardown, a restore, a pooled gateway's discard)
+// finishes; the volume waits in volume_removals, reconcile tries again every pass, and it goes
+// once the engine answers (has restarted).
 
 export type Removal = "removed" | "deferred";
 
-/** Removes the volume, or records it for later when the engine refuses it for now. */
+/** Removes the volume, or records it for later when the engine cannot remove it for now. */
 export async function removeVolumeOrDefer(volume: string): Promise<Removal> {
   try {
     await rt().removeVolume(volume);
     return "removed";
   } catch (error) {
-    if (!(error instanceof VolumeStuckError)) throw error;
+    // Unreachable: a restore that failed while the engine was away left its fresh volume (the
+    // soak); its record says "failed", so nothing else would remove it.
+    const later = error instanceof VolumeStuckError || error instanceof RuntimeUnavailableError;
+    if (!later) throw error;
     await db()`
-      insert into volume_removals (volume, reason) values (${volume}, ${error.message})
+      insert into volume_removals (volume, reason) values (${volume}, ${(error as Error).message})
       on conflict (volume) do update
         set reason = excluded.reason, tried_at = now(),
             attempts = volume_removals.attempts + 1`;
-    log().warn({ volume, reason: error.message }, "a volume's removal is deferred");
+    log().warn({ volume, reason: (error as Error).message }, "a volume's removal is deferred");
     return "deferred";
   }
 }
@@ -50,7 +54,7 @@ export async function retryVolumeRemovals(): Promise<string[]> {
         await rt().removeVolume(volume);
         removed.push(volume);
       } catch (error) {
-        if (!(error instanceof VolumeStuckError))
+        if (!(error instanceof VolumeStuckError || error instanceof RuntimeUnavailableError))
           log().warn({ volume, err: error }, "a deferred volume removal failed");
         await db()`
           update volume_removals set tried_at = now(), attempts = attempts + 1

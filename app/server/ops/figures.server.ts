@@ -139,7 +139,7 @@ export interface EngineFigures {
   engineLiveRestore: boolean | null;
   /** Each node of a multi-node runtime: up when its scheduler calls it ready. */
   nodes: Array<{ node: string; up: boolean; availability: string }>;
-  /** Volumes the engine refused to remove for now, waiting for its next restart (0248). */
+  /** Volumes whose removal waits for the engine: unreachable, or until it restarts (0248). */
   volumeRemovalsDeferred: number;
 }
 

@@ -212,7 +212,7 @@ export function registerDatabaseGauges(): void {
   );
   gauge(
     "engine_volume_removals_deferred",
-    "State volumes the engine refused to remove for now (it still counts them mounted); its next restart frees them",
+    "State volumes whose removal waits for the engine (it did not answer, or still counts them mounted until it restarts)",
     [],
     engine,
     (g, e) => g.set(e.volumeRemovalsDeferred),
