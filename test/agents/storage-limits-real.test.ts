@@ -133,6 +133,10 @@ describeDocker("storage limits (real gateway)", () => {
       checked++;
     }
     expect(checked).toBeGreaterThan(0);
+    // A command the platform execs into the gateway runs under the guard too (its OpenClaw CLI
+    // calls read the agent's plugins and config).
+    const exec = await inGateway("grep Seccomp_filters /proc/self/status");
+    expect(exec.stdout.trim()).toBe(`Seccomp_filters:\t${base + 1}`);
   });
 
   it("refuses a write past the limit, keeps answering, and says full", async () => {

@@ -6,6 +6,19 @@ import { type AgentRuntime, type ExecResult, LABELS } from "./types.ts";
 // Commands run by the Docker driver: an exec in a running container, and a one-shot container
 // on a volume (no network, capabilities dropped, removed at once).
 
+/** The guard a gateway image runs its entrypoint under (gateway/fs-guard.c, decision 0244). */
+const FS_GUARD = "/usr/local/bin/agent-gateway-fs-guard";
+
+/**
+ * `cmd` under the container's subvolume guard when its entrypoint has one: an exec'd process is
+ * not the entrypoint's child, and a command that loads the agent's files (the OpenClaw CLI reads
+ * plugins and config from the state) would otherwise run the tenant's code without the filter.
+ */
+async function guarded(container: Docker.Container, cmd: string[]): Promise<string[]> {
+  const entrypoint = (await call(() => container.inspect())).Config?.Entrypoint;
+  return Array.isArray(entrypoint) && entrypoint[0] === FS_GUARD ? [FS_GUARD, ...cmd] : cmd;
+}
+
 export async function execIn(
   docker: Docker,
   id: string,
@@ -13,8 +26,9 @@ export async function execIn(
   options: { timeoutMs?: number } = {},
 ): Promise<ExecResult> {
   const container = docker.getContainer(id);
+  const argv = await guarded(container, cmd);
   const exec = await call(() =>
-    container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: false }),
+    container.exec({ Cmd: argv, AttachStdout: true, AttachStderr: true, Tty: false }),
   );
   const stream = await call(() => exec.start({ hijack: true, stdin: false }));
   const stdout = new PassThrough();
