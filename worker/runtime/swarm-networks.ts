@@ -255,10 +255,11 @@ async function connect(
 /**
  * Connects the anchor to a new overlay: the manager answers "no such network" for a moment
  * after creating one (seconds on a loaded manager), and a busy manager's attachment can end in
- * "context deadline exceeded" (a full CI run), so both are retried for up to a minute.
+ * "context deadline exceeded" (a full CI run), so both are retried for up to three minutes (a
+ * full CI run's manager on two cores was still refusing after one).
  */
 async function connectAnchor(engine: Docker, overlay: string, anchor: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 180_000;
   for (let delay = 100; ; delay = Math.min(delay * 2, 1_000)) {
     try {
       await connect(engine, overlay, anchor, "");
