@@ -281,8 +281,8 @@ export async function checkConvergence(
   // A limited state volume comes with its gateway's /tmp (`<volume>-tmp`, decision 0224): one
   // agent's storage, counted once; a `-tmp` without its volume is still an orphan.
   const names = new Set(labelled.map((v) => v.name));
-  // A volume the engine refused to remove for now (decision 0248) is the platform's to remove
-  // after the engine's next restart: listed apart, not an orphan.
+  // A volume whose removal the engine could not do for now (decision 0248) is the platform's to
+  // remove later (reconcile retries it): listed apart, not an orphan.
   const deferred = new Set(
     (await p.sql<{ volume: string }[]>`select volume from volume_removals`.catch(() => [])).flatMap(
       (r) => [r.volume, `${r.volume}-tmp`],
@@ -336,7 +336,7 @@ export async function checkConvergence(
     {
       name: "no orphan container, volume, network, job or hold",
       pass: orphan.length === 0,
-      figure: `${orphan.length} orphans${orphan.length ? `: ${orphan.slice(0, 8).join("; ")}` : ""}; ${deferredHere.length} volume removals deferred to the engine's next restart${deferredHere.length ? `: ${deferredHere.map((v) => v.name).join(", ")}` : ""}`,
+      figure: `${orphan.length} orphans${orphan.length ? `: ${orphan.slice(0, 8).join("; ")}` : ""}; ${deferredHere.length} volume removals deferred (reconcile retries them)${deferredHere.length ? `: ${deferredHere.map((v) => v.name).join(", ")}` : ""}`,
     },
   ];
 }

@@ -1,7 +1,7 @@
--- Volume removals the engine refused for now (decision 0248): a volume nothing uses that the
--- engine still counts as mounted (Docker before 20.10.25 after a live-restore restart). The
--- teardown, restore or discard that removed it has finished; reconcile tries again each pass,
--- and the engine's next restart lets the removal through.
+-- Volume removals the engine could not do for now (decision 0248): a volume nothing uses that the
+-- engine still counts as mounted (Docker before 20.10.25 after a live-restore restart), or one
+-- whose removal met the engine unreachable. The teardown, restore or discard that removed it has
+-- finished; reconcile tries again each pass until the engine lets the removal through.
 create table volume_removals (
   volume text primary key,
   reason text not null,
