@@ -152,12 +152,13 @@ export async function engineFigures(): Promise<EngineFigures> {
       name: string;
       up: boolean;
       availability: string;
-      age: number;
+      /** The engine's check age in seconds; the deferred removals' count. */
+      figure: number;
       live_restore: boolean | null;
     }[]
   >`
     select 'engine' as kind, '' as name, reachable as up, '' as availability,
-      extract(epoch from now() - checked_at)::float8 as age, live_restore
+      extract(epoch from now() - checked_at)::float8 as figure, live_restore
     from runtime_engines where deployment = ${deployment}
     union all
     select 'node', hostname, state = 'ready', availability, 0, null
@@ -167,11 +168,11 @@ export async function engineFigures(): Promise<EngineFigures> {
   const engine = rows.find((r) => r.kind === "engine");
   return {
     engineUp: engine ? engine.up : null,
-    engineCheckedAgeSeconds: engine ? engine.age : null,
+    engineCheckedAgeSeconds: engine ? engine.figure : null,
     engineLiveRestore: engine?.live_restore ?? null,
     nodes: rows
       .filter((r) => r.kind === "node")
       .map((r) => ({ node: r.name, up: r.up, availability: r.availability })),
-    volumeRemovalsDeferred: rows.find((r) => r.kind === "deferred")?.age ?? 0,
+    volumeRemovalsDeferred: rows.find((r) => r.kind === "deferred")?.figure ?? 0,
   };
 }
