@@ -54,9 +54,11 @@ it("fails as soon as the container has crashed and been restarted, though it sho
       inspections += 1;
       return inspections === 1 ? container(endpoint, 0, 0) : container(endpoint, 1, 1);
     },
+    logs: async () => "gateway starting\nInvalid config: gateway.port must be a number\n",
   } as unknown as AgentRuntime);
+  // The error says why, in the gateway's own last line.
   await expect(waitHealthy(container(endpoint, 0, 0), 20_000)).rejects.toThrow(
-    /stopped before \/healthz answered \(exit 1, restarted\)/,
+    /stopped before \/healthz answered \(exit 1, restarted\); its last output: Invalid config: gateway.port must be a number$/,
   );
   expect(inspections).toBe(2);
 });

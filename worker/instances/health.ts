@@ -2,7 +2,7 @@ import { GatewayUnavailableError } from "../../app/server/openclaw/errors.server
 import { gatewayHealthy, gatewayReadiness } from "../../app/server/openclaw/health.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
-import { gatewayAddress, rt } from "./engine.ts";
+import { gatewayAddress, log, rt } from "./engine.ts";
 
 /**
  * Why the container cannot become healthy any more, if it cannot: it stopped, waits for a
@@ -20,6 +20,26 @@ function crashed(info: ContainerInfo, now: ContainerInfo | undefined): string | 
   return undefined;
 }
 
+/**
+ * The error for a gateway that stopped before it answered `endpoint`, with its last line of
+ * output (the user's own gateway's, which its logs show them anyway): "exit 0" alone said
+ * nothing of why a boot ended. The last lines go to the worker's log for operators.
+ */
+async function stoppedBefore(info: ContainerInfo, endpoint: string, stopped: string) {
+  const output = await rt()
+    .logs(info.id, { tail: 20 })
+    .catch(() => "");
+  const lines = output.split("\n").filter((l) => l.trim());
+  log().warn(
+    { container: info.name, stopped, lastLines: lines },
+    `gateway stopped before ${endpoint}`,
+  );
+  const last = lines.at(-1)?.trim().slice(0, 300);
+  return new GatewayUnavailableError(
+    `the gateway container stopped before ${endpoint} answered (${stopped})${last ? `; its last output: ${last}` : ""}`,
+  );
+}
+
 /** Waits for the gateway's /healthz; returns how long it took. */
 export async function waitHealthy(
   info: ContainerInfo,
@@ -32,11 +52,7 @@ export async function waitHealthy(
   for (;;) {
     if (await gatewayHealthy(address, 2_000)) return Date.now() - started;
     const stopped = crashed(info, await rt().inspect(info.id));
-    if (stopped) {
-      throw new GatewayUnavailableError(
-        `the gateway container stopped before /healthz answered (${stopped})`,
-      );
-    }
+    if (stopped) throw await stoppedBefore(info, "/healthz", stopped);
     if (Date.now() - started > timeoutMs) {
       throw new GatewayUnavailableError(`no /healthz within ${timeoutMs} ms`);
     }
@@ -57,11 +73,7 @@ export async function waitReady(info: ContainerInfo, timeoutMs = env().GATEWAY_H
     const readiness = await gatewayReadiness(address, 2_000);
     if (readiness !== "not-ready") return Date.now() - started;
     const stopped = crashed(info, await rt().inspect(info.id));
-    if (stopped) {
-      throw new GatewayUnavailableError(
-        `the gateway container stopped before /readyz answered (${stopped})`,
-      );
-    }
+    if (stopped) throw await stoppedBefore(info, "/readyz", stopped);
     if (Date.now() - started > timeoutMs) {
       throw new GatewayUnavailableError(`healthy but not ready (/readyz) within ${timeoutMs} ms`);
     }
