@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { type MemorySample, mib, sampleMemory } from "./container-memory.ts";
-import { removeRunObjects } from "./docker-run.ts";
+import { createBenchGateway, removeRunObjects } from "./docker-run.ts";
 
 // `npm run bench:gateway-memory` (also `BENCH_ONLY=gateway-memory npm run bench`, and a part of
 // `npm run bench`): what ONE idle gateway holds (issue 23: at most 600 MiB, stretch 400 MiB).
@@ -55,7 +55,7 @@ const idleSeconds = (process.env.BENCH_GATEWAY_IDLE_SECONDS ?? "60,120")
   .sort((a, b) => a - b);
 
 const { DockerRuntime } = await import("../worker/runtime/docker.ts");
-const { setRuntime, limitsForPlan } = await import("../worker/runtime/index.ts");
+const { setRuntime } = await import("../worker/runtime/index.ts");
 const image = process.env.AGENT_GATEWAY_IMAGE ?? "agent-gateway:2026.9.6";
 const rt = new DockerRuntime({ maxCpus: 1 });
 const skip = await rt
@@ -79,12 +79,7 @@ if (skip) {
   console.warn(`\ngateway memory benchmark skipped: ${skip}`);
 } else {
   setRuntime(rt);
-  const { gatewayConfig, writeConfigIfAbsent } = await import(
-    "../worker/instances/gateway-config.ts"
-  );
-  const { DEPLOYMENT_LABEL, GATEWAY_PORT, STATE_DIR } = await import(
-    "../worker/instances/engine.ts"
-  );
+  const { DEPLOYMENT_LABEL, GATEWAY_PORT } = await import("../worker/instances/engine.ts");
   const { gatewayHealthy } = await import("../app/server/openclaw/health.server.ts");
   const { env } = await import("../app/server/platform/env.server.ts");
   const labels = { [DEPLOYMENT_LABEL]: run };
@@ -98,10 +93,9 @@ if (skip) {
     error?: string;
   }> = [];
   try {
-    const { gatewayIp } = await rt.ensureNetwork(env().RUNTIME_NETWORK, labels);
     for (const [i, variant] of variants.entries()) {
       // One variant that does not start (say, a refused flag) is reported, the others still run.
-      await measureVariant(i, variant, gatewayIp).catch((error: Error) => {
+      await measureVariant(i, variant).catch((error: Error) => {
         results.push({ variant, healthyMs: 0, samples: [], error: error.message });
         console.warn(`${variant.name}: ${error.message}`);
       });
@@ -111,38 +105,16 @@ if (skip) {
     await rm(dataDir, { recursive: true, force: true });
   }
 
-  async function measureVariant(i: number, variant: Variant, gatewayIp: string | undefined) {
-    const name = `agent-${run}-${i}`;
-    const volume = `${name}-state`;
-    const limits = limitsForPlan("solo");
-    await rt.ensureVolume(volume, labels);
-    // The platform's initial config (the AI endpoint is not reached while idle).
-    const config = merge(
-      gatewayConfig({
-        aiBaseUrl: `http://${gatewayIp ?? "127.0.0.1"}:1/api/ai/v1`,
-        aiToken: `ait_${randomBytes(24).toString("base64url")}`,
-        model: env().RUNTIME_DEFAULT_MODEL,
-        initial: true,
-        controlUiRoot: await rt.controlUiRoot(image),
-      }),
-      variant.config,
-    );
-    await writeConfigIfAbsent(volume, image, async () => config);
+  async function measureVariant(i: number, variant: Variant) {
     const t0 = Date.now();
-    const id = await rt.create({
-      instanceId: `ins_${run}_${i}`,
-      userId: `usr_${run}`,
+    const id = await createBenchGateway(rt, {
+      run,
+      name: `agent-${run}-${i}`,
       image,
-      cmd: variant.cmd,
-      name,
-      hostname: name,
-      volume,
-      volumeTarget: STATE_DIR,
-      network: env().RUNTIME_NETWORK,
-      limits,
-      env: { OPENCLAW_GATEWAY_TOKEN: randomBytes(32).toString("hex"), ...variant.env },
       labels,
-      restartPolicy: "no",
+      cmd: variant.cmd,
+      env: variant.env,
+      configure: (config) => merge(config, variant.config),
     });
     await rt.start(id);
     try {
@@ -182,7 +154,7 @@ if (skip) {
     } finally {
       await rt.stop(id, 10);
       await rt.remove(id);
-      await rt.removeVolume(volume);
+      await rt.removeVolume(`agent-${run}-${i}-state`);
     }
   }
 

@@ -863,3 +863,4 @@ if (process.env.BENCH_SWARM !== "0" && only !== "reads") await part("swarm.ts");
 if (process.env.BENCH_SLEEP !== "0" && only !== "reads") await part("sleep.ts");
 if (process.env.BENCH_GATEWAY_MEMORY !== "0" && only !== "reads") await part("gateway-memory.ts");
 if (process.env.BENCH_STORAGE !== "0" && only !== "reads") await part("storage.ts");
+if (process.env.BENCH_BOOT_WEIGHT !== "0" && only !== "reads") await part("boot-weight.ts");

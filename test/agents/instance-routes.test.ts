@@ -59,6 +59,21 @@ const post = async (m: unknown, userId: string, op: string) =>
     params: { userId },
     headers: { cookie: await sessionCookieFor(userId) },
   });
+/** The engine's events of a container (their actions, in order) from `since` (s) until now. */
+async function containerEvents(name: string, since: number): Promise<string[]> {
+  const stream = (await rt.docker.getEvents({
+    since,
+    until: Math.ceil(Date.now() / 1000) + 1,
+    filters: { type: ["container"], container: [name] },
+  })) as NodeJS.ReadableStream;
+  let text = "";
+  for await (const chunk of stream) text += chunk.toString();
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => (JSON.parse(line) as { Action: string }).Action);
+}
+
 const get = async (m: unknown, userId: string, op = "") =>
   call(m as RouteModule, path(userId, op), {
     params: { userId },
@@ -141,6 +156,7 @@ describeDocker("instance lifecycle routes (Docker)", () => {
     await ensureUser(userId);
     const row = await ensureInstanceRecord(userId, { plan: "collective" });
 
+    const since = Math.floor(Date.now() / 1000) - 1;
     const started = await post(startRoute, userId, "start");
     expect(started).toMatchObject({ status: 200, json: { success: true, status: "running" } });
     // The answer and a read straight after agree.
@@ -149,6 +165,15 @@ describeDocker("instance lifecycle routes (Docker)", () => {
     expect(info?.running).toBe(true);
     expect(info?.labels[LABELS.userId]).toBe(userId);
     expect(info?.limits.memoryBytes).toBe(4 * 1024 ** 3);
+    // It booted weighed for the boot and weighs its plan's once healthy (decision 0250): the
+    // engine recorded two updates of its CPU weight around the start.
+    expect(info?.limits.cpuShares).toBe(2048);
+    const events = await containerEvents(row.container_name, since);
+    expect(events.filter((a) => a === "update" || a === "start")).toEqual([
+      "update",
+      "start",
+      "update",
+    ]);
 
     const shown = await get(getInstanceRoute, userId);
     expect(shown.status).toBe(200);

@@ -8,6 +8,7 @@ import { clearSleep } from "../../app/server/agents/sleep.server.ts";
 import { GatewayUnavailableError } from "../../app/server/openclaw/errors.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
+import { weighForBoot } from "./boot-weight.ts";
 import { ensureContainer } from "./container.ts";
 import { gatewayAddress, isUp, rt } from "./engine.ts";
 import { reapplyConfig } from "./gateway-config.ts";
@@ -124,6 +125,7 @@ async function restartContainer(row: InstanceRow, run: RunProgress): Promise<Con
     await run.step("container-created");
     return created;
   }
+  await weighForBoot(row, info.id);
   await rt().restart(info.id, 10);
   await run.step("container-created");
   const now = await rt().inspect(info.id);

@@ -9,6 +9,7 @@ import {
   limitsForPlan,
   StaleTaskError,
 } from "../runtime/index.ts";
+import { weighForBoot } from "./boot-weight.ts";
 import {
   ensureGatewayNetwork,
   ensureNetwork,
@@ -127,6 +128,7 @@ async function startOrRecreate(
   gatewayIp: string | undefined,
 ): Promise<ContainerInfo> {
   try {
+    await weighForBoot(row, info.id);
     await rt().start(info.id);
     return (await rt().inspect(info.id)) ?? info;
   } catch (error) {
@@ -139,6 +141,7 @@ async function startOrRecreate(
     await writeInitialConfig(row, image, gatewayIp);
     const fresh = await rt().inspect(await createContainer(row, image));
     if (!fresh) throw new Error("container vanished after create");
+    await weighForBoot(row, fresh.id);
     await rt().start(fresh.id);
     return (await rt().inspect(fresh.id)) ?? fresh;
   }

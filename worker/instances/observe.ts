@@ -9,6 +9,7 @@ import { restartPending } from "../../app/server/agents/restart-queue.server.ts"
 import { gatewayHealthy } from "../../app/server/openclaw/health.server.ts";
 import { db } from "../../app/server/platform/db.server.ts";
 import type { ContainerInfo } from "../runtime/index.ts";
+import { settleBootWeight } from "./boot-weight.ts";
 import { gatewayAddress, isUp, rt } from "./engine.ts";
 
 /**
@@ -115,6 +116,8 @@ export async function observe(listed: InstanceRow): Promise<InstanceRow> {
     gateway_address: isUp(info) ? (address ?? null) : null,
     started_at: info.startedAt ? new Date(info.startedAt) : row.started_at,
   });
+  // A gateway that has booted weighs its plan's CPU again (decision 0250).
+  await settleBootWeight(row, info, state.health === "healthy");
   if (seen.observed_at?.getTime() !== since.getTime()) return seen; // a newer one stands
   // A started, restarted or woken gateway answering now ends its progress run (decision 0158).
   if (state.observed_state === "running" && row.observed_state !== "running") {

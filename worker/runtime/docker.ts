@@ -360,6 +360,10 @@ export class DockerRuntime implements AgentRuntime {
     );
   }
 
+  async setCpuShares(id: string, shares: number): Promise<void> {
+    await call(() => this.docker.getContainer(id).update({ CpuShares: shares }));
+  }
+
   async pauseForCopy(id: string): Promise<() => Promise<void>> {
     const container = this.docker.getContainer(id);
     try {

@@ -222,6 +222,12 @@ export interface AgentRuntime {
    */
   resize?(id: string, limits: ResourceLimits): Promise<void>;
   /**
+   * Sets a container's CPU weight (cgroup cpu.shares) in place, running or not: a booting
+   * gateway gets more than its plan's while it boots (decision 0250). Drivers without it (a
+   * Swarm service changes resources only with a new task) boot at the plan's weight.
+   */
+  setCpuShares?(id: string, shares: number): Promise<void>;
+  /**
    * Pauses a running container's processes so the files on its volume can be copied as of one
    * instant: a copy like a power cut, which SQLite's journal and OpenClaw recover from, not one
    * torn by writes during the copy (decision 0180). Returns the release. A container that is not
