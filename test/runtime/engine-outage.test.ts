@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import * as agentsRoute from "../../app/routes/api.agents.ts";
 import * as statsRoute from "../../app/routes/api.instance.$userId.stats.ts";
@@ -123,6 +124,10 @@ describeDocker("the container engine down and back (a dedicated dockerd)", () =>
     expect(await checkEngine()).toBe("returned"); // the first check also reconciles
     // An engine without live-restore is recorded as such (decision 0239).
     expect((await engineHealth())?.liveRestore).toBe(false);
+    // And its host's CPUs, which size the chat-turn budget (decision 0251).
+    expect((await db()<{ cpus: number }[]>`select cpus from runtime_engines`)[0]?.cpus).toBe(
+      availableParallelism(),
+    );
     expect((await as(getInstanceRoute, `/api/instance/${userId}`)).json.status).toBe("running");
     expect((await as(statsRoute, `/api/instance/${userId}/stats`)).json.stale).toBe(false);
 

@@ -1,6 +1,7 @@
 import {
   engineHealth,
   recordEngineCheck,
+  recordEngineCpus,
   recordLiveRestore,
 } from "../../app/server/agents/engine-health.server.ts";
 import { env } from "../../app/server/platform/env.server.ts";
@@ -17,10 +18,10 @@ import { log, rt } from "./engine.ts";
 /** A ping that does not answer within this bound counts as down (a hung daemon). */
 const PING_TIMEOUT_MS = 3_000;
 
-/** How often the live-restore setting is read again while the engine stays up. */
-const LIVE_RESTORE_READ_EVERY_MS = 60_000;
-/** When this process last read it (0: never), and what it was. */
-let liveRestoreReadAt = 0;
+/** How often the engine's settings are read again while it stays up. */
+const SETTINGS_READ_EVERY_MS = 60_000;
+/** When this process last read them (0: never), and what live-restore was. */
+let settingsReadAt = 0;
 let lastLiveRestore: boolean | undefined;
 
 async function ping(): Promise<void> {
@@ -52,12 +53,12 @@ export async function checkEngine(): Promise<"returned" | "lost" | "up" | "down"
   }
   if (previous === true) {
     // An engine restarted between two checks is never seen gone: read the setting now and then.
-    if (Date.now() - liveRestoreReadAt > LIVE_RESTORE_READ_EVERY_MS) await checkLiveRestore();
+    if (Date.now() - settingsReadAt > SETTINGS_READ_EVERY_MS) await readEngineSettings();
     return "up";
   }
   if (previous === false) log().info("container engine answers again: reconciling at once");
   await sendJob("reconcile", {});
-  await checkLiveRestore();
+  await readEngineSettings();
   return "returned";
 }
 
@@ -77,8 +78,7 @@ async function checkLiveRestore(): Promise<void> {
     log().warn({ err: error }, "could not read the engine's live-restore setting");
     return;
   }
-  const changed = liveRestoreReadAt === 0 || liveRestore !== lastLiveRestore;
-  liveRestoreReadAt = Date.now();
+  const changed = lastLiveRestore === undefined || liveRestore !== lastLiveRestore;
   lastLiveRestore = liveRestore;
   await recordLiveRestore(liveRestore);
   if (!liveRestore && changed) {
@@ -86,6 +86,24 @@ async function checkLiveRestore(): Promise<void> {
       'the Docker engine runs without live-restore: its restart or upgrade stops every gateway, and all of them boot again at once. Set "live-restore": true in /etc/docker/daemon.json (docs/operations.md)',
     );
   }
+}
+
+/** The host's CPU count, which sizes its chat-turn budget (decision 0251). */
+async function checkCpus(): Promise<void> {
+  const cpus = await rt()
+    .engineCpus?.()
+    .catch((error: unknown) => {
+      log().warn({ err: error }, "could not read the engine host's CPU count");
+      return undefined;
+    });
+  if (cpus !== undefined) await recordEngineCpus(cpus);
+}
+
+/** What the engine says of itself (live-restore, its CPUs), when it answers and once a minute. */
+async function readEngineSettings(): Promise<void> {
+  settingsReadAt = Date.now();
+  await checkLiveRestore();
+  await checkCpus();
 }
 
 /** Checks the engine every ENGINE_CHECK_INTERVAL_MS; returns a stop function. */

@@ -119,6 +119,10 @@ export class DockerRuntime implements AgentRuntime {
     return info.LiveRestoreEnabled === true;
   }
 
+  async engineCpus(): Promise<number> {
+    return (await this.#engineInfo()).NCPU;
+  }
+
   /** The engine's facts that do not change while it runs (read once). */
   #engineInfo() {
     this.#engine ??= call(() => this.docker.info()).catch((error: unknown) => {

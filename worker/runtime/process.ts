@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { closeSync, existsSync, openSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -211,6 +212,10 @@ export class ProcessRuntime implements AgentRuntime {
       ...spec.env,
       [MARK]: spec.name,
     };
+  }
+
+  async engineCpus(): Promise<number> {
+    return os.availableParallelism(); // the gateways are this host's processes
   }
 
   async ping(): Promise<void> {

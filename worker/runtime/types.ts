@@ -141,6 +141,11 @@ export interface AgentRuntime {
    */
   liveRestore?(): Promise<boolean>;
   /**
+   * The CPUs of the host the gateways run on (decision 0251: the host's chat-turn budget). A
+   * multi-node driver's nodes each carry theirs (`nodes()`); a driver without it cannot tell.
+   */
+  engineCpus?(): Promise<number>;
+  /**
    * The shared network (created when missing) and its gateway address: where the host (the AI
    * endpoint's relay) answers containers. On a driver that isolates gateways no gateway joins it.
    */

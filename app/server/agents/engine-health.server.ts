@@ -61,6 +61,11 @@ export async function recordLiveRestore(liveRestore: boolean | null): Promise<vo
     where deployment = ${runtimeDeployment()}`;
 }
 
+/** Records the engine host's CPU count (read when it answers; the turn budget's size). */
+export async function recordEngineCpus(cpus: number): Promise<void> {
+  await db()`update runtime_engines set cpus = ${cpus} where deployment = ${runtimeDeployment()}`;
+}
+
 /** The engine as the workers last saw it; undefined before any worker checked. */
 export async function engineHealth(): Promise<EngineHealth | undefined> {
   const [row] = await db()<

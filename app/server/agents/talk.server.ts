@@ -24,6 +24,7 @@ import {
   type Target,
   targetOf,
 } from "./talk-sessions.server.ts";
+import { hostTurnBudget } from "./turn-budget.server.ts";
 import { wakeIfSleeping } from "./wake.server.ts";
 
 // Talking to a user's agent (POST /api/agent, /api/chat, the chat page, the live socket): one
@@ -300,17 +301,26 @@ export async function chat(
     withGateway(
       userId,
       async (client, instance) => {
-        const key = await resolveChatSession(client, instance, target, input.sessionId);
-        await setActiveSession(userId, target, key);
-        // The gateway's model calls during the turn are attributed to it (decision 0215).
-        const endTurn = await startTurn({
-          instanceId: instance.id,
-          agentId: target.agent?.id ?? null,
-          personId: options.personId ?? null,
-        });
-        const { reply } = await runTurn(client, key, input.message, events).finally(
-          () => void endTurn(),
+        // Within the host's turn budget, or refused before anything reaches the gateway
+        // (decision 0251). The gateway's model calls during the turn are attributed to it
+        // (decision 0215).
+        const endTurn = await startTurn(
+          {
+            instanceId: instance.id,
+            agentId: target.agent?.id ?? null,
+            personId: options.personId ?? null,
+          },
+          hostTurnBudget(instance.id, CHAT_TIMEOUT_MS),
         );
+        let key: string;
+        let reply: string;
+        try {
+          key = await resolveChatSession(client, instance, target, input.sessionId);
+          await setActiveSession(userId, target, key);
+          ({ reply } = await runTurn(client, key, input.message, events));
+        } finally {
+          void endTurn();
+        }
         // Recording reads the gateway's history (its message ids are the dedupe keys); the reply
         // does not wait for it. A failure is logged; the next turn records the session again.
         const recorded = recordSession(target, client, key, reply).catch((error: unknown) =>

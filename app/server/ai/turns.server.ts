@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
+import type { TransactionSql } from "postgres";
 import { db } from "../platform/db.server.ts";
+import { DomainError } from "../platform/errors.server.ts";
 import { logger } from "../platform/logger.server.ts";
 
 // The chat turns the platform drives on a gateway (decision 0215): the gateway's model calls
@@ -17,13 +19,26 @@ export interface TurnOf {
   personId: string | null;
 }
 
-/** Records a turn starting; the returned function records its end. */
-export async function startTurn(turn: TurnOf): Promise<() => Promise<void>> {
+/**
+ * Decides, inside the transaction that records the turn, whether it may run: throws a
+ * DomainError to refuse it (the agents area's host turn budget, decision 0251).
+ */
+export type TurnAdmission = (sql: TransactionSql) => Promise<void>;
+
+/**
+ * Records a turn starting, once `admit` lets it; the returned function records its end. A
+ * refusal is thrown; a failed write only leaves the turn unrecorded (and unbudgeted).
+ */
+export async function startTurn(turn: TurnOf, admit?: TurnAdmission): Promise<() => Promise<void>> {
   const id = `trn_${randomUUID()}`;
   try {
-    await db()`insert into ai_turns (id, instance_id, agent_id, person_id)
-      values (${id}, ${turn.instanceId}, ${turn.agentId}, ${turn.personId})`;
+    await db().begin(async (sql) => {
+      await admit?.(sql);
+      await sql`insert into ai_turns (id, instance_id, agent_id, person_id)
+        values (${id}, ${turn.instanceId}, ${turn.agentId}, ${turn.personId})`;
+    });
   } catch (error) {
+    if (error instanceof DomainError) throw error;
     logger().warn({ err: error }, "a chat turn could not be recorded for attribution");
     return async () => {};
   }

@@ -333,6 +333,12 @@ const schema = z.object({
   PROGRESS_KEEPALIVE_MS: z.coerce.number().int().min(100).default(15_000),
   /** How long a chat sent while the agent is starting waits for it (decision 0137). */
   AGENT_CHAT_START_WAIT_MS: z.coerce.number().int().min(0).default(120_000),
+  /**
+   * The host's chat-turn budget (decision 0251): at most this many turns per CPU of the engine
+   * host (a Swarm node) run at once; one more is refused at once with 503 and Retry-After
+   * instead of queueing on gateways past their bounds. 0 turns the budget off.
+   */
+  AGENT_TURNS_PER_CPU: z.coerce.number().min(0).default(4),
   /** The same wait for a message sent over the live socket (a first start can take minutes). */
   AGENT_LIVE_START_WAIT_MS: z.coerce.number().int().min(0).default(600_000),
   /** How long PUT /api/agents/:id/config waits for the gateway to take the change (`applied`). */

@@ -2,12 +2,20 @@
 export class DomainError extends Error {
   readonly status: number;
   readonly extra: Record<string, unknown> | undefined;
+  /** Headers of the answer (a 503's Retry-After). */
+  readonly headers: Record<string, string> | undefined;
 
-  constructor(status: number, message: string, extra?: Record<string, unknown>) {
+  constructor(
+    status: number,
+    message: string,
+    extra?: Record<string, unknown>,
+    headers?: Record<string, string>,
+  ) {
     super(message);
     this.name = "DomainError";
     this.status = status;
     this.extra = extra;
+    this.headers = headers;
   }
 }
 

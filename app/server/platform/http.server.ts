@@ -429,10 +429,10 @@ async function answer<A extends AuthModes<A>>(
     const cap = tooLargeCap(error);
     if (cap !== undefined) return withHeaders(plainError(413, tooLargeMessage(cap)), extraHeaders);
     if (error instanceof DomainError) {
-      return withHeaders(
-        plainError(domainErrorStatus(error), error.message, error.extra),
-        extraHeaders,
-      );
+      return withHeaders(plainError(domainErrorStatus(error), error.message, error.extra), {
+        ...extraHeaders,
+        ...error.headers,
+      });
     }
     const where = { requestId, method: request.method, path: new URL(request.url).pathname };
     // PostgreSQL restarting, failing over or refusing connections: not a bug (decision 0223).
