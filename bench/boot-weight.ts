@@ -9,7 +9,7 @@ import { createBenchGateway, removeRunObjects } from "./docker-run.ts";
 // booted the way the worker boots one (the driver's create with the plan's limits and the
 // platform's initial config, weighForBoot, start) and timed to /healthz: first on the idle host,
 // then with BENCH_BOOT_NEIGHBOURS (default 4) containers of the same plan burning CPU beside it,
-// at the plan's weight (BOOT_CPU_WEIGHT=1) and at the platform's boot weight, taking turns
+// at the plan's weight (BOOT_CPU_WEIGHT=1) and at a boot weight (BOOT_CPU_WEIGHT, here 8 unless set), taking turns
 // (BENCH_BOOT_ROUNDS each, default 2). Figures as ratios against the plan's weight in the same
 // run; the neighbours' CPU during each boot beside them (what the weight takes from them).
 // Skipped with a message when no Docker engine answers or the image is not built.

@@ -23,6 +23,8 @@ const shares = async (id: string) => (await rt.inspect(id))?.limits.cpuShares;
 describeDocker("boot CPU weight", () => {
   let id: string;
   beforeAll(async () => {
+    process.env.BOOT_CPU_WEIGHT = "8";
+    resetEnvCache();
     setRuntime(rt);
     await rt.ensureNetwork(network, testLabels());
     const volume = `agent-${row.id}-state`;
@@ -86,8 +88,8 @@ describeDocker("boot CPU weight", () => {
     expect(await shares(id)).toBe(2048);
   });
 
-  it("BOOT_CPU_WEIGHT=1 boots at the plan's weight", async () => {
-    process.env.BOOT_CPU_WEIGHT = "1";
+  it("BOOT_CPU_WEIGHT=1 (the default) boots at the plan's weight", async () => {
+    delete process.env.BOOT_CPU_WEIGHT;
     resetEnvCache();
     await weighForBoot(row, id);
     expect(await shares(id)).toBe(2048);

@@ -156,6 +156,8 @@ describeDocker("instance lifecycle routes (Docker)", () => {
     await ensureUser(userId);
     const row = await ensureInstanceRecord(userId, { plan: "collective" });
 
+    process.env.BOOT_CPU_WEIGHT = "8"; // decision 0250, off by default
+    resetEnvCache();
     const since = Math.floor(Date.now() / 1000) - 1;
     const started = await post(startRoute, userId, "start");
     expect(started).toMatchObject({ status: 200, json: { success: true, status: "running" } });
@@ -174,6 +176,8 @@ describeDocker("instance lifecycle routes (Docker)", () => {
       "start",
       "update",
     ]);
+    delete process.env.BOOT_CPU_WEIGHT;
+    resetEnvCache();
 
     const shown = await get(getInstanceRoute, userId);
     expect(shown.status).toBe(200);
