@@ -159,7 +159,10 @@ describeDocker("instance lifecycle routes (Docker)", () => {
     process.env.BOOT_CPU_WEIGHT = "8"; // decision 0250, off by default
     resetEnvCache();
     const since = Math.floor(Date.now() / 1000) - 1;
-    const started = await post(startRoute, userId, "start");
+    const started = await post(startRoute, userId, "start").finally(() => {
+      delete process.env.BOOT_CPU_WEIGHT;
+      resetEnvCache();
+    });
     expect(started).toMatchObject({ status: 200, json: { success: true, status: "running" } });
     // The answer and a read straight after agree.
     expect((await get(getInstanceRoute, userId)).json.status).toBe("running");
@@ -176,8 +179,6 @@ describeDocker("instance lifecycle routes (Docker)", () => {
       "start",
       "update",
     ]);
-    delete process.env.BOOT_CPU_WEIGHT;
-    resetEnvCache();
 
     const shown = await get(getInstanceRoute, userId);
     expect(shown.status).toBe(200);

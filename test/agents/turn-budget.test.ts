@@ -17,8 +17,9 @@ import { createFakeGateway, pairedInstanceAt } from "./fake-gateway.ts";
 import { agentUser, asUser } from "./support.ts";
 
 // Decision 0251: at most AGENT_TURNS_PER_CPU × the host's CPUs chat turns run at once on one
-// engine host (a Swarm node); one more is refused at once with 503 and Retry-After, and nothing
-// of it reaches the gateway. Three users' agents share one fake gateway whose runs are held open.
+// engine host (a Swarm node), and one agent at most half of them; one more is refused at once
+// with 503 and Retry-After, and nothing of it reaches the gateway. Three users' agents share one
+// fake gateway whose runs are held open.
 
 const fake = createFakeGateway();
 type User = Awaited<ReturnType<typeof agentUser>>;
@@ -95,6 +96,23 @@ it("refuses a turn past the host's budget at once, sending nothing, and admits i
   expect(admitted.status).toBe(200);
   expect(sent("my turn now")).toBe(true);
 
+  fake.state.held.shift()?.();
+  for (const answer of answers) expect((await answer).status).toBe(200);
+}, 120_000);
+
+it("gives one agent at most half the host's turns: a tenant cannot keep the others out", async () => {
+  const [a, b] = users as [User, User, User];
+  const answers = await holdTurns([a]);
+  // The host has room for one more, but not this agent (its share of a budget of 2 is 1).
+  const second = await chat(a, "a second turn at once");
+  expect(second.status).toBe(503);
+  expect(second.headers.get("retry-after")).toBe("5");
+  expect(second.json.error).toBe(
+    "This agent already runs 1 chat turn at once, its share of its host; nothing was sent to the agent. Try again in a few seconds",
+  );
+  expect(sent("a second turn at once")).toBe(false);
+  // Another tenant's agent still gets its turn.
+  expect((await chat(b, "another tenant")).status).toBe(200);
   fake.state.held.shift()?.();
   for (const answer of answers) expect((await answer).status).toBe(200);
 }, 120_000);

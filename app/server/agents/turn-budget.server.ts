@@ -9,8 +9,10 @@ import { runtimeDeployment } from "./engine-health.server.ts";
 // their bounds: issue 52's twenty-agent soak accepted turns it then lost. So at most
 // AGENT_TURNS_PER_CPU × the host's CPUs turns run at once on one engine host (on a Swarm, on the
 // node the agent's gateway runs on); one more is refused at once with 503 and Retry-After, and
-// nothing of it reaches the gateway. The count is the platform's own record of running turns
-// (ai_turns), taken with the record under a lock per host, so web processes share one budget.
+// nothing of it reaches the gateway. One agent instance holds at most half of it, so one tenant
+// cannot keep every other one's turns out. The count is the platform's own record of running
+// turns (ai_turns), taken with the record under a lock per host, so web processes share one
+// budget.
 
 /** A turn counts this long past its own bound: one whose end was never recorded (its web
  * process died) stops counting then. */
@@ -38,19 +40,37 @@ async function hostOf(sql: TransactionSql, instanceId: string): Promise<Host | u
   return engine?.cpus ? { node: null, cpus: engine.cpus } : undefined;
 }
 
-/** Turns running now on `host` (recorded and not ended, within their bound). */
-async function inFlight(sql: TransactionSql, host: Host, boundMs: number): Promise<number> {
+/**
+ * Turns running now on `host`, and of them the instance's own (recorded and not ended, within
+ * their bound).
+ */
+async function inFlight(
+  sql: TransactionSql,
+  host: Host,
+  instanceId: string,
+  boundMs: number,
+): Promise<{ host: number; instance: number }> {
   const seconds = Math.ceil(boundMs / 1000) + GRACE_S;
   const live = sql`t.ended_at is null and t.started_at > now() - make_interval(secs => ${seconds})`;
-  const [row] = host.node
-    ? await sql<{ n: number }[]>`
-        select count(*)::int as n from ai_turns t
-        where ${live} and t.instance_id in (
+  const onHost = host.node
+    ? sql`and t.instance_id in (
           select i->>'instanceId' from runtime_nodes n, jsonb_array_elements(n.instances) i
           where n.deployment = ${runtimeDeployment()} and n.node_id = ${host.node})`
-    : await sql<{ n: number }[]>`select count(*)::int as n from ai_turns t where ${live}`;
-  return row?.n ?? 0;
+    : sql``;
+  const [row] = await sql<{ host: number; instance: number }[]>`
+    select count(*)::int as host,
+      (count(*) filter (where t.instance_id = ${instanceId}))::int as instance
+    from ai_turns t where ${live} ${onHost}`;
+  return { host: row?.host ?? 0, instance: row?.instance ?? 0 };
 }
+
+const refused = (message: string) =>
+  new DomainError(
+    503,
+    `${message}; nothing was sent to the agent. Try again in a few seconds`,
+    { retryAfterSeconds: RETRY_AFTER_S },
+    { "Retry-After": String(RETRY_AFTER_S) },
+  );
 
 /**
  * The admission of a turn on `instanceId`'s host: refused (503) when its budget is spent.
@@ -64,12 +84,15 @@ export function hostTurnBudget(instanceId: string, boundMs: number): TurnAdmissi
     if (!host) return; // not read yet: no budget rather than a guess
     await sql`select pg_advisory_xact_lock(hashtext(${`turn-budget:${runtimeDeployment()}:${host.node ?? "host"}`}))`;
     const budget = Math.max(1, Math.floor(perCpu * host.cpus));
-    if ((await inFlight(sql, host, boundMs)) < budget) return;
-    throw new DomainError(
-      503,
-      `The agent's host is at its limit of ${budget} chat turns at once; nothing was sent to the agent. Try again in a few seconds`,
-      { retryAfterSeconds: RETRY_AFTER_S },
-      { "Retry-After": String(RETRY_AFTER_S) },
-    );
+    // One tenant never holds the whole host: at most half its budget per agent instance.
+    const share = Math.max(1, Math.floor(budget / 2));
+    const running = await inFlight(sql, host, instanceId, boundMs);
+    if (running.instance >= share) {
+      const turns = `${share} chat turn${share === 1 ? "" : "s"}`;
+      throw refused(`This agent already runs ${turns} at once, its share of its host`);
+    }
+    if (running.host >= budget) {
+      throw refused(`The agent's host is at its limit of ${budget} chat turns at once`);
+    }
   };
 }
