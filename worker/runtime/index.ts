@@ -44,6 +44,7 @@ export function getRuntime(): AgentRuntime {
     RUNTIME_PLATFORM_AI_URL,
     RUNTIME_NETWORK,
     AGENT_GATEWAY_IMAGE,
+    GATEWAY_HEALTH_TIMEOUT_MS,
   } = env();
   if (RUNTIME_DRIVER === "swarm" && !RUNTIME_PLATFORM_AI_URL) {
     // On an overlay network no address of this host is the platform's: name it.
@@ -66,6 +67,7 @@ export function getRuntime(): AgentRuntime {
             // The web containers labelled with this alias hold the address this name has in
             // every gateway's hosts file (deploy/stack.yml labels them).
             platformHost: platformHostOf(RUNTIME_PLATFORM_AI_URL),
+            bootBoundMs: GATEWAY_HEALTH_TIMEOUT_MS,
           })
         : new DockerRuntime({ maxCpus: RUNTIME_MAX_CPUS, tenantSubnets: RUNTIME_TENANT_SUBNETS });
   return runtime;

@@ -9,7 +9,9 @@ import { type ContainerSpec, LABELS } from "./types.ts";
  * The create request of an instance's service, made with no replica: pinned to `nodeId` (the
  * node that holds its state volume), `demand` as reservations and limits, `env` as given (the
  * caller adds what a limited volume needs), a read-only root with the volume's own /tmp when
- * `limited`, and `hosts` written into its hosts file.
+ * `limited`, and `hosts` written into its hosts file. The image's health check gets
+ * `bootBoundMs` as its start period: a swarm replaces an unhealthy task, and the image's 120 s
+ * would have it kill a boot the platform still waits for (decision 0252).
  */
 export function gatewayServiceSpec(
   spec: ContainerSpec,
@@ -19,9 +21,10 @@ export function gatewayServiceSpec(
     demand: Demand;
     limited: boolean;
     hosts: string[];
+    bootBoundMs?: number;
   },
 ): Docker.CreateServiceOptions {
-  const { nodeId, env, demand, limited, hosts } = options;
+  const { nodeId, env, demand, limited, hosts, bootBoundMs } = options;
   const labels = {
     ...spec.labels,
     [LABELS.managed]: "1",
@@ -53,6 +56,8 @@ export function gatewayServiceSpec(
             : []),
         ],
         ...(hosts.length ? { Hosts: hosts } : {}),
+        // The engine fills the other fields from the image's HEALTHCHECK.
+        ...(bootBoundMs ? { Healthcheck: { StartPeriod: bootBoundMs * 1e6 } } : {}),
       },
       Resources: {
         Limits: {

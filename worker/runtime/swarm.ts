@@ -78,6 +78,11 @@ export interface SwarmDriverOptions {
   platformHost?: string;
   /** Hard storage limits on every node that has the prepared root (decision 0228). */
   storage?: SwarmStorageOptions;
+  /**
+   * How long a gateway's boot may take (GATEWAY_HEALTH_TIMEOUT_MS): its health check's start
+   * period, so the swarm does not replace a slow boot the platform still waits for (decision 0252).
+   */
+  bootBoundMs?: number;
 }
 
 export class SwarmRuntime implements ClusterRuntime {
@@ -88,6 +93,7 @@ export class SwarmRuntime implements ClusterRuntime {
   readonly #anchor: AnchorSpec | undefined;
   readonly #tenantSubnets: SubnetPool;
   readonly #platformHost: string | undefined;
+  readonly #bootBoundMs: number | undefined;
   readonly #nodes: SwarmNodes;
   readonly #services: SwarmServices;
   readonly #volumes: SwarmVolumes;
@@ -98,6 +104,7 @@ export class SwarmRuntime implements ClusterRuntime {
     this.#settleMs = options.settleMs ?? 60_000;
     this.#anchor = options.anchor;
     this.#platformHost = options.platformHost;
+    this.#bootBoundMs = options.bootBoundMs;
     this.#nodes = new SwarmNodes(this.manager, {
       nodeEngines: options.nodeEngines,
       maxCpus: options.maxCpus,
@@ -397,7 +404,16 @@ export class SwarmRuntime implements ClusterRuntime {
     }
     const hosts = await this.#platformHosts(spec.network);
     const created = (await newNetworkRetried(() =>
-      this.docker.createService(gatewayServiceSpec(spec, { nodeId, env, demand, limited, hosts })),
+      this.docker.createService(
+        gatewayServiceSpec(spec, {
+          nodeId,
+          env,
+          demand,
+          limited,
+          hosts,
+          bootBoundMs: this.#bootBoundMs,
+        }),
+      ),
     )) as { id?: string; ID?: string };
     return (created.ID ?? created.id) as string;
   }
