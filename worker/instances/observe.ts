@@ -115,6 +115,7 @@ export async function observe(listed: InstanceRow): Promise<InstanceRow> {
     // away, and no credential may follow it there (decision 0195).
     gateway_address: isUp(info) ? (address ?? null) : null,
     started_at: info.startedAt ? new Date(info.startedAt) : row.started_at,
+    ...(state.health === "healthy" ? { healthy_at: since } : {}),
   });
   // A gateway that has booted weighs its plan's CPU again (decision 0250).
   await settleBootWeight(row, info, state.health === "healthy");

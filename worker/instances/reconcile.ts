@@ -20,6 +20,7 @@ import {
   isolateGateway,
   removeOrphanNetworks,
 } from "./gateway-networks.ts";
+import { hungBoot } from "./hung-boot.ts";
 import { removeDeadJobLeftovers, removeInstanceLeftovers } from "./leftovers.ts";
 import { tryInstanceLock } from "./lock.ts";
 import { recordClusterNodes } from "./nodes.ts";
@@ -118,14 +119,37 @@ async function heal(row: InstanceRow, info: ContainerInfo | undefined): Promise<
     await updateInstance(row.id, patch);
     return `${patch.observed_state}, restart due ${row.next_restart_at.toISOString()}`;
   }
-  const delay = Math.min(BACKOFF_BASE_MS * 2 ** row.crash_restarts, BACKOFF_MAX_MS);
-  patch.crash_restarts = row.crash_restarts + 1;
-  patch.next_restart_at = new Date(now + delay);
-  await updateInstance(row.id, patch);
+  await updateInstance(row.id, { ...patch, ...backoff(row, now) });
   // A restart like a user's: its progress shows, and the observation that sees the gateway
   // healthy again ends it (finishBootRun).
   await queueRestart(row.id);
   return `${patch.observed_state}, restart queued`;
+}
+
+/** The crash backoff's next step: one more restart counted, the one after it not before. */
+function backoff(row: InstanceRow, now: number): InstancePatch {
+  const delay = Math.min(BACKOFF_BASE_MS * 2 ** row.crash_restarts, BACKOFF_MAX_MS);
+  return { crash_restarts: row.crash_restarts + 1, next_restart_at: new Date(now + delay) };
+}
+
+/**
+ * A hung boot (hung-boot.ts, decision 0253) is stopped and queued for a restart like a crashed
+ * gateway: recorded, counted in the crash backoff, and left running while that backoff runs.
+ */
+async function restartHungBoot(row: InstanceRow, info: ContainerInfo, why: string) {
+  const now = Date.now();
+  if (row.next_restart_at && row.next_restart_at.getTime() > now) {
+    return `boot hung, restart due ${row.next_restart_at.toISOString()}`;
+  }
+  log().warn({ instanceId: row.id, why }, "a gateway's boot hung: restarting it");
+  await rt().stop(info.id, 10);
+  await updateInstance(row.id, {
+    last_error: `${why}: restarted`,
+    last_error_at: new Date(now),
+    ...backoff(row, now),
+  });
+  await queueRestart(row.id);
+  return "boot hung, restart queued";
 }
 
 /** One instance towards its desired state; returns what was seen or done. */
@@ -160,6 +184,8 @@ export async function reconcileOne(row: InstanceRow): Promise<string> {
     if (!info?.running) return heal(row, info);
   }
   const seen = await observe(row);
+  const hung = info.running ? await hungBoot(seen, info) : undefined;
+  if (hung) return restartHungBoot(seen, info, hung);
   if (seen.health === "healthy" && row.crash_restarts > 0) {
     await updateInstance(row.id, { crash_restarts: 0, next_restart_at: null });
   }

@@ -65,6 +65,8 @@ export interface InstanceRow {
   crash_restarts: number;
   next_restart_at: Date | null;
   started_at: Date | null;
+  /** When an observation last saw its gateway answer /healthz (a hung boot never has). */
+  healthy_at: Date | null;
   observed_at: Date | null;
   cpu_percent: number | null;
   memory_bytes: number | null;

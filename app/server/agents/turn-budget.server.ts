@@ -1,5 +1,6 @@
-import type { TransactionSql } from "postgres";
+import type { Sql, TransactionSql } from "postgres";
 import type { TurnAdmission } from "../ai/turns.server.ts";
+import { db } from "../platform/db.server.ts";
 import { env } from "../platform/env.server.ts";
 import { DomainError } from "../platform/errors.server.ts";
 import { runtimeDeployment } from "./engine-health.server.ts";
@@ -40,6 +41,21 @@ async function hostOf(sql: TransactionSql, instanceId: string): Promise<Host | u
   return engine?.cpus ? { node: null, cpus: engine.cpus } : undefined;
 }
 
+/** A turn of `ai_turns t` running now: recorded, not ended, within its bound and the grace. */
+function liveTurn(sql: Sql | TransactionSql, boundMs: number) {
+  const seconds = Math.ceil(boundMs / 1000) + GRACE_S;
+  return sql`t.ended_at is null and t.started_at > now() - make_interval(secs => ${seconds})`;
+}
+
+/** The chat turns running now on the instance (a busy gateway is not a hung one). */
+export async function turnsRunningOn(instanceId: string, boundMs: number): Promise<number> {
+  const sql = db();
+  const [row] = await sql<{ n: number }[]>`
+    select count(*)::int as n from ai_turns t
+    where ${liveTurn(sql, boundMs)} and t.instance_id = ${instanceId}`;
+  return row?.n ?? 0;
+}
+
 /**
  * Turns running now on `host`, and of them the instance's own (recorded and not ended, within
  * their bound).
@@ -50,8 +66,7 @@ async function inFlight(
   instanceId: string,
   boundMs: number,
 ): Promise<{ host: number; instance: number }> {
-  const seconds = Math.ceil(boundMs / 1000) + GRACE_S;
-  const live = sql`t.ended_at is null and t.started_at > now() - make_interval(secs => ${seconds})`;
+  const live = liveTurn(sql, boundMs);
   const onHost = host.node
     ? sql`and t.instance_id in (
           select i->>'instanceId' from runtime_nodes n, jsonb_array_elements(n.instances) i
