@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { getInstance, updateInstance } from "../../app/server/agents/instances.server.ts";
 import { startTurn } from "../../app/server/ai/turns.server.ts";
 import { resetEnvCache } from "../../app/server/platform/env.server.ts";
-import { hasLiveJob } from "../../app/server/platform/jobs.server.ts";
+import { hasLiveJob, sendJob } from "../../app/server/platform/jobs.server.ts";
 import { observe } from "../../worker/instances/observe.ts";
 import { reconcileAll } from "../../worker/instances/reconcile.ts";
 import { waitFor } from "../helpers/wait-for.ts";
@@ -109,4 +109,15 @@ it("a gateway that answered since its start, one with a chat turn running and on
   // Its turn over, the busy one that never answered is a hung boot.
   await endTurn();
   expect((await reconcileAll()).instances[busy.id]).toBe("boot hung, restart queued");
+});
+
+it("a hung boot whose restart is queued already is left to that restart", async () => {
+  const { engine } = stand;
+  const row = await runningInstance(engine);
+  container(row.container_name).healthy = false;
+  await sendJob("restart-instance", { instanceId: row.id });
+
+  expect((await reconcileAll()).instances[row.id]).toBe("restart under way");
+  expect(container(row.container_name).running).toBe(true);
+  expect(await getInstance(row.id)).toMatchObject({ crash_restarts: 0 });
 });

@@ -137,6 +137,9 @@ function backoff(row: InstanceRow, now: number): InstancePatch {
  * gateway: recorded, counted in the crash backoff, and left running while that backoff runs.
  */
 async function restartHungBoot(row: InstanceRow, info: ContainerInfo, why: string) {
+  // A restart already queued, or a user's boot waiting for its slot, boots it anew itself.
+  if (await restartJobLive(row.id)) return RESTART_UNDER_WAY;
+  if (await userBootPending(row.id)) return "a user's boot under way";
   const now = Date.now();
   if (row.next_restart_at && row.next_restart_at.getTime() > now) {
     return `boot hung, restart due ${row.next_restart_at.toISOString()}`;
