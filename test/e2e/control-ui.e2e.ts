@@ -161,7 +161,12 @@ describeDocker("the agent's Control UI", () => {
         });
 
       const box = page.locator("textarea").first();
-      await box.waitFor({ timeout: 60_000 });
+      // Once in a clean-clone CI run (1eb5199) no textarea came within 60 s of a connected page
+      // whose sessions and device were there: the page's text and socket events say why.
+      await box.waitFor({ timeout: 60_000 }).catch(async (error: Error) => {
+        const text = ((await page.textContent("body").catch(() => "")) ?? "").slice(0, 600);
+        throw new Error(`${error.message}\npage: ${text}\n${seen.slice(-20).join("\n")}`);
+      });
       await box.fill("Hello from the Control UI");
       await box.press("Enter");
       await expect
